@@ -1,0 +1,120 @@
+// Command lkscore scores the reliability of LiveKit voice-agent sessions.
+// `lkscore serve` runs the daemon; see README.md.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/urfave/cli/v3"
+
+	"github.com/lkscore/lkscore/config"
+	"github.com/lkscore/lkscore/consumer"
+)
+
+// version is stamped at build time with -ldflags "-X main.version=…".
+var version = "dev"
+
+func main() {
+	os.Exit(run(context.Background(), os.Args, os.Getenv, os.Stdout, os.Stderr))
+}
+
+// exitError carries an exit code through urfave/cli.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e exitError) Error() string { return e.err.Error() }
+
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	cmd := &cli.Command{
+		Name:      "lkscore",
+		Usage:     "score the reliability of LiveKit voice-agent sessions",
+		Version:   version,
+		Writer:    stdout,
+		ErrWriter: stderr,
+		Commands:  []*cli.Command{serveCommand(getenv, stderr)},
+		// Errors are printed once, by run.
+		ExitErrHandler: func(context.Context, *cli.Command, error) {},
+	}
+	err := cmd.Run(ctx, args)
+	if err == nil {
+		return 0
+	}
+	fmt.Fprintln(stderr, "lkscore:", err)
+	var ee exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	return 2
+}
+
+func serveCommand(getenv func(string) string, stderr io.Writer) *cli.Command {
+	return &cli.Command{
+		Name:  "serve",
+		Usage: "run the daemon (embedded NATS unless a NATS URL is configured)",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "config", Usage: "YAML config file (env LKSCORE_CONFIG)"},
+			&cli.StringFlag{Name: "listen", Usage: "webhook and collector address (env LKSCORE_LISTEN, default :8080)"},
+			&cli.StringFlag{Name: "ops-listen", Usage: "/healthz, /readyz, /metrics address (env LKSCORE_OPS_LISTEN, default :9090)"},
+			&cli.StringFlag{Name: "nats-url", Usage: "NATS URL; empty starts an embedded server (env LKSCORE_NATS_URL)"},
+			&cli.StringFlag{Name: "data-dir", Usage: "embedded NATS store and local recordings (env LKSCORE_DATA_DIR, default ./lkscore-data)"},
+			&cli.StringFlag{Name: "log-level", Usage: "debug, info, warn or error (env LKSCORE_LOG_LEVEL)"},
+		},
+		Action: func(ctx context.Context, c *cli.Command) error {
+			cfg, err := loadConfig(c, getenv)
+			if err != nil {
+				return exitError{code: 2, err: err}
+			}
+			log := newLogger(stderr, cfg.LogLevel)
+			reg := prometheus.NewRegistry()
+			reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+			d, err := consumer.New(cfg, log, reg, reg)
+			if err != nil {
+				return exitError{code: 1, err: err}
+			}
+			if err := d.Run(ctx); err != nil {
+				return exitError{code: 1, err: err}
+			}
+			log.Info("stopped")
+			return nil
+		},
+	}
+}
+
+// loadConfig layers flags over env over the config file over defaults.
+func loadConfig(c *cli.Command, getenv func(string) string) (config.Config, error) {
+	path := c.String("config")
+	if path == "" {
+		path = getenv("LKSCORE_CONFIG")
+	}
+	return config.Load(path, getenv, func(cfg *config.Config) {
+		set := func(flag string, dst *string) {
+			if c.IsSet(flag) {
+				*dst = c.String(flag)
+			}
+		}
+		set("listen", &cfg.Listen)
+		set("ops-listen", &cfg.OpsListen)
+		set("nats-url", &cfg.NATS.URL)
+		set("data-dir", &cfg.DataDir)
+		set("log-level", &cfg.LogLevel)
+	})
+}
+
+func newLogger(w io.Writer, level string) *slog.Logger {
+	var l slog.Level
+	_ = l.UnmarshalText([]byte(level)) // validated by config
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))
+}

@@ -1,0 +1,278 @@
+// Package config holds lkscore's one typed configuration: defaults, an optional
+// strict YAML file, environment variables and command-line flags, in that order
+// of precedence (flags win). Validate reports every problem at once.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Config is the whole daemon configuration. Pass it by value.
+type Config struct {
+	// Listen is the address of the webhook and collector HTTP server.
+	Listen string `yaml:"listen"`
+	// OpsListen is the address of /healthz, /readyz and /metrics.
+	OpsListen string `yaml:"ops_listen"`
+	// DataDir holds the embedded NATS store and the local recording store.
+	DataDir string `yaml:"data_dir"`
+	// LogLevel is one of debug, info, warn, error.
+	LogLevel string `yaml:"log_level"`
+	// ShutdownTimeout bounds the whole graceful shutdown.
+	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
+
+	LiveKit   LiveKit   `yaml:"livekit"`
+	NATS      NATS      `yaml:"nats"`
+	Webhook   Webhook   `yaml:"webhook"`
+	Collector Collector `yaml:"collector"`
+}
+
+// LiveKit holds the API keys that sign webhooks and recording uploads.
+// Secrets never come from the YAML file or flags: only from the environment
+// (LIVEKIT_API_KEY, LIVEKIT_API_SECRET) or the keys file.
+type LiveKit struct {
+	// KeysFile is a livekit-server style key file (`key: secret` YAML).
+	KeysFile string `yaml:"keys_file"`
+
+	// Keys maps API key to secret; filled from env and KeysFile by Load.
+	Keys map[string]string `yaml:"-"`
+}
+
+// NATS configures the JetStream connection and the streams lkscore owns.
+type NATS struct {
+	// URL of the NATS server; empty starts an embedded server.
+	URL string `yaml:"url"`
+	// CredsFile is a NATS credentials file (JWT + NKey seed).
+	CredsFile string `yaml:"creds_file"`
+	// EmbeddedPort is the loopback port of the embedded server (-1 = random).
+	EmbeddedPort int `yaml:"embedded_port"`
+	// SubjectPrefix prefixes every subject, e.g. "lkscore." gives lkscore.webhook.room_finished.
+	SubjectPrefix string `yaml:"subject_prefix"`
+	// StreamPrefix prefixes every stream name, e.g. "LKSCORE" gives LKSCORE_WEBHOOKS.
+	StreamPrefix string `yaml:"stream_prefix"`
+	// Replicas of each stream (3 on a production cluster).
+	Replicas int `yaml:"replicas"`
+	// Storage is "file" or "memory".
+	Storage string `yaml:"storage"`
+	// MaxAge is how long stored webhooks and upload notices are kept.
+	MaxAge time.Duration `yaml:"max_age"`
+	// MaxBytes caps each stream's size (-1 = unlimited).
+	MaxBytes int64 `yaml:"max_bytes"`
+	// DuplicateWindow is the stream dedup window; at least a LiveKit token's lifetime (6m).
+	DuplicateWindow time.Duration `yaml:"duplicate_window"`
+	// PublishTimeout bounds one acknowledged publish.
+	PublishTimeout time.Duration `yaml:"publish_timeout"`
+}
+
+// Webhook configures POST /webhook.
+type Webhook struct {
+	// MaxBodyBytes caps a webhook body (413 beyond).
+	MaxBodyBytes int64 `yaml:"max_body_bytes"`
+	// Events lists the event names that are stored; others get 200 and are counted.
+	Events []string `yaml:"events"`
+}
+
+// Collector configures POST /observability/recordings/v0.
+type Collector struct {
+	MaxHeaderBytes      int64 `yaml:"max_header_bytes"`
+	MaxChatHistoryBytes int64 `yaml:"max_chat_history_bytes"`
+	MaxAudioBytes       int64 `yaml:"max_audio_bytes"`
+	// MaxOTLPBytes caps the OTLP bodies that are accepted and discarded.
+	MaxOTLPBytes int64 `yaml:"max_otlp_bytes"`
+}
+
+// TokenLifetime is how long a LiveKit webhook token can be replayed: 5 min
+// validity plus the verifier's 1 min leeway (livekit/protocol webhook + auth).
+const TokenLifetime = 6 * time.Minute
+
+// Default returns the documented defaults.
+func Default() Config {
+	return Config{
+		Listen:          ":8080",
+		OpsListen:       ":9090",
+		DataDir:         "./lkscore-data",
+		LogLevel:        "info",
+		ShutdownTimeout: 25 * time.Second,
+		NATS: NATS{
+			EmbeddedPort:    4222,
+			SubjectPrefix:   "lkscore.",
+			StreamPrefix:    "LKSCORE",
+			Replicas:        1,
+			Storage:         "file",
+			MaxAge:          7 * 24 * time.Hour,
+			MaxBytes:        -1,
+			DuplicateWindow: 10 * time.Minute,
+			PublishTimeout:  3 * time.Second,
+		},
+		Webhook: Webhook{
+			MaxBodyBytes: 1 << 20,
+			Events:       []string{"room_finished", "egress_ended", "agent_job_ended"},
+		},
+		Collector: Collector{
+			MaxHeaderBytes:      64 << 10,
+			MaxChatHistoryBytes: 32 << 20,
+			MaxAudioBytes:       2 << 30,
+			MaxOTLPBytes:        16 << 20,
+		},
+	}
+}
+
+// Load builds a Config: defaults, then the YAML file at path (if non-empty),
+// then environment variables read through getenv, then set (flags). It
+// validates the result and returns every problem at once.
+func Load(path string, getenv func(string) string, set func(*Config)) (Config, error) {
+	cfg := Default()
+	if path != "" {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return Config{}, fmt.Errorf("read config: %w", err)
+		}
+		if err := decodeStrict(b, &cfg); err != nil {
+			return Config{}, fmt.Errorf("config %s: %w", path, err)
+		}
+	}
+	envErr := cfg.applyEnv(getenv)
+	if set != nil {
+		set(&cfg)
+	}
+	keysErr := cfg.LiveKit.loadKeys(getenv)
+	if err := errors.Join(envErr, keysErr, cfg.Validate()); err != nil {
+		return Config{}, err
+	}
+	return cfg, nil
+}
+
+// decodeStrict decodes YAML, rejecting unknown keys and trailing documents.
+func decodeStrict(b []byte, cfg *Config) error {
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(cfg); err != nil && !errors.Is(err, io.EOF) {
+		return err
+	}
+	var extra any
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		return errors.New("more than one YAML document")
+	}
+	return nil
+}
+
+// applyEnv overlays the LKSCORE_* variables.
+func (c *Config) applyEnv(getenv func(string) string) error {
+	var errs []error
+	str := func(name string, dst *string) {
+		if v := getenv(name); v != "" {
+			*dst = v
+		}
+	}
+	str("LKSCORE_LISTEN", &c.Listen)
+	str("LKSCORE_OPS_LISTEN", &c.OpsListen)
+	str("LKSCORE_DATA_DIR", &c.DataDir)
+	str("LKSCORE_LOG_LEVEL", &c.LogLevel)
+	str("LKSCORE_NATS_URL", &c.NATS.URL)
+	str("LKSCORE_NATS_CREDS_FILE", &c.NATS.CredsFile)
+	str("LKSCORE_KEYS_FILE", &c.LiveKit.KeysFile)
+	if v := getenv("LKSCORE_NATS_REPLICAS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("LKSCORE_NATS_REPLICAS: %q is not an integer", v))
+		}
+		c.NATS.Replicas = n
+	}
+	if v := getenv("LKSCORE_WEBHOOK_EVENTS"); v != "" {
+		c.Webhook.Events = splitList(v)
+	}
+	return errors.Join(errs...)
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// loadKeys fills Keys from LIVEKIT_API_KEY/LIVEKIT_API_SECRET and KeysFile.
+func (l *LiveKit) loadKeys(getenv func(string) string) error {
+	l.Keys = map[string]string{}
+	var errs []error
+	key, secret := getenv("LIVEKIT_API_KEY"), getenv("LIVEKIT_API_SECRET")
+	switch {
+	case key != "" && secret != "":
+		l.Keys[key] = secret
+	case key != "" || secret != "":
+		errs = append(errs, errors.New("LIVEKIT_API_KEY and LIVEKIT_API_SECRET: set both or neither"))
+	}
+	if l.KeysFile != "" {
+		keys, err := ReadKeysFile(l.KeysFile)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("livekit.keys_file: %w", err))
+		}
+		for k, v := range keys {
+			l.Keys[k] = v
+		}
+	}
+	if len(l.Keys) == 0 && len(errs) == 0 {
+		errs = append(errs, errors.New("livekit keys: none configured; set LIVEKIT_API_KEY and LIVEKIT_API_SECRET, or LKSCORE_KEYS_FILE"))
+	}
+	return errors.Join(errs...)
+}
+
+// ReadKeysFile reads livekit-server's key file format: a YAML map of API key to secret.
+func ReadKeysFile(path string) (map[string]string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var keys map[string]string
+	if err := yaml.Unmarshal(b, &keys); err != nil {
+		// The YAML error may quote the file's content: do not echo secrets.
+		return nil, fmt.Errorf("%s: not a `key: secret` YAML map", path)
+	}
+	for k, v := range keys {
+		if k == "" || v == "" {
+			return nil, fmt.Errorf("%s: empty key or secret", path)
+		}
+	}
+	return keys, nil
+}
+
+// LogValue redacts secrets so a Config can be logged.
+func (c Config) LogValue() slog.Value {
+	keys := make([]string, 0, len(c.LiveKit.Keys))
+	for k := range c.LiveKit.Keys {
+		keys = append(keys, k)
+	}
+	return slog.GroupValue(
+		slog.String("listen", c.Listen),
+		slog.String("ops_listen", c.OpsListen),
+		slog.String("data_dir", c.DataDir),
+		slog.String("nats_url", redactURL(c.NATS.URL)),
+		slog.String("subject_prefix", c.NATS.SubjectPrefix),
+		slog.String("stream_prefix", c.NATS.StreamPrefix),
+		slog.Int("api_keys", len(keys)),
+		slog.Any("webhook_events", c.Webhook.Events),
+	)
+}
+
+// redactURL hides user info (tokens, passwords) in a NATS URL.
+func redactURL(u string) string {
+	if i := strings.Index(u, "@"); i >= 0 {
+		if j := strings.Index(u, "://"); j >= 0 && j < i {
+			return u[:j+3] + "REDACTED@" + u[i+1:]
+		}
+		return "REDACTED@" + u[i+1:]
+	}
+	return u
+}

@@ -1,0 +1,310 @@
+package consumer
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"log/slog"
+	"mime"
+	"mime/multipart"
+	"net/http"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/livekit/protocol/auth"
+	"github.com/livekit/protocol/livekit"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/lkscore/lkscore/config"
+)
+
+// CollectorHandler serves POST /observability/recordings/v0, the endpoint
+// the Python agents SDK posts its recording upload to when
+// LIVEKIT_OBSERVABILITY_URL points at lkscore.
+type CollectorHandler struct {
+	keys      auth.KeyProvider
+	store     recordingWriter
+	pub       publisher
+	connected func() bool
+	subjects  Subjects
+	limits    config.Collector
+	timeout   time.Duration
+	now       func() time.Time
+	metrics   *metrics
+	log       *slog.Logger
+}
+
+// UploadNotice is the message published on Subjects.UploadStored once an
+// upload is committed to the recording store.
+type UploadNotice struct {
+	SessionKey string                  `json:"session_key"`
+	RoomID     string                  `json:"room_id"`
+	JobID      string                  `json:"job_id,omitempty"`
+	Location   string                  `json:"location"`
+	Objects    map[string]ObjectDigest `json:"objects"`
+	APIKey     string                  `json:"api_key"`
+	ReceivedAt time.Time               `json:"received_at"`
+}
+
+// ObjectDigest describes one stored object.
+type ObjectDigest struct {
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256"`
+}
+
+// idRE bounds what a room or job id may look like before it becomes a path.
+var idRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
+
+// SessionKey returns the session key for a header: room_id/job_id, or, for
+// SDKs that send no job_id, room_id/h-<hash of the header bytes>, which is
+// stable across the SDK's retries of the same upload.
+func SessionKey(roomID, jobID string, headerBytes []byte) string {
+	if jobID != "" {
+		return roomID + "/" + jobID
+	}
+	sum := sha256.Sum256(headerBytes)
+	return roomID + "/h-" + hex.EncodeToString(sum[:8])
+}
+
+// collectorError carries the HTTP status and metric reason of a refusal.
+type collectorError struct {
+	status int
+	reason string
+	err    error
+}
+
+func (e *collectorError) Error() string { return e.err.Error() }
+func (e *collectorError) Unwrap() error { return e.err }
+
+func refuse(status int, reason, format string, a ...any) error {
+	return &collectorError{status: status, reason: reason, err: fmt.Errorf(format, a...)}
+}
+
+func (c *CollectorHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	outcome := "stored"
+	if err := c.serve(w, r); err != nil {
+		outcome = c.fail(w, err)
+	}
+	c.metrics.requests.WithLabelValues("recordings", outcome).Inc()
+}
+
+func (c *CollectorHandler) serve(w http.ResponseWriter, r *http.Request) error {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		return refuse(http.StatusMethodNotAllowed, "method_not_allowed", "use POST")
+	}
+	apiKey, err := verifyObservabilityToken(r.Header.Get("Authorization"), c.keys)
+	if err != nil {
+		c.log.Debug("upload refused", "err", err)
+		return refuse(http.StatusUnauthorized, "unauthorized", "invalid token")
+	}
+	mt, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || mt != "multipart/form-data" || params["boundary"] == "" {
+		return refuse(http.StatusBadRequest, "bad_request", "content type must be multipart/form-data with a boundary")
+	}
+	// The whole body may not exceed the sum of the part limits plus room for part headers.
+	maxTotal := c.limits.MaxHeaderBytes + c.limits.MaxChatHistoryBytes + c.limits.MaxAudioBytes + 64<<10
+	if r.ContentLength > maxTotal {
+		return refuse(http.StatusRequestEntityTooLarge, "too_large", "body exceeds the upload size limit")
+	}
+	body := http.MaxBytesReader(w, r.Body, maxTotal)
+	notice, err := c.receive(r.Context(), multipart.NewReader(body, params["boundary"]))
+	if err != nil {
+		return err
+	}
+	notice.APIKey = apiKey
+	if err := c.announce(r.Context(), notice); err != nil {
+		return err
+	}
+	c.log.Info("upload stored", "session_key", notice.SessionKey, "objects", len(notice.Objects))
+	w.WriteHeader(http.StatusOK)
+	return nil
+}
+
+// verifyObservabilityToken checks a Bearer JWT the way LiveKit Cloud does:
+// signed by a known key, unexpired, with the observability write grant.
+func verifyObservabilityToken(header string, keys auth.KeyProvider) (string, error) {
+	token, ok := strings.CutPrefix(header, "Bearer ")
+	if !ok || token == "" {
+		return "", errors.New("missing bearer token")
+	}
+	v, err := auth.ParseAPIToken(token)
+	if err != nil {
+		return "", fmt.Errorf("parse token: %w", err)
+	}
+	secret := keys.GetSecret(v.APIKey())
+	if secret == "" {
+		return "", fmt.Errorf("unknown api key %q", v.APIKey())
+	}
+	_, grants, err := v.Verify(secret)
+	if err != nil {
+		return "", fmt.Errorf("verify token: %w", err)
+	}
+	if grants.Observability == nil || !grants.Observability.Write {
+		return "", errors.New("token lacks the observability write grant")
+	}
+	return v.APIKey(), nil
+}
+
+// receive streams the parts into one store upload and commits it.
+func (c *CollectorHandler) receive(ctx context.Context, mr *multipart.Reader) (*UploadNotice, error) {
+	part, err := mr.NextPart()
+	if err != nil {
+		return nil, readErr("header", err)
+	}
+	if part.FormName() != "header" {
+		return nil, refuse(http.StatusBadRequest, "bad_request", "first part is %q, want \"header\"", part.FormName())
+	}
+	headerBytes, err := io.ReadAll(&limitReader{r: part, left: c.limits.MaxHeaderBytes})
+	if err != nil {
+		return nil, readErr("header", err)
+	}
+	var hdr livekit.MetricsRecordingHeader
+	if err := proto.Unmarshal(headerBytes, &hdr); err != nil {
+		return nil, refuse(http.StatusBadRequest, "bad_request", "header is not a MetricsRecordingHeader: %v", err)
+	}
+	if !idRE.MatchString(hdr.RoomId) {
+		return nil, refuse(http.StatusBadRequest, "bad_request", "header room_id %q is missing or invalid", hdr.RoomId)
+	}
+	if hdr.JobId != "" && !idRE.MatchString(hdr.JobId) {
+		return nil, refuse(http.StatusBadRequest, "bad_request", "header job_id %q is invalid", hdr.JobId)
+	}
+	key := SessionKey(hdr.RoomId, hdr.JobId, headerBytes)
+	up, err := c.store.Begin(ctx, key+"/")
+	if err != nil {
+		return nil, fmt.Errorf("store upload: %w", err)
+	}
+	defer up.Abort(context.WithoutCancel(ctx)) // no-op after Commit
+
+	notice := &UploadNotice{
+		SessionKey: key, RoomID: hdr.RoomId, JobID: hdr.JobId,
+		Location: c.store.Location(key + "/"), Objects: map[string]ObjectDigest{},
+		ReceivedAt: c.now().UTC(),
+	}
+	for {
+		part, err := mr.NextPart()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, readErr("multipart", err)
+		}
+		name, limit := c.objectFor(part.FormName())
+		if name == "" {
+			// Unknown parts (a newer SDK) are read and dropped, bounded by the body cap.
+			if _, err := io.Copy(io.Discard, part); err != nil {
+				return nil, readErr(part.FormName(), err)
+			}
+			continue
+		}
+		if _, dup := notice.Objects[name]; dup {
+			return nil, refuse(http.StatusBadRequest, "bad_request", "part %q appears twice", part.FormName())
+		}
+		d, err := writeObject(ctx, up, name, part, limit)
+		if err != nil {
+			return nil, readErr(part.FormName(), err)
+		}
+		notice.Objects[name] = d
+		c.metrics.bytesStored.WithLabelValues(part.FormName()).Add(float64(d.Size))
+	}
+	d, err := writeObject(ctx, up, ObjectHeader, bytes.NewReader(headerBytes), c.limits.MaxHeaderBytes)
+	if err != nil {
+		return nil, fmt.Errorf("store header: %w", err)
+	}
+	notice.Objects[ObjectHeader] = d
+	c.metrics.bytesStored.WithLabelValues("header").Add(float64(d.Size))
+	if err := up.Commit(ctx); err != nil {
+		return nil, fmt.Errorf("store upload: %w", err)
+	}
+	return notice, nil
+}
+
+func (c *CollectorHandler) objectFor(part string) (string, int64) {
+	switch part {
+	case "chat_history":
+		return ObjectChatHistory, c.limits.MaxChatHistoryBytes
+	case "audio":
+		return ObjectAudio, c.limits.MaxAudioBytes
+	}
+	return "", 0
+}
+
+func writeObject(ctx context.Context, up Upload, name string, r io.Reader, limit int64) (ObjectDigest, error) {
+	h := sha256.New()
+	n, err := up.Write(ctx, name, io.TeeReader(r, h), limit)
+	if err != nil {
+		return ObjectDigest{}, err
+	}
+	return ObjectDigest{Size: n, SHA256: hexSum(h)}, nil
+}
+
+func hexSum(h hash.Hash) string { return hex.EncodeToString(h.Sum(nil)) }
+
+// readErr classifies an error met while reading a part: over a limit → 413,
+// a broken body (client gone, bad framing) → 400, anything else (the store) → 503.
+func readErr(part string, err error) error {
+	var tooLarge *http.MaxBytesError
+	var ce *collectorError
+	switch {
+	case errors.As(err, &ce):
+		return err
+	case errors.Is(err, ErrLimit) || errors.As(err, &tooLarge):
+		return refuse(http.StatusRequestEntityTooLarge, "too_large", "part %q exceeds its size limit", part)
+	case errors.Is(err, io.ErrUnexpectedEOF) || isMultipartErr(err):
+		return refuse(http.StatusBadRequest, "bad_request", "read part %q: %v", part, err)
+	}
+	return fmt.Errorf("store part %q: %w", part, err)
+}
+
+// isMultipartErr reports framing errors from mime/multipart, which are untyped.
+func isMultipartErr(err error) bool {
+	return strings.HasPrefix(err.Error(), "multipart: ") || errors.Is(err, io.EOF)
+}
+
+// announce publishes the upload notice, keyed by session.
+func (c *CollectorHandler) announce(ctx context.Context, n *UploadNotice) error {
+	if !c.connected() {
+		return errors.New("nats not connected")
+	}
+	data, err := json.Marshal(n)
+	if err != nil {
+		return fmt.Errorf("encode upload notice: %w", err)
+	}
+	msg := nats.NewMsg(c.subjects.UploadStored())
+	msg.Data = data
+	msg.Header.Set(HeaderSessionKey, n.SessionKey)
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	start := time.Now()
+	_, err = c.pub.PublishMsg(ctx, msg, jetstream.WithMsgID(n.SessionKey), jetstream.WithExpectStream(c.subjects.UploadStream()))
+	c.metrics.publishLatency.WithLabelValues(c.subjects.UploadStream()).Observe(time.Since(start).Seconds())
+	if err != nil {
+		return fmt.Errorf("publish upload notice %s: %w", n.SessionKey, err)
+	}
+	return nil
+}
+
+// fail answers an error. Refusals get their status; anything else is
+// transient and gets the google.rpc.Status with RetryInfo the SDK retries on.
+func (c *CollectorHandler) fail(w http.ResponseWriter, err error) string {
+	var ce *collectorError
+	if errors.As(err, &ce) {
+		c.metrics.rejected.WithLabelValues("recordings", ce.reason).Inc()
+		// Never mention "disabled" here: the Python SDK stops uploading for good on it.
+		http.Error(w, ce.Error(), ce.status)
+		return ce.reason
+	}
+	c.log.Warn("upload not stored", "err", err)
+	c.metrics.rejected.WithLabelValues("recordings", "unavailable").Inc()
+	writeRetryableStatus(w, "upload not stored, retry later", 2*time.Second)
+	return "unavailable"
+}

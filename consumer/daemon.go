@@ -1,0 +1,253 @@
+// Package consumer holds everything in lkscore that does I/O: webhook ingest,
+// the recording collector, the recording store, NATS streams, and the health
+// and metrics endpoints.
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/livekit/protocol/auth"
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/lkscore/lkscore/config"
+)
+
+// Daemon runs ingest: the webhook and collector server, the ops server, and
+// the NATS connection (embedded server when no URL is configured).
+type Daemon struct {
+	cfg      config.Config
+	log      *slog.Logger
+	reg      prometheus.Registerer
+	gatherer prometheus.Gatherer
+	metrics  *metrics
+	subjects Subjects
+
+	ready    atomic.Bool
+	embedded *server.Server
+	nc       *nats.Conn
+	ingest   *http.Server
+	ops      *http.Server
+	ingestLn net.Listener
+	opsLn    net.Listener
+	serveErr chan error
+	stopOnce sync.Once
+}
+
+// New validates the config and builds a Daemon; Start brings it up.
+func New(cfg config.Config, log *slog.Logger, reg prometheus.Registerer, gatherer prometheus.Gatherer) (*Daemon, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if log == nil || reg == nil || gatherer == nil {
+		return nil, errors.New("consumer.New: log, registerer and gatherer are required")
+	}
+	return &Daemon{
+		cfg: cfg, log: log, reg: reg, gatherer: gatherer,
+		metrics:  newMetrics(reg),
+		subjects: NewSubjects(cfg.NATS.SubjectPrefix, cfg.NATS.StreamPrefix),
+		serveErr: make(chan error, 2),
+	}, nil
+}
+
+// Start connects NATS, creates the streams and starts both HTTP servers.
+// On error, everything started so far is shut down.
+func (d *Daemon) Start(ctx context.Context) (err error) {
+	defer func() {
+		if err != nil {
+			_ = d.Shutdown(context.WithoutCancel(ctx))
+		}
+	}()
+	// Bind the ops port first, so probes answer (not ready) while NATS comes up.
+	if d.opsLn, err = net.Listen("tcp", d.cfg.OpsListen); err != nil {
+		return fmt.Errorf("listen ops %s: %w", d.cfg.OpsListen, err)
+	}
+	d.ops = &http.Server{Handler: d.opsHandler(), ReadHeaderTimeout: 5 * time.Second}
+	go d.serve(d.ops, d.opsLn)
+
+	url := d.cfg.NATS.URL
+	if url == "" {
+		if d.embedded, err = StartEmbedded(d.cfg.DataDir, d.cfg.NATS.EmbeddedPort); err != nil {
+			return err
+		}
+		url = d.embedded.ClientURL()
+		d.log.Info("embedded nats started", "url", url, "store_dir", filepath.Join(d.cfg.DataDir, "nats"))
+	}
+	if d.nc, err = Connect(url, d.cfg.NATS, d.log); err != nil {
+		return err
+	}
+	js, err := jetstream.New(d.nc)
+	if err != nil {
+		return fmt.Errorf("jetstream: %w", err)
+	}
+	if err := EnsureStreams(ctx, js, d.subjects, d.cfg.NATS); err != nil {
+		return err
+	}
+	store, err := NewLocalStore(filepath.Join(d.cfg.DataDir, "recordings"))
+	if err != nil {
+		return err
+	}
+	h, err := d.ingestHandler(js, store)
+	if err != nil {
+		return err
+	}
+	if d.ingestLn, err = net.Listen("tcp", d.cfg.Listen); err != nil {
+		return fmt.Errorf("listen %s: %w", d.cfg.Listen, err)
+	}
+	d.ingest = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	go d.serve(d.ingest, d.ingestLn)
+	d.ready.Store(true)
+	d.log.Info("lkscore ingest ready", "listen", d.ingestLn.Addr().String(), "ops_listen", d.opsLn.Addr().String(), "config", d.cfg)
+	return nil
+}
+
+func (d *Daemon) serve(s *http.Server, ln net.Listener) {
+	if err := s.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		d.serveErr <- err
+	}
+}
+
+// Run starts the daemon, blocks until ctx is done or a server fails, then
+// shuts down within cfg.ShutdownTimeout.
+func (d *Daemon) Run(ctx context.Context) error {
+	if err := d.Start(ctx); err != nil {
+		return err
+	}
+	var runErr error
+	select {
+	case <-ctx.Done():
+		d.log.Info("shutting down", "deadline", d.cfg.ShutdownTimeout)
+	case runErr = <-d.serveErr:
+		d.log.Error("server failed", "err", runErr)
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.cfg.ShutdownTimeout)
+	defer cancel()
+	return errors.Join(runErr, d.Shutdown(sctx))
+}
+
+// Shutdown stops in order, all under ctx's deadline: readiness off, the
+// ingest server stops accepting and finishes in-flight requests (they may
+// still publish), NATS drains, the embedded server stops, and the ops server
+// goes last so probes see "not ready" throughout.
+func (d *Daemon) Shutdown(ctx context.Context) error {
+	var errs []error
+	d.stopOnce.Do(func() {
+		d.ready.Store(false)
+		if d.ingest != nil {
+			if err := d.ingest.Shutdown(ctx); err != nil {
+				errs = append(errs, fmt.Errorf("ingest server: %w", err))
+			}
+		}
+		if d.nc != nil {
+			errs = append(errs, drain(ctx, d.nc))
+		}
+		if d.embedded != nil {
+			d.embedded.Shutdown()
+			d.embedded.WaitForShutdown()
+		}
+		if d.ops != nil {
+			if err := d.ops.Shutdown(ctx); err != nil {
+				errs = append(errs, fmt.Errorf("ops server: %w", err))
+			}
+		}
+	})
+	return errors.Join(errs...)
+}
+
+// drain drains nc and waits until it is closed or ctx ends.
+func drain(ctx context.Context, nc *nats.Conn) error {
+	closed := make(chan struct{})
+	nc.SetClosedHandler(func(*nats.Conn) { close(closed) })
+	if err := nc.Drain(); err != nil {
+		nc.Close()
+		return fmt.Errorf("nats drain: %w", err)
+	}
+	select {
+	case <-closed:
+		return nil
+	case <-ctx.Done():
+		nc.Close()
+		return fmt.Errorf("nats drain: %w", ctx.Err())
+	}
+}
+
+// IngestAddr is the bound address of the webhook/collector server.
+func (d *Daemon) IngestAddr() string { return d.ingestLn.Addr().String() }
+
+// OpsAddr is the bound address of the ops server.
+func (d *Daemon) OpsAddr() string { return d.opsLn.Addr().String() }
+
+// NATSURL is the URL of the NATS server in use (the embedded one's if any).
+func (d *Daemon) NATSURL() string { return d.nc.ConnectedUrl() }
+
+func (d *Daemon) ingestHandler(js jetstream.JetStream, store recordingWriter) (http.Handler, error) {
+	keys := auth.NewFileBasedKeyProviderFromMap(d.cfg.LiveKit.Keys)
+	connected := d.nc.IsConnected
+	wh, err := newWebhookHandler(WebhookOptions{
+		Keys: keys, Publisher: js, Connected: connected, Subjects: d.subjects,
+		MaxBodyBytes: d.cfg.Webhook.MaxBodyBytes, Events: d.cfg.Webhook.Events,
+		PublishTimeout: d.cfg.NATS.PublishTimeout,
+	}, d.metrics, d.log)
+	if err != nil {
+		return nil, err
+	}
+	col := &CollectorHandler{
+		keys: keys, store: store, pub: js, connected: connected, subjects: d.subjects,
+		limits: d.cfg.Collector, timeout: d.cfg.NATS.PublishTimeout, now: time.Now,
+		metrics: d.metrics, log: d.log,
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/webhook", wh)
+	mux.Handle("/observability/recordings/v0", col)
+	for _, sig := range []string{"traces", "logs", "metrics"} {
+		mux.Handle("/observability/"+sig+"/otlp/v0", otlpSink{signal: sig, maxBody: d.cfg.Collector.MaxOTLPBytes, metrics: d.metrics})
+	}
+	return collapseSlashes(mux), nil
+}
+
+// collapseSlashes tolerates a doubled slash ("//observability/…"): the SDK
+// uses LIVEKIT_OBSERVABILITY_URL verbatim, and ServeMux would answer a POST
+// to an unclean path with a redirect.
+func collapseSlashes(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.Contains(r.URL.Path, "//") {
+			for strings.Contains(r.URL.Path, "//") {
+				r.URL.Path = strings.ReplaceAll(r.URL.Path, "//", "/")
+			}
+			r.URL.RawPath = ""
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+func (d *Daemon) opsHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		switch {
+		case !d.ready.Load():
+			http.Error(w, "not ready", http.StatusServiceUnavailable)
+		case d.nc == nil || !d.nc.IsConnected():
+			http.Error(w, "nats not connected", http.StatusServiceUnavailable)
+		default:
+			_, _ = w.Write([]byte("ready\n"))
+		}
+	})
+	mux.Handle("/metrics", promhttp.HandlerFor(d.gatherer, promhttp.HandlerOpts{}))
+	return mux
+}

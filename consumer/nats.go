@@ -1,0 +1,61 @@
+package consumer
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+
+	"github.com/lkscore/lkscore/config"
+)
+
+// StartEmbedded starts an in-process NATS server with JetStream on loopback,
+// storing under dataDir/nats. Shut it down with Shutdown + WaitForShutdown.
+func StartEmbedded(dataDir string, port int) (*server.Server, error) {
+	opts := &server.Options{
+		ServerName: "lkscore-embedded",
+		Host:       "127.0.0.1",
+		Port:       port,
+		JetStream:  true,
+		StoreDir:   filepath.Join(dataDir, "nats"),
+		NoLog:      true,
+		NoSigs:     true,
+	}
+	s, err := server.NewServer(opts)
+	if err != nil {
+		return nil, fmt.Errorf("embedded nats: %w", err)
+	}
+	go s.Start()
+	if !s.ReadyForConnections(10 * time.Second) {
+		s.Shutdown()
+		return nil, errors.New("embedded nats: not ready after 10s (is the port in use?)")
+	}
+	return s, nil
+}
+
+// Connect dials NATS with reconnects forever, logging connection changes.
+func Connect(url string, n config.NATS, log *slog.Logger) (*nats.Conn, error) {
+	opts := []nats.Option{
+		nats.Name("lkscore"),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(500 * time.Millisecond),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			log.Warn("nats disconnected", "err", err)
+		}),
+		nats.ReconnectHandler(func(c *nats.Conn) {
+			log.Info("nats reconnected", "url", c.ConnectedUrlRedacted())
+		}),
+	}
+	if n.CredsFile != "" {
+		opts = append(opts, nats.UserCredentials(n.CredsFile))
+	}
+	nc, err := nats.Connect(url, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("connect nats: %w", err)
+	}
+	return nc, nil
+}

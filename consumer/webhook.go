@@ -1,0 +1,166 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/livekit/protocol/auth"
+	"github.com/livekit/protocol/livekit"
+	"github.com/livekit/protocol/webhook"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/protobuf/encoding/protojson"
+)
+
+// Headers lkscore sets on stored webhook messages.
+const (
+	HeaderEvent      = "Lk-Event"
+	HeaderAPIKey     = "Lk-Api-Key"
+	HeaderReceivedAt = "Lk-Received-At"
+	HeaderSessionKey = "Lk-Session-Key"
+)
+
+// publisher is what ingest needs from JetStream.
+type publisher interface {
+	PublishMsg(ctx context.Context, msg *nats.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error)
+}
+
+// WebhookHandler serves POST /webhook: it verifies LiveKit's signature with
+// livekit/protocol, stores the event on JetStream keyed by its id and answers
+// 200 only after the PubAck.
+type WebhookHandler struct {
+	keys      auth.KeyProvider
+	pub       publisher
+	connected func() bool
+	subjects  Subjects
+	maxBody   int64
+	events    map[string]bool
+	timeout   time.Duration
+	now       func() time.Time
+	metrics   *metrics
+	log       *slog.Logger
+}
+
+// WebhookOptions configures a WebhookHandler.
+type WebhookOptions struct {
+	Keys           auth.KeyProvider
+	Publisher      publisher
+	Connected      func() bool // nil: always connected
+	Subjects       Subjects
+	MaxBodyBytes   int64
+	Events         []string
+	PublishTimeout time.Duration
+}
+
+func newWebhookHandler(o WebhookOptions, m *metrics, log *slog.Logger) (*WebhookHandler, error) {
+	if o.Keys == nil || o.Publisher == nil {
+		return nil, errors.New("webhook handler: keys and publisher are required")
+	}
+	if o.MaxBodyBytes <= 0 || o.PublishTimeout <= 0 {
+		return nil, errors.New("webhook handler: max body and publish timeout must be positive")
+	}
+	ev := make(map[string]bool, len(o.Events))
+	for _, e := range o.Events {
+		ev[e] = true
+	}
+	connected := o.Connected
+	if connected == nil {
+		connected = func() bool { return true }
+	}
+	return &WebhookHandler{
+		keys: o.Keys, pub: o.Publisher, connected: connected, subjects: o.Subjects,
+		maxBody: o.MaxBodyBytes, events: ev, timeout: o.PublishTimeout,
+		now: time.Now, metrics: m, log: log,
+	}, nil
+}
+
+var unmarshalEvent = protojson.UnmarshalOptions{DiscardUnknown: true, AllowPartial: true}
+
+func (h *WebhookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	outcome := h.serve(w, r)
+	h.metrics.requests.WithLabelValues("webhook", outcome).Inc()
+}
+
+// serve handles one request and returns its outcome label.
+func (h *WebhookHandler) serve(w http.ResponseWriter, r *http.Request) string {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		return h.reject(w, http.StatusMethodNotAllowed, "method_not_allowed", "use POST")
+	}
+	if r.ContentLength > h.maxBody {
+		return h.reject(w, http.StatusRequestEntityTooLarge, "too_large", "body exceeds the webhook size limit")
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, h.maxBody)
+	// LiveKit sends the raw token; accept a "Bearer " prefix as well.
+	if a := r.Header.Get("Authorization"); len(a) > 7 && strings.EqualFold(a[:7], "bearer ") {
+		r.Header.Set("Authorization", a[7:])
+	}
+	body, err := webhook.Receive(r, h.keys)
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return h.reject(w, http.StatusRequestEntityTooLarge, "too_large", "body exceeds the webhook size limit")
+		}
+		h.log.Debug("webhook refused", "err", err)
+		return h.reject(w, http.StatusUnauthorized, "unauthorized", "invalid or missing signature")
+	}
+	var ev livekit.WebhookEvent
+	if err := unmarshalEvent.Unmarshal(body, &ev); err != nil {
+		return h.reject(w, http.StatusBadRequest, "bad_request", "body is not a LiveKit WebhookEvent")
+	}
+	if ev.Id == "" || ev.Event == "" {
+		return h.reject(w, http.StatusBadRequest, "bad_request", "webhook event lacks id or event")
+	}
+	if !h.events[ev.Event] {
+		h.metrics.webhookEvents.WithLabelValues(eventLabel(ev.Event), "ignored").Inc()
+		w.WriteHeader(http.StatusOK)
+		return "ignored"
+	}
+	return h.store(w, r.Context(), &ev, body, r)
+}
+
+// store publishes the verified body and answers according to the PubAck.
+func (h *WebhookHandler) store(w http.ResponseWriter, ctx context.Context, ev *livekit.WebhookEvent, body []byte, r *http.Request) string {
+	if !h.connected() {
+		h.metrics.webhookEvents.WithLabelValues(ev.Event, "unavailable").Inc()
+		w.Header().Set("Retry-After", "2")
+		return h.reject(w, http.StatusServiceUnavailable, "unavailable", "queue unavailable, retry later")
+	}
+	msg := nats.NewMsg(h.subjects.Webhook(ev.Event))
+	msg.Data = body
+	msg.Header.Set(HeaderEvent, ev.Event)
+	msg.Header.Set(HeaderReceivedAt, h.now().UTC().Format(time.RFC3339Nano))
+	if v, err := auth.ParseAPIToken(r.Header.Get("Authorization")); err == nil {
+		msg.Header.Set(HeaderAPIKey, v.APIKey())
+	}
+	ctx, cancel := context.WithTimeout(ctx, h.timeout)
+	defer cancel()
+	start := time.Now()
+	ack, err := h.pub.PublishMsg(ctx, msg, jetstream.WithMsgID(ev.Id), jetstream.WithExpectStream(h.subjects.WebhookStream()))
+	h.metrics.publishLatency.WithLabelValues(h.subjects.WebhookStream()).Observe(time.Since(start).Seconds())
+	if err != nil {
+		h.log.Warn("webhook not stored", "event_id", ev.Id, "event", ev.Event, "err", err)
+		h.metrics.webhookEvents.WithLabelValues(ev.Event, "unavailable").Inc()
+		w.Header().Set("Retry-After", "2")
+		return h.reject(w, http.StatusServiceUnavailable, "unavailable", "queue unavailable, retry later")
+	}
+	outcome := "stored"
+	if ack.Duplicate {
+		outcome = "duplicate"
+	}
+	h.metrics.webhookEvents.WithLabelValues(ev.Event, outcome).Inc()
+	h.log.Debug("webhook stored", "event_id", ev.Id, "event", ev.Event, "seq", ack.Sequence, "duplicate", ack.Duplicate)
+	w.WriteHeader(http.StatusOK)
+	return outcome
+}
+
+// reject writes a short plain-text error and counts it.
+func (h *WebhookHandler) reject(w http.ResponseWriter, code int, reason, msg string) string {
+	h.metrics.rejected.WithLabelValues("webhook", reason).Inc()
+	http.Error(w, msg, code)
+	return reason
+}
