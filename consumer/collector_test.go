@@ -1,0 +1,276 @@
+package consumer
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime/multipart"
+	"net"
+	"net/http"
+	"net/textproto"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+	"github.com/livekit/protocol/livekit"
+	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/genproto/googleapis/rpc/status"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+)
+
+// pythonToken mints the JWT the Python SDK sends (FORMATS.md §1.1): HS256,
+// {"observability":{"write":true},"sub":"","iss":key,"nbf":now,"exp":now+6h}.
+func pythonToken(t testing.TB, key, secret string, grant bool) string {
+	t.Helper()
+	now := time.Now()
+	claims := jwt.MapClaims{"sub": "", "iss": key, "nbf": now.Unix(), "exp": now.Add(6 * time.Hour).Unix()}
+	if grant {
+		claims["observability"] = map[string]any{"write": true}
+	}
+	tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString([]byte(secret))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+type uploadPart struct {
+	name, filename, contentType string
+	body                        []byte
+}
+
+// pythonUpload builds the multipart body as aiohttp's MultipartWriter("form-data")
+// does in the SDK: parts in order, each with Content-Type and Content-Length.
+func pythonUpload(t testing.TB, parts []uploadPart) (body []byte, contentType string) {
+	t.Helper()
+	var buf bytes.Buffer
+	mw := multipart.NewWriter(&buf)
+	for _, p := range parts {
+		h := textproto.MIMEHeader{}
+		h.Set("Content-Type", p.contentType)
+		h.Set("Content-Disposition", fmt.Sprintf(`form-data; name="%s"; filename="%s"`, p.name, p.filename))
+		h.Set("Content-Length", strconv.Itoa(len(p.body)))
+		w, err := mw.CreatePart(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = w.Write(p.body)
+	}
+	_ = mw.Close()
+	return buf.Bytes(), mw.FormDataContentType()
+}
+
+func testHeader(t testing.TB, roomID, jobID string) []byte {
+	t.Helper()
+	b, err := proto.Marshal(&livekit.MetricsRecordingHeader{
+		RoomId: roomID, JobId: jobID, StartTime: timestamppb.New(time.Unix(1764417600, 0)),
+		SessionSummary: `{"close_reason":"CR_PARTICIPANT_DISCONNECTED"}`,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func fullParts(header, chat, audio []byte) []uploadPart {
+	return []uploadPart{
+		{"header", "header.binpb", "application/protobuf", header},
+		{"chat_history", "chat_history.json", "application/json", chat},
+		{"audio", "recording.ogg", "audio/ogg", audio},
+	}
+}
+
+func TestCollectorPythonUpload(t *testing.T) {
+	ns := startNATS(t)
+	cfg := testConfig(t, ns.url())
+	d, reg := startDaemon(t, cfg)
+	header := testHeader(t, "RM_abc", "AJ_def")
+	chat := []byte(`{"items": [{"id": "item_1", "type": "message", "role": "user", "content": ["hi"], "created_at": 1764417604.2}]}`)
+	audio := bytes.Repeat([]byte("OggS\x00fake-opus"), 50_000)
+	body, ct := pythonUpload(t, fullParts(header, chat, audio))
+
+	// Twice: the SDK may retry; one notice, same bytes. A doubled slash is tolerated.
+	for i, path := range []string{"/observability/recordings/v0", "//observability/recordings/v0"} {
+		resp, msg := post(t, "http://"+d.IngestAddr()+path, bearer(pythonToken(t, testKey, testSecret, true)), ct, bytes.NewReader(body))
+		if resp.StatusCode != 200 {
+			t.Fatalf("upload %d: status %d: %s", i, resp.StatusCode, msg)
+		}
+	}
+	dir := filepath.Join(cfg.DataDir, "recordings", "RM_abc", "AJ_def")
+	for name, want := range map[string][]byte{ObjectHeader: header, ObjectChatHistory: chat, ObjectAudio: audio} {
+		got, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s: stored %d bytes (err %v), want the %d bytes sent", name, len(got), err, len(want))
+		}
+	}
+	msgs := streamMsgs(t, ns.url(), "LKSCORE_UPLOADS")
+	if len(msgs) != 1 {
+		t.Fatalf("%d upload notices, want 1", len(msgs))
+	}
+	var n UploadNotice
+	if err := json.Unmarshal(msgs[0].Data, &n); err != nil {
+		t.Fatal(err)
+	}
+	if n.SessionKey != "RM_abc/AJ_def" || msgs[0].Header.Get(jetstream.MsgIDHeader) != n.SessionKey ||
+		n.Objects[ObjectAudio].Size != int64(len(audio)) || n.APIKey != testKey {
+		t.Fatalf("notice %+v", n)
+	}
+	if v := counter(t, reg, "lkscore_collector_bytes_stored_total", map[string]string{"part": "audio"}); v != 2*float64(len(audio)) {
+		t.Errorf("audio bytes stored = %v", v)
+	}
+}
+
+func TestCollectorHeaderOnlyAndLegacyHeader(t *testing.T) {
+	ns := startNATS(t)
+	cfg := testConfig(t, ns.url())
+	d, _ := startDaemon(t, cfg)
+	// An SDK before 1.6.6 sends no job_id: the key falls back to a header hash.
+	header := testHeader(t, "RM_old", "")
+	body, ct := pythonUpload(t, fullParts(header, nil, nil)[:1])
+	resp, msg := post(t, "http://"+d.IngestAddr()+"/observability/recordings/v0", bearer(pythonToken(t, testKey, testSecret, true)), ct, bytes.NewReader(body))
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d: %s", resp.StatusCode, msg)
+	}
+	key := SessionKey("RM_old", "", header)
+	if !strings.HasPrefix(key, "RM_old/h-") {
+		t.Fatalf("fallback key %q", key)
+	}
+	entries, err := os.ReadDir(filepath.Join(cfg.DataDir, "recordings", filepath.FromSlash(key)))
+	if err != nil || len(entries) != 1 || entries[0].Name() != ObjectHeader {
+		t.Fatalf("stored %v (err %v), want only the header", entries, err)
+	}
+}
+
+func TestCollectorRefusals(t *testing.T) {
+	ns := startNATS(t)
+	cfg := testConfig(t, ns.url())
+	cfg.Collector.MaxChatHistoryBytes = 1024
+	d, _ := startDaemon(t, cfg)
+	url := "http://" + d.IngestAddr() + "/observability/recordings/v0"
+	good := pythonToken(t, testKey, testSecret, true)
+	header := testHeader(t, "RM_ref", "AJ_ref")
+	okBody, okCT := pythonUpload(t, fullParts(header, []byte(`{"items": []}`), nil)[:2])
+	bigBody, bigCT := pythonUpload(t, fullParts(header, bytes.Repeat([]byte("x"), 2048), nil)[:2])
+	badHdr, badHdrCT := pythonUpload(t, fullParts([]byte("\xff\xff\xff"), nil, nil)[:1])
+	wrongOrder, wrongOrderCT := pythonUpload(t, []uploadPart{fullParts(nil, []byte("{}"), nil)[1], fullParts(header, nil, nil)[0]})
+
+	tests := []struct {
+		name, auth, ct string
+		body           []byte
+		status         int
+	}{
+		{"no token", "", okCT, okBody, 401},
+		{"raw token without Bearer", good, okCT, okBody, 401},
+		{"missing grant", bearer(pythonToken(t, testKey, testSecret, false)), okCT, okBody, 401},
+		{"wrong secret", bearer(pythonToken(t, testKey, "nope", true)), okCT, okBody, 401},
+		{"unknown key", bearer(pythonToken(t, "APIother", testSecret, true)), okCT, okBody, 401},
+		{"not multipart", bearer(good), "application/json", []byte("{}"), 400},
+		{"oversize chat history", bearer(good), bigCT, bigBody, 413},
+		{"header not a protobuf", bearer(good), badHdrCT, badHdr, 400},
+		{"header not first", bearer(good), wrongOrderCT, wrongOrder, 400},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, msg := post(t, url, tc.auth, tc.ct, bytes.NewReader(tc.body))
+			if resp.StatusCode != tc.status {
+				t.Fatalf("status %d, want %d: %s", resp.StatusCode, tc.status, msg)
+			}
+			// Answering "data recording is disabled" would switch the SDK off for good.
+			if l := strings.ToLower(msg); strings.Contains(l, "disabled") {
+				t.Fatalf("response mentions disabled: %q", msg)
+			}
+		})
+	}
+	assertNothingStored(t, cfg.DataDir)
+	if msgs := streamMsgs(t, ns.url(), "LKSCORE_UPLOADS"); len(msgs) != 0 {
+		t.Fatalf("%d upload notices after refusals, want 0", len(msgs))
+	}
+}
+
+// assertNothingStored checks no session and no staging leftovers exist.
+func assertNothingStored(t *testing.T, dataDir string) {
+	t.Helper()
+	root := filepath.Join(dataDir, "recordings")
+	entries, _ := os.ReadDir(root)
+	for _, e := range entries {
+		if e.Name() != ".staging" {
+			t.Errorf("stored %s after a refused upload", e.Name())
+		}
+	}
+	if st, _ := os.ReadDir(filepath.Join(root, ".staging")); len(st) != 0 {
+		t.Errorf("%d staging leftovers", len(st))
+	}
+}
+
+// TestCollectorClientDisconnects: a client that goes away mid-upload leaves nothing behind.
+func TestCollectorClientDisconnects(t *testing.T) {
+	ns := startNATS(t)
+	cfg := testConfig(t, ns.url())
+	d, reg := startDaemon(t, cfg)
+	body, ct := pythonUpload(t, fullParts(testHeader(t, "RM_gone", "AJ_gone"), []byte(`{"items": []}`), bytes.Repeat([]byte("a"), 1<<20)))
+	conn, err := net.Dial("tcp", d.IngestAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(conn, "POST /observability/recordings/v0 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n",
+		pythonToken(t, testKey, testSecret, true), ct, len(body))
+	_, _ = conn.Write(body[:len(body)/2])
+	_ = conn.Close()
+	waitFor(t, "the request to end", func() bool {
+		return counter(t, reg, "lkscore_http_requests_total", map[string]string{"endpoint": "recordings"}) == 1
+	})
+	assertNothingStored(t, cfg.DataDir)
+}
+
+// TestCollectorNATSDown: a transient failure answers the google.rpc.Status
+// with RetryInfo that makes the Python SDK retry; the retry then succeeds.
+func TestCollectorNATSDown(t *testing.T) {
+	ns := startNATS(t)
+	cfg := testConfig(t, ns.url())
+	d, _ := startDaemon(t, cfg)
+	url := "http://" + d.IngestAddr() + "/observability/recordings/v0"
+	body, ct := pythonUpload(t, fullParts(testHeader(t, "RM_t", "AJ_t"), []byte(`{"items": []}`), nil)[:2])
+	ns.stop()
+	resp, msg := post(t, url, bearer(pythonToken(t, testKey, testSecret, true)), ct, bytes.NewReader(body))
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("status %d, want 503", resp.StatusCode)
+	}
+	var st status.Status
+	if err := proto.Unmarshal([]byte(msg), &st); err != nil || len(st.Details) != 1 {
+		t.Fatalf("body is not a google.rpc.Status with one detail: %v", err)
+	}
+	var ri errdetails.RetryInfo
+	if err := st.Details[0].UnmarshalTo(&ri); err != nil || ri.RetryDelay.AsDuration() <= 0 {
+		t.Fatalf("detail is not a RetryInfo with a delay: %v", err)
+	}
+	ns.start()
+	waitFor(t, "retry to succeed", func() bool {
+		resp, _ := post(t, url, bearer(pythonToken(t, testKey, testSecret, true)), ct, bytes.NewReader(body))
+		return resp.StatusCode == 200
+	})
+	if msgs := streamMsgs(t, ns.url(), "LKSCORE_UPLOADS"); len(msgs) != 1 {
+		t.Fatalf("%d notices, want 1", len(msgs))
+	}
+}
+
+func TestOTLPDiscarded(t *testing.T) {
+	ns := startNATS(t)
+	d, reg := startDaemon(t, testConfig(t, ns.url()))
+	for _, sig := range []string{"traces", "logs", "metrics"} {
+		resp, _ := post(t, "http://"+d.IngestAddr()+"/observability/"+sig+"/otlp/v0", "", "application/x-protobuf", strings.NewReader("\x0a\x00"))
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s: status %d", sig, resp.StatusCode)
+		}
+	}
+	if v := counter(t, reg, "lkscore_collector_otlp_discarded_total", nil); v != 3 {
+		t.Fatalf("discarded = %v, want 3", v)
+	}
+	_ = io.Discard
+}

@@ -1,0 +1,225 @@
+package consumer
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/lkscore/lkscore/config"
+)
+
+const (
+	testKey    = "APItestkey"
+	testSecret = "testsecret-0123456789abcdef-0123456789"
+)
+
+// natsServer is a real embedded NATS server that a test can stop and restart
+// on the same port with the same store.
+type natsServer struct {
+	t    testing.TB
+	dir  string
+	port int
+	srv  *server.Server
+}
+
+func startNATS(t testing.TB) *natsServer {
+	t.Helper()
+	n := &natsServer{t: t, dir: t.TempDir(), port: -1}
+	n.start()
+	t.Cleanup(n.stop)
+	return n
+}
+
+func (n *natsServer) start() {
+	n.t.Helper()
+	s, err := server.NewServer(&server.Options{
+		Host: "127.0.0.1", Port: n.port, JetStream: true, StoreDir: n.dir, NoLog: true, NoSigs: true,
+	})
+	if err != nil {
+		n.t.Fatalf("nats server: %v", err)
+	}
+	go s.Start()
+	if !s.ReadyForConnections(10 * time.Second) {
+		n.t.Fatal("nats server not ready")
+	}
+	n.srv = s
+	n.port = s.Addr().(*net.TCPAddr).Port
+}
+
+func (n *natsServer) stop() {
+	if n.srv != nil {
+		n.srv.Shutdown()
+		n.srv.WaitForShutdown()
+		n.srv = nil
+	}
+}
+
+func (n *natsServer) url() string { return n.srv.ClientURL() }
+
+// testConfig is a valid config on random loopback ports against url.
+func testConfig(t testing.TB, url string) config.Config {
+	t.Helper()
+	cfg := config.Default()
+	cfg.Listen = "127.0.0.1:0"
+	cfg.OpsListen = "127.0.0.1:0"
+	cfg.DataDir = t.TempDir()
+	cfg.NATS.URL = url
+	cfg.NATS.EmbeddedPort = -1
+	cfg.LiveKit.Keys = map[string]string{testKey: testSecret}
+	return cfg
+}
+
+// startDaemon starts a Daemon and stops it at cleanup.
+func startDaemon(t testing.TB, cfg config.Config) (*Daemon, *prometheus.Registry) {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if testing.Verbose() {
+		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	d, err := New(cfg, log, reg, reg)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	if err := d.Start(context.Background()); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := d.Shutdown(ctx); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+	})
+	return d, reg
+}
+
+// streamMsgs returns every message in a stream, in order.
+func streamMsgs(t testing.TB, url, stream string) []*jetstream.RawStreamMsg {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	s, err := js.Stream(ctx, stream)
+	if err != nil {
+		t.Fatalf("stream %s: %v", stream, err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		t.Fatalf("stream info: %v", err)
+	}
+	var out []*jetstream.RawStreamMsg
+	for seq := info.State.FirstSeq; seq <= info.State.LastSeq && info.State.Msgs > 0; seq++ {
+		m, err := s.GetMsg(ctx, seq)
+		if err != nil {
+			t.Fatalf("get msg %d: %v", seq, err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// signWebhook signs body exactly as livekit/protocol's notifier does.
+func signWebhook(t testing.TB, key, secret string, body []byte, exp time.Duration) string {
+	t.Helper()
+	sum := sha256.Sum256(body)
+	now := time.Now()
+	claims := jwt.MapClaims{
+		"iss": key, "iat": now.Unix(), "nbf": now.Unix(), "exp": now.Add(exp).Unix(),
+		"sha256": base64.StdEncoding.EncodeToString(sum[:]),
+	}
+	tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString([]byte(secret))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+func post(t testing.TB, url, auth, contentType string, body io.Reader) (*http.Response, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("POST %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
+// counter reads a counter's value from reg, summing series whose labels contain all of want.
+func counter(t testing.TB, reg *prometheus.Registry, name string, want map[string]string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if labelsMatch(m, want) {
+				sum += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return sum
+}
+
+func labelsMatch(m *dto.Metric, want map[string]string) bool {
+	got := map[string]string{}
+	for _, lp := range m.GetLabel() {
+		got[lp.GetName()] = lp.GetValue()
+	}
+	for k, v := range want {
+		if got[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func bearer(tok string) string { return "Bearer " + strings.TrimSpace(tok) }
