@@ -157,14 +157,17 @@ func verifyObservabilityToken(header string, keys auth.KeyProvider) (string, err
 
 // receive streams the parts into one store upload and commits it.
 func (c *CollectorHandler) receive(ctx context.Context, mr *multipart.Reader) (*UploadNotice, error) {
-	part, err := mr.NextPart()
+	part, err := nextPart(mr)
+	if errors.Is(err, io.EOF) {
+		return nil, refuse(http.StatusBadRequest, "bad_request", "no parts in the upload")
+	}
 	if err != nil {
 		return nil, readErr("header", err)
 	}
 	if part.FormName() != "header" {
 		return nil, refuse(http.StatusBadRequest, "bad_request", "first part is %q, want \"header\"", part.FormName())
 	}
-	headerBytes, err := io.ReadAll(&limitReader{r: part, left: c.limits.MaxHeaderBytes})
+	headerBytes, err := io.ReadAll(&limitReader{r: bodyReader{part}, left: c.limits.MaxHeaderBytes})
 	if err != nil {
 		return nil, readErr("header", err)
 	}
@@ -191,7 +194,7 @@ func (c *CollectorHandler) receive(ctx context.Context, mr *multipart.Reader) (*
 		ReceivedAt: c.now().UTC(),
 	}
 	for {
-		part, err := mr.NextPart()
+		part, err := nextPart(mr)
 		if errors.Is(err, io.EOF) {
 			break
 		}
@@ -201,7 +204,7 @@ func (c *CollectorHandler) receive(ctx context.Context, mr *multipart.Reader) (*
 		name, limit := c.objectFor(part.FormName())
 		if name == "" {
 			// Unknown parts (a newer SDK) are read and dropped, bounded by the body cap.
-			if _, err := io.Copy(io.Discard, part); err != nil {
+			if _, err := io.Copy(io.Discard, bodyReader{part}); err != nil {
 				return nil, readErr(part.FormName(), err)
 			}
 			continue
@@ -209,7 +212,7 @@ func (c *CollectorHandler) receive(ctx context.Context, mr *multipart.Reader) (*
 		if _, dup := notice.Objects[name]; dup {
 			return nil, refuse(http.StatusBadRequest, "bad_request", "part %q appears twice", part.FormName())
 		}
-		d, err := writeObject(ctx, up, name, part, limit)
+		d, err := writeObject(ctx, up, name, bodyReader{part}, limit)
 		if err != nil {
 			return nil, readErr(part.FormName(), err)
 		}
@@ -249,25 +252,49 @@ func writeObject(ctx context.Context, up Upload, name string, r io.Reader, limit
 
 func hexSum(h hash.Hash) string { return hex.EncodeToString(h.Sum(nil)) }
 
-// readErr classifies an error met while reading a part: over a limit → 413,
-// a broken body (client gone, bad framing) → 400, anything else (the store) → 503.
+// readErr classifies an error met while reading the request: over a limit →
+// 413, a broken body (client gone, bad framing) → 400, anything else (the
+// store) is transient.
 func readErr(part string, err error) error {
 	var tooLarge *http.MaxBytesError
 	var ce *collectorError
+	var be *bodyError
 	switch {
 	case errors.As(err, &ce):
 		return err
 	case errors.Is(err, ErrLimit) || errors.As(err, &tooLarge):
 		return refuse(http.StatusRequestEntityTooLarge, "too_large", "part %q exceeds its size limit", part)
-	case errors.Is(err, io.ErrUnexpectedEOF) || isMultipartErr(err):
-		return refuse(http.StatusBadRequest, "bad_request", "read part %q: %v", part, err)
+	case errors.As(err, &be):
+		return refuse(http.StatusBadRequest, "bad_request", "read part %q: %v", part, be.err)
 	}
 	return fmt.Errorf("store part %q: %w", part, err)
 }
 
-// isMultipartErr reports framing errors from mime/multipart, which are untyped.
-func isMultipartErr(err error) bool {
-	return strings.HasPrefix(err.Error(), "multipart: ") || errors.Is(err, io.EOF)
+// bodyError marks an error that came from reading the request body, so it
+// is told apart from a store failure.
+type bodyError struct{ err error }
+
+func (e *bodyError) Error() string { return e.err.Error() }
+func (e *bodyError) Unwrap() error { return e.err }
+
+// bodyReader marks read errors other than io.EOF as bodyErrors.
+type bodyReader struct{ r io.Reader }
+
+func (b bodyReader) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if err != nil && err != io.EOF {
+		err = &bodyError{err: err}
+	}
+	return n, err
+}
+
+// nextPart returns the next part; framing errors are the client's.
+func nextPart(mr *multipart.Reader) (*multipart.Part, error) {
+	p, err := mr.NextPart()
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, &bodyError{err: err}
+	}
+	return p, err
 }
 
 // announce publishes the upload notice, keyed by session.

@@ -1,0 +1,127 @@
+package config
+
+import (
+	"bytes"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func env(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+var devKeys = map[string]string{"LIVEKIT_API_KEY": "devkey", "LIVEKIT_API_SECRET": "devsecret"}
+
+func TestLoadDefaults(t *testing.T) {
+	cfg, err := Load("", env(devKeys), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Listen != ":8080" || cfg.OpsListen != ":9090" || cfg.DataDir != "./lkscore-data" || cfg.NATS.URL != "" {
+		t.Fatalf("defaults: %+v", cfg)
+	}
+	if cfg.LiveKit.Keys["devkey"] != "devsecret" {
+		t.Fatal("env key not loaded")
+	}
+}
+
+func TestLoadPrecedence(t *testing.T) {
+	e := map[string]string{"LKSCORE_LISTEN": "127.0.0.1:7000", "LKSCORE_NATS_URL": "nats://env:4222",
+		"LKSCORE_KEYS_FILE": "testdata/keys.yml", "LKSCORE_WEBHOOK_EVENTS": "room_finished, egress_ended"}
+	cfg, err := Load("testdata/full.yml", env(e), func(c *Config) { c.NATS.URL = "nats://flag:4222" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Listen != "127.0.0.1:7000" { // env over file
+		t.Errorf("listen = %q", cfg.Listen)
+	}
+	if cfg.NATS.URL != "nats://flag:4222" { // flag over env
+		t.Errorf("nats.url = %q", cfg.NATS.URL)
+	}
+	if cfg.NATS.Replicas != 3 || cfg.NATS.DuplicateWindow != 15*time.Minute || cfg.NATS.SubjectPrefix != "acme.lkscore." { // file over default
+		t.Errorf("file values not applied: %+v", cfg.NATS)
+	}
+	if strings.Join(cfg.Webhook.Events, ",") != "room_finished,egress_ended" {
+		t.Errorf("events = %v", cfg.Webhook.Events)
+	}
+	if len(cfg.LiveKit.Keys) != 2 || cfg.LiveKit.Keys["APIkeyTwo"] != "secret-two-0123456789" {
+		t.Errorf("keys file not loaded: %d keys", len(cfg.LiveKit.Keys))
+	}
+}
+
+func TestLoadErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		file string
+		env  map[string]string
+		want []string
+	}{
+		{"unknown key", "testdata/unknown_key.yml", devKeys, []string{"field lisen not found"}},
+		{"every bad value reported at once", "testdata/bad_values.yml", devKeys, []string{
+			"listen:", "log_level:", "nats.replicas:", "nats.storage:", "nats.subject_prefix:",
+			"nats.duplicate_window:", `webhook.events[1]: "room_exploded"`, "collector.max_audio_bytes:",
+		}},
+		{"no keys", "", nil, []string{"livekit keys: none configured"}},
+		{"half a key", "", map[string]string{"LIVEKIT_API_KEY": "k"}, []string{"set both or neither"}},
+		{"missing keys file", "", map[string]string{"LKSCORE_KEYS_FILE": "testdata/nope.yml"}, []string{"livekit.keys_file:"}},
+		{"missing config file", "testdata/nope.yml", devKeys, []string{"read config:"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Load(tc.file, env(tc.env), nil)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestSecretsNotLogged(t *testing.T) {
+	e := map[string]string{"LIVEKIT_API_KEY": "devkey", "LIVEKIT_API_SECRET": "s3cr3t-value", "LKSCORE_NATS_URL": "nats://user:pa55@nats:4222"}
+	cfg, err := Load("", env(e), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	slog.New(slog.NewJSONHandler(&buf, nil)).Info("x", "config", cfg)
+	if strings.Contains(buf.String(), "s3cr3t") || strings.Contains(buf.String(), "pa55") {
+		t.Fatalf("secret in log: %s", buf.String())
+	}
+}
+
+func TestKeysFileErrorHidesContent(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "keys.yml")
+	_ = os.WriteFile(p, []byte("- not: a map\n- topsecret\n"), 0o600)
+	_, err := ReadKeysFile(p)
+	if err == nil || strings.Contains(err.Error(), "topsecret") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func FuzzLoad(f *testing.F) {
+	for _, p := range []string{"testdata/full.yml", "testdata/bad_values.yml", "testdata/unknown_key.yml"} {
+		b, _ := os.ReadFile(p)
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p := filepath.Join(t.TempDir(), "c.yml")
+		if err := os.WriteFile(p, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := Load(p, env(devKeys), nil)
+		if err == nil {
+			if verr := cfg.Validate(); verr != nil {
+				t.Fatalf("Load accepted a config Validate rejects: %v", verr)
+			}
+		}
+	})
+}

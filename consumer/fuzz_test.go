@@ -1,0 +1,130 @@
+package consumer
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/livekit/protocol/auth"
+	"github.com/livekit/protocol/livekit"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/lkscore/lkscore/config"
+)
+
+// fuzzJS returns a JetStream context on a fresh embedded server with lkscore's streams.
+func fuzzJS(t testing.TB) (jetstream.JetStream, Subjects) {
+	t.Helper()
+	ns := startNATS(t)
+	nc, err := nats.Connect(ns.url())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, _ := jetstream.New(nc)
+	n := config.Default().NATS
+	n.Storage = "memory"
+	subj := NewSubjects(n.SubjectPrefix, n.StreamPrefix)
+	if err := EnsureStreams(context.Background(), js, subj, n); err != nil {
+		t.Fatal(err)
+	}
+	return js, subj
+}
+
+func FuzzWebhookHandler(f *testing.F) {
+	f.Add([]byte(`{"event":"room_finished","id":"EV_1","room":{"sid":"RM_1"}}`), true)
+	f.Add([]byte(`{"event":"agent_job_ended","id":"EV_2","job":{"id":"AJ_1","room":{"sid":"RM_1"},"createdAt":"17"}}`), true)
+	f.Add([]byte(`{"event":"participant_joined","id":"EV_3"}`), true)
+	f.Add([]byte(`{"event":"","id":""}`), true)
+	f.Add([]byte(`{"event":"room_finished","id":"EV_4","numDropped":"x"}`), true)
+	f.Add([]byte(`null`), false)
+	js, subj := fuzzJS(f)
+	h, err := newWebhookHandler(WebhookOptions{
+		Keys: auth.NewSimpleKeyProvider(testKey, testSecret), Publisher: js, Subjects: subj,
+		MaxBodyBytes: 4096, Events: config.Default().Webhook.Events, PublishTimeout: 2 * time.Second,
+	}, newMetrics(nil), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, body []byte, sign bool) {
+		req := httptest.NewRequest(http.MethodPost, "/webhook", bytes.NewReader(body))
+		if sign {
+			req.Header.Set("Authorization", signWebhook(t, testKey, testSecret, body, time.Minute))
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		oversize := len(body) > 4096
+		switch rec.Code {
+		case 200:
+			var ev livekit.WebhookEvent
+			if !sign || oversize || unmarshalEvent.Unmarshal(body, &ev) != nil || ev.Id == "" || ev.Event == "" {
+				t.Fatalf("200 for an unsigned, oversize or invalid event %q", body)
+			}
+		case 413:
+			if !oversize {
+				t.Fatalf("413 for a %d-byte body", len(body))
+			}
+		case 400:
+			if !sign || oversize {
+				t.Fatalf("400 for an unsigned or oversize body: auth and size come first")
+			}
+		case 401:
+			if sign && !oversize {
+				t.Fatalf("401 for a correctly signed body %q", body)
+			}
+		default:
+			t.Fatalf("unexpected status %d", rec.Code)
+		}
+	})
+}
+
+func FuzzCollectorMultipart(f *testing.F) {
+	header := testHeader(f, "RM_fz", "AJ_fz")
+	seed, _ := pythonUpload(f, fullParts(header, []byte(`{"items": []}`), []byte("OggS")))
+	f.Add(seed)
+	seed2, _ := pythonUpload(f, fullParts(header, nil, nil)[:1])
+	f.Add(seed2)
+	f.Add([]byte("--B\r\nContent-Disposition: form-data; name=\"header\"\r\n\r\n\n\x06RM_abc\r\n--B--\r\n"))
+	f.Add([]byte("--B\r\n\r\n--B--"))
+	js, subj := fuzzJS(f)
+	dir := f.TempDir()
+	store, err := NewLocalStore(dir)
+	if err != nil {
+		f.Fatal(err)
+	}
+	limits := config.Default().Collector
+	limits.MaxChatHistoryBytes, limits.MaxAudioBytes = 4096, 4096
+	c := &CollectorHandler{
+		keys: auth.NewSimpleKeyProvider(testKey, testSecret), store: store, pub: js,
+		connected: func() bool { return true }, subjects: subj, limits: limits, timeout: 2 * time.Second,
+		now: time.Now, metrics: newMetrics(nil), log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}
+	tok := bearer(pythonToken(f, testKey, testSecret, true))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		// The seeds use multipart.Writer's random boundary; re-frame them on "B".
+		if i := bytes.Index(body, []byte("\r\n")); i > 2 && bytes.HasPrefix(body, []byte("--")) {
+			body = bytes.ReplaceAll(body, body[2:i], []byte("B"))
+		}
+		req := httptest.NewRequest(http.MethodPost, "/observability/recordings/v0", bytes.NewReader(body))
+		req.Header.Set("Authorization", tok)
+		req.Header.Set("Content-Type", "multipart/form-data; boundary=B")
+		rec := httptest.NewRecorder()
+		c.ServeHTTP(rec, req)
+		switch rec.Code {
+		case 200, 400, 413:
+		default:
+			t.Fatalf("unexpected status %d: %s", rec.Code, rec.Body)
+		}
+		if st, _ := os.ReadDir(filepath.Join(dir, ".staging")); len(st) != 0 {
+			t.Fatalf("status %d left %d staging entries", rec.Code, len(st))
+		}
+	})
+}
