@@ -99,7 +99,8 @@ func (h *WebhookHandler) serve(w http.ResponseWriter, r *http.Request) string {
 	if a := r.Header.Get("Authorization"); len(a) > 7 && strings.EqualFold(a[:7], "bearer ") {
 		r.Header.Set("Authorization", a[7:])
 	}
-	body, err := webhook.Receive(r, h.keys)
+	kc := &keyCapture{KeyProvider: h.keys}
+	body, err := webhook.Receive(r, kc)
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
@@ -120,11 +121,23 @@ func (h *WebhookHandler) serve(w http.ResponseWriter, r *http.Request) string {
 		w.WriteHeader(http.StatusOK)
 		return "ignored"
 	}
-	return h.store(w, r.Context(), &ev, body, r)
+	return h.store(w, r.Context(), &ev, body, kc.key)
+}
+
+// keyCapture remembers which API key the verifier looked up, so the stored
+// message can name the signing key without parsing the token twice.
+type keyCapture struct {
+	auth.KeyProvider
+	key string
+}
+
+func (k *keyCapture) GetSecret(key string) string {
+	k.key = key
+	return k.KeyProvider.GetSecret(key)
 }
 
 // store publishes the verified body and answers according to the PubAck.
-func (h *WebhookHandler) store(w http.ResponseWriter, ctx context.Context, ev *livekit.WebhookEvent, body []byte, r *http.Request) string {
+func (h *WebhookHandler) store(w http.ResponseWriter, ctx context.Context, ev *livekit.WebhookEvent, body []byte, apiKey string) string {
 	if !h.connected() {
 		h.metrics.webhookEvents.WithLabelValues(ev.Event, "unavailable").Inc()
 		w.Header().Set("Retry-After", "2")
@@ -134,9 +147,7 @@ func (h *WebhookHandler) store(w http.ResponseWriter, ctx context.Context, ev *l
 	msg.Data = body
 	msg.Header.Set(HeaderEvent, ev.Event)
 	msg.Header.Set(HeaderReceivedAt, h.now().UTC().Format(time.RFC3339Nano))
-	if v, err := auth.ParseAPIToken(r.Header.Get("Authorization")); err == nil {
-		msg.Header.Set(HeaderAPIKey, v.APIKey())
-	}
+	msg.Header.Set(HeaderAPIKey, apiKey)
 	ctx, cancel := context.WithTimeout(ctx, h.timeout)
 	defer cancel()
 	start := time.Now()
@@ -153,7 +164,9 @@ func (h *WebhookHandler) store(w http.ResponseWriter, ctx context.Context, ev *l
 		outcome = "duplicate"
 	}
 	h.metrics.webhookEvents.WithLabelValues(ev.Event, outcome).Inc()
-	h.log.Debug("webhook stored", "event_id", ev.Id, "event", ev.Event, "seq", ack.Sequence, "duplicate", ack.Duplicate)
+	if h.log.Enabled(ctx, slog.LevelDebug) { // skip boxing the attributes on the hot path
+		h.log.Debug("webhook stored", "event_id", ev.Id, "event", ev.Event, "seq", ack.Sequence, "duplicate", ack.Duplicate)
+	}
 	w.WriteHeader(http.StatusOK)
 	return outcome
 }
