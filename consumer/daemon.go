@@ -129,7 +129,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	var runErr error
 	select {
 	case <-ctx.Done():
-		d.log.Info("shutting down", "deadline", d.cfg.ShutdownTimeout)
+		d.log.Info("shutting down", "deadline", d.cfg.ShutdownTimeout.String())
 	case runErr = <-d.serveErr:
 		d.log.Error("server failed", "err", runErr)
 	}

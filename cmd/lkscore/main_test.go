@@ -1,0 +1,87 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// syncBuffer is a goroutine-safe log sink.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestServeEmbeddedStartsAndStops(t *testing.T) {
+	env := map[string]string{
+		"LIVEKIT_API_KEY": "devkey", "LIVEKIT_API_SECRET": "devsecret-0123456789",
+		"LKSCORE_LISTEN": "127.0.0.1:0", "LKSCORE_OPS_LISTEN": "127.0.0.1:0", "LKSCORE_DATA_DIR": t.TempDir(),
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var stderr syncBuffer
+	done := make(chan int)
+	// Port -1 keeps the embedded NATS off 4222 in tests.
+	cfgFile := t.TempDir() + "/c.yml"
+	writeFile(t, cfgFile, "nats:\n  embedded_port: -1\n")
+	go func() {
+		done <- run(ctx, []string{"lkscore", "serve", "--config", cfgFile}, func(k string) string { return env[k] }, &bytes.Buffer{}, &stderr)
+	}()
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(stderr.String(), "lkscore ingest ready") {
+		if time.Now().After(deadline) {
+			t.Fatalf("not ready; log:\n%s", stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !strings.Contains(stderr.String(), `"msg":"embedded nats started","url":"nats://127.0.0.1:`) {
+		t.Errorf("embedded NATS URL not logged:\n%s", stderr.String())
+	}
+	if strings.Contains(stderr.String(), "devsecret") {
+		t.Errorf("secret logged")
+	}
+	cancel()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Fatalf("exit %d; log:\n%s", code, stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("did not stop")
+	}
+}
+
+func TestServeConfigErrorExits2(t *testing.T) {
+	var stderr bytes.Buffer
+	code := run(context.Background(), []string{"lkscore", "serve", "--listen", "nope"}, func(string) string { return "" }, &bytes.Buffer{}, &stderr)
+	if code != 2 {
+		t.Fatalf("exit %d, want 2", code)
+	}
+	for _, want := range []string{"listen:", "livekit keys: none configured"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr %q lacks %q", stderr.String(), want)
+		}
+	}
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
