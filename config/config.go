@@ -30,10 +30,12 @@ type Config struct {
 	// ShutdownTimeout bounds the whole graceful shutdown.
 	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
 
-	LiveKit   LiveKit   `yaml:"livekit"`
-	NATS      NATS      `yaml:"nats"`
-	Webhook   Webhook   `yaml:"webhook"`
-	Collector Collector `yaml:"collector"`
+	LiveKit    LiveKit    `yaml:"livekit"`
+	NATS       NATS       `yaml:"nats"`
+	Webhook    Webhook    `yaml:"webhook"`
+	Limits     Limits     `yaml:"limits"`
+	Recordings Recordings `yaml:"recordings"`
+	S3         S3         `yaml:"s3"`
 }
 
 // LiveKit holds the API keys that sign webhooks and recording uploads.
@@ -81,13 +83,32 @@ type Webhook struct {
 	Events []string `yaml:"events"`
 }
 
-// Collector configures POST /observability/recordings/v0.
-type Collector struct {
-	MaxHeaderBytes      int64 `yaml:"max_header_bytes"`
-	MaxChatHistoryBytes int64 `yaml:"max_chat_history_bytes"`
-	MaxAudioBytes       int64 `yaml:"max_audio_bytes"`
-	// MaxOTLPBytes caps the OTLP bodies that are accepted and discarded.
-	MaxOTLPBytes int64 `yaml:"max_otlp_bytes"`
+// Limits bound what the collector accepts and what the parsers read.
+type Limits struct {
+	HeaderBytes      int64 `yaml:"header_bytes"`
+	ChatHistoryBytes int64 `yaml:"chat_history_bytes"`
+	ChatItems        int   `yaml:"chat_items"`
+	AudioBytes       int64 `yaml:"audio_bytes"`
+	// OTLPBytes caps the OTLP bodies that are accepted and discarded.
+	OTLPBytes int64 `yaml:"otlp_bytes"`
+}
+
+// Recordings configures where recording uploads live.
+type Recordings struct {
+	// KeyTemplate maps a session to its directory, e.g. "{room_id}/{job_id}/".
+	KeyTemplate string `yaml:"key_template"`
+}
+
+// S3 configures the S3 recording store; with no bucket, recordings are kept
+// under DataDir/recordings. Credentials come from the default AWS chain.
+type S3 struct {
+	Bucket         string        `yaml:"bucket"`
+	Prefix         string        `yaml:"prefix"`
+	Region         string        `yaml:"region"`
+	Endpoint       string        `yaml:"endpoint"`
+	ForcePathStyle bool          `yaml:"force_path_style"`
+	RequestTimeout time.Duration `yaml:"request_timeout"`
+	MaxAttempts    int           `yaml:"max_attempts"`
 }
 
 // TokenLifetime is how long a LiveKit webhook token can be replayed: 5 min
@@ -117,12 +138,15 @@ func Default() Config {
 			MaxBodyBytes: 1 << 20,
 			Events:       []string{"room_finished", "egress_ended", "agent_job_ended"},
 		},
-		Collector: Collector{
-			MaxHeaderBytes:      64 << 10,
-			MaxChatHistoryBytes: 32 << 20,
-			MaxAudioBytes:       2 << 30,
-			MaxOTLPBytes:        16 << 20,
+		Limits: Limits{
+			HeaderBytes:      64 << 10,
+			ChatHistoryBytes: 32 << 20,
+			ChatItems:        100_000,
+			AudioBytes:       2 << 30,
+			OTLPBytes:        16 << 20,
 		},
+		Recordings: Recordings{KeyTemplate: "{room_id}/{job_id}/"},
+		S3:         S3{RequestTimeout: 30 * time.Second, MaxAttempts: 5},
 	}
 }
 
@@ -180,6 +204,17 @@ func (c *Config) applyEnv(getenv func(string) string) error {
 	str("LKSCORE_NATS_URL", &c.NATS.URL)
 	str("LKSCORE_NATS_CREDS_FILE", &c.NATS.CredsFile)
 	str("LKSCORE_KEYS_FILE", &c.LiveKit.KeysFile)
+	str("LKSCORE_S3_BUCKET", &c.S3.Bucket)
+	str("LKSCORE_S3_PREFIX", &c.S3.Prefix)
+	str("LKSCORE_S3_ENDPOINT", &c.S3.Endpoint)
+	str("LKSCORE_S3_REGION", &c.S3.Region)
+	if v := getenv("LKSCORE_S3_FORCE_PATH_STYLE"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("LKSCORE_S3_FORCE_PATH_STYLE: %q is not a boolean", v))
+		}
+		c.S3.ForcePathStyle = b
+	}
 	if v := getenv("LKSCORE_NATS_REPLICAS"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil {
@@ -263,6 +298,8 @@ func (c Config) LogValue() slog.Value {
 		slog.String("stream_prefix", c.NATS.StreamPrefix),
 		slog.Int("api_keys", len(keys)),
 		slog.Any("webhook_events", c.Webhook.Events),
+		slog.String("s3_bucket", c.S3.Bucket),
+		slog.String("key_template", c.Recordings.KeyTemplate),
 	)
 }
 

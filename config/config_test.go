@@ -63,7 +63,7 @@ func TestLoadErrors(t *testing.T) {
 		{"unknown key", "testdata/unknown_key.yml", devKeys, []string{"field lisen not found"}},
 		{"every bad value reported at once", "testdata/bad_values.yml", devKeys, []string{
 			"listen:", "log_level:", "nats.replicas:", "nats.storage:", "nats.subject_prefix:",
-			"nats.duplicate_window:", `webhook.events[1]: "room_exploded"`, "collector.max_audio_bytes:",
+			"nats.duplicate_window:", `webhook.events[1]: "room_exploded"`, "limits.audio_bytes:",
 		}},
 		{"no keys", "", nil, []string{"livekit keys: none configured"}},
 		{"half a key", "", map[string]string{"LIVEKIT_API_KEY": "k"}, []string{"set both or neither"}},

@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/lkscore/lkscore/recording"
 )
 
 // knownEvents are the webhook event names LiveKit sends (livekit/protocol webhook/consts.go).
@@ -102,15 +104,32 @@ func (c Config) Validate() error {
 		key string
 		v   int64
 	}{
-		{"collector.max_header_bytes", c.Collector.MaxHeaderBytes},
-		{"collector.max_chat_history_bytes", c.Collector.MaxChatHistoryBytes},
-		{"collector.max_audio_bytes", c.Collector.MaxAudioBytes},
-		{"collector.max_otlp_bytes", c.Collector.MaxOTLPBytes},
+		{"limits.header_bytes", c.Limits.HeaderBytes},
+		{"limits.chat_history_bytes", c.Limits.ChatHistoryBytes},
+		{"limits.chat_items", int64(c.Limits.ChatItems)},
+		{"limits.audio_bytes", c.Limits.AudioBytes},
+		{"limits.otlp_bytes", c.Limits.OTLPBytes},
 	}
 	for _, l := range limits {
 		if l.v <= 0 {
 			add("%s: must be positive, got %d", l.key, l.v)
 		}
+	}
+	if c.Limits.HeaderBytes > 1<<20 {
+		add("limits.header_bytes: %d is over 1 MiB; a header is ~16.5 KiB at most", c.Limits.HeaderBytes)
+	}
+	if _, err := recording.NewLayout(c.S3.Prefix, c.Recordings.KeyTemplate); err != nil {
+		add("recordings.key_template: %v", err)
+	}
+	if c.S3.Bucket == "" && (c.S3.Endpoint != "" || c.S3.Prefix != "") {
+		add("s3.bucket: required when s3.endpoint or s3.prefix is set")
+	}
+	if c.S3.Endpoint != "" && !strings.HasPrefix(c.S3.Endpoint, "http://") && !strings.HasPrefix(c.S3.Endpoint, "https://") {
+		add("s3.endpoint: %q must start with http:// or https://", c.S3.Endpoint)
+	}
+	positive("s3.request_timeout", c.S3.RequestTimeout)
+	if c.S3.MaxAttempts < 1 || c.S3.MaxAttempts > 20 {
+		add("s3.max_attempts: must be 1..20, got %d", c.S3.MaxAttempts)
 	}
 	return errors.Join(errs...)
 }

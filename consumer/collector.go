@@ -25,6 +25,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/lkscore/lkscore/config"
+	"github.com/lkscore/lkscore/recording"
 )
 
 // CollectorHandler serves POST /observability/recordings/v0, the endpoint
@@ -36,7 +37,8 @@ type CollectorHandler struct {
 	pub       publisher
 	connected func() bool
 	subjects  Subjects
-	limits    config.Collector
+	limits    config.Limits
+	layout    recording.Layout
 	timeout   time.Duration
 	now       func() time.Time
 	metrics   *metrics
@@ -49,7 +51,8 @@ type UploadNotice struct {
 	SessionKey string                  `json:"session_key"`
 	RoomID     string                  `json:"room_id"`
 	JobID      string                  `json:"job_id,omitempty"`
-	Location   string                  `json:"location"`
+	Dir        string                  `json:"dir"`      // store key prefix of the objects
+	Location   string                  `json:"location"` // Dir as a URL (file:// or s3://)
 	Objects    map[string]ObjectDigest `json:"objects"`
 	APIKey     string                  `json:"api_key"`
 	ReceivedAt time.Time               `json:"received_at"`
@@ -63,17 +66,6 @@ type ObjectDigest struct {
 
 // idRE bounds what a room or job id may look like before it becomes a path.
 var idRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
-
-// SessionKey returns the session key for a header: room_id/job_id, or, for
-// SDKs that send no job_id, room_id/h-<hash of the header bytes>, which is
-// stable across the SDK's retries of the same upload.
-func SessionKey(roomID, jobID string, headerBytes []byte) string {
-	if jobID != "" {
-		return roomID + "/" + jobID
-	}
-	sum := sha256.Sum256(headerBytes)
-	return roomID + "/h-" + hex.EncodeToString(sum[:8])
-}
 
 // collectorError carries the HTTP status and metric reason of a refusal.
 type collectorError struct {
@@ -112,7 +104,7 @@ func (c *CollectorHandler) serve(w http.ResponseWriter, r *http.Request) error {
 		return refuse(http.StatusBadRequest, "bad_request", "content type must be multipart/form-data with a boundary")
 	}
 	// The whole body may not exceed the sum of the part limits plus room for part headers.
-	maxTotal := c.limits.MaxHeaderBytes + c.limits.MaxChatHistoryBytes + c.limits.MaxAudioBytes + 64<<10
+	maxTotal := c.limits.HeaderBytes + c.limits.ChatHistoryBytes + c.limits.AudioBytes + 64<<10
 	if r.ContentLength > maxTotal {
 		return refuse(http.StatusRequestEntityTooLarge, "too_large", "body exceeds the upload size limit")
 	}
@@ -167,7 +159,7 @@ func (c *CollectorHandler) receive(ctx context.Context, mr *multipart.Reader) (*
 	if part.FormName() != "header" {
 		return nil, refuse(http.StatusBadRequest, "bad_request", "first part is %q, want \"header\"", part.FormName())
 	}
-	headerBytes, err := io.ReadAll(&limitReader{r: bodyReader{part}, left: c.limits.MaxHeaderBytes})
+	headerBytes, err := io.ReadAll(recording.LimitReader(bodyReader{part}, c.limits.HeaderBytes))
 	if err != nil {
 		return nil, readErr("header", err)
 	}
@@ -181,17 +173,20 @@ func (c *CollectorHandler) receive(ctx context.Context, mr *multipart.Reader) (*
 	if hdr.JobId != "" && !idRE.MatchString(hdr.JobId) {
 		return nil, refuse(http.StatusBadRequest, "bad_request", "header job_id %q is invalid", hdr.JobId)
 	}
-	key := SessionKey(hdr.RoomId, hdr.JobId, headerBytes)
-	up, err := c.store.Begin(ctx, key+"/")
+	key := recording.SessionKey(hdr.RoomId, hdr.JobId, headerBytes)
+	_, jobPart, _ := strings.Cut(key, "/")
+	now := c.now().UTC()
+	dir := c.layout.Dir(recording.Vars{RoomID: hdr.RoomId, JobID: jobPart, RoomName: hdr.RoomName, Date: now.Format(time.DateOnly)})
+	up, err := c.store.Begin(ctx, dir)
 	if err != nil {
 		return nil, fmt.Errorf("store upload: %w", err)
 	}
 	defer up.Abort(context.WithoutCancel(ctx)) // no-op after Commit
 
 	notice := &UploadNotice{
-		SessionKey: key, RoomID: hdr.RoomId, JobID: hdr.JobId,
-		Location: c.store.Location(key + "/"), Objects: map[string]ObjectDigest{},
-		ReceivedAt: c.now().UTC(),
+		SessionKey: key, RoomID: hdr.RoomId, JobID: hdr.JobId, Dir: dir,
+		Location: c.store.Location(dir), Objects: map[string]ObjectDigest{},
+		ReceivedAt: now,
 	}
 	for {
 		part, err := nextPart(mr)
@@ -219,11 +214,11 @@ func (c *CollectorHandler) receive(ctx context.Context, mr *multipart.Reader) (*
 		notice.Objects[name] = d
 		c.metrics.bytesStored.WithLabelValues(part.FormName()).Add(float64(d.Size))
 	}
-	d, err := writeObject(ctx, up, ObjectHeader, bytes.NewReader(headerBytes), c.limits.MaxHeaderBytes)
+	d, err := writeObject(ctx, up, recording.ObjectHeader, bytes.NewReader(headerBytes), c.limits.HeaderBytes)
 	if err != nil {
 		return nil, fmt.Errorf("store header: %w", err)
 	}
-	notice.Objects[ObjectHeader] = d
+	notice.Objects[recording.ObjectHeader] = d
 	c.metrics.bytesStored.WithLabelValues("header").Add(float64(d.Size))
 	if err := up.Commit(ctx); err != nil {
 		return nil, fmt.Errorf("store upload: %w", err)
@@ -234,9 +229,9 @@ func (c *CollectorHandler) receive(ctx context.Context, mr *multipart.Reader) (*
 func (c *CollectorHandler) objectFor(part string) (string, int64) {
 	switch part {
 	case "chat_history":
-		return ObjectChatHistory, c.limits.MaxChatHistoryBytes
+		return recording.ObjectChatHistory, c.limits.ChatHistoryBytes
 	case "audio":
-		return ObjectAudio, c.limits.MaxAudioBytes
+		return recording.ObjectAudio, c.limits.AudioBytes
 	}
 	return "", 0
 }
@@ -262,7 +257,7 @@ func readErr(part string, err error) error {
 	switch {
 	case errors.As(err, &ce):
 		return err
-	case errors.Is(err, ErrLimit) || errors.As(err, &tooLarge):
+	case errors.Is(err, recording.ErrLimit) || errors.As(err, &tooLarge):
 		return refuse(http.StatusRequestEntityTooLarge, "too_large", "part %q exceeds its size limit", part)
 	case errors.As(err, &be):
 		return refuse(http.StatusBadRequest, "bad_request", "read part %q: %v", part, be.err)

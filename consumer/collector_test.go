@@ -18,6 +18,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/livekit/protocol/livekit"
+	"github.com/lkscore/lkscore/recording"
 	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/genproto/googleapis/rpc/status"
@@ -104,7 +105,7 @@ func TestCollectorPythonUpload(t *testing.T) {
 		}
 	}
 	dir := filepath.Join(cfg.DataDir, "recordings", "RM_abc", "AJ_def")
-	for name, want := range map[string][]byte{ObjectHeader: header, ObjectChatHistory: chat, ObjectAudio: audio} {
+	for name, want := range map[string][]byte{recording.ObjectHeader: header, recording.ObjectChatHistory: chat, recording.ObjectAudio: audio} {
 		got, err := os.ReadFile(filepath.Join(dir, name))
 		if err != nil || !bytes.Equal(got, want) {
 			t.Errorf("%s: stored %d bytes (err %v), want the %d bytes sent", name, len(got), err, len(want))
@@ -119,7 +120,7 @@ func TestCollectorPythonUpload(t *testing.T) {
 		t.Fatal(err)
 	}
 	if n.SessionKey != "RM_abc/AJ_def" || msgs[0].Header.Get(jetstream.MsgIDHeader) != n.SessionKey ||
-		n.Objects[ObjectAudio].Size != int64(len(audio)) || n.APIKey != testKey {
+		n.Objects[recording.ObjectAudio].Size != int64(len(audio)) || n.APIKey != testKey {
 		t.Fatalf("notice %+v", n)
 	}
 	if v := counter(t, reg, "lkscore_collector_bytes_stored_total", map[string]string{"part": "audio"}); v != 2*float64(len(audio)) {
@@ -138,12 +139,12 @@ func TestCollectorHeaderOnlyAndLegacyHeader(t *testing.T) {
 	if resp.StatusCode != 200 {
 		t.Fatalf("status %d: %s", resp.StatusCode, msg)
 	}
-	key := SessionKey("RM_old", "", header)
+	key := recording.SessionKey("RM_old", "", header)
 	if !strings.HasPrefix(key, "RM_old/h-") {
 		t.Fatalf("fallback key %q", key)
 	}
 	entries, err := os.ReadDir(filepath.Join(cfg.DataDir, "recordings", filepath.FromSlash(key)))
-	if err != nil || len(entries) != 1 || entries[0].Name() != ObjectHeader {
+	if err != nil || len(entries) != 1 || entries[0].Name() != recording.ObjectHeader {
 		t.Fatalf("stored %v (err %v), want only the header", entries, err)
 	}
 }
@@ -151,7 +152,7 @@ func TestCollectorHeaderOnlyAndLegacyHeader(t *testing.T) {
 func TestCollectorRefusals(t *testing.T) {
 	ns := startNATS(t)
 	cfg := testConfig(t, ns.url())
-	cfg.Collector.MaxChatHistoryBytes = 1024
+	cfg.Limits.ChatHistoryBytes = 1024
 	d, _ := startDaemon(t, cfg)
 	url := "http://" + d.IngestAddr() + "/observability/recordings/v0"
 	good := pythonToken(t, testKey, testSecret, true)

@@ -24,6 +24,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/lkscore/lkscore/config"
+	"github.com/lkscore/lkscore/recording"
 )
 
 // Daemon runs ingest: the webhook and collector server, the ops server, and
@@ -96,7 +97,7 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	if err := EnsureStreams(ctx, js, d.subjects, d.cfg.NATS); err != nil {
 		return err
 	}
-	store, err := NewLocalStore(filepath.Join(d.cfg.DataDir, "recordings"))
+	store, err := OpenStore(ctx, d.cfg)
 	if err != nil {
 		return err
 	}
@@ -184,6 +185,22 @@ func drain(ctx context.Context, nc *nats.Conn) error {
 	}
 }
 
+// Store is a recording store: read, list and write.
+type Store interface {
+	recording.ObjectReader
+	recordingWriter
+	List(ctx context.Context, prefix string) ([]string, error)
+}
+
+// OpenStore returns the S3 store when a bucket is configured, else the
+// local store under DataDir/recordings.
+func OpenStore(ctx context.Context, cfg config.Config) (Store, error) {
+	if cfg.S3.Bucket != "" {
+		return NewS3Store(ctx, cfg.S3)
+	}
+	return NewLocalStore(filepath.Join(cfg.DataDir, "recordings"))
+}
+
 // IngestAddr is the bound address of the webhook/collector server.
 func (d *Daemon) IngestAddr() string { return d.ingestLn.Addr().String() }
 
@@ -204,16 +221,20 @@ func (d *Daemon) ingestHandler(js jetstream.JetStream, store recordingWriter) (h
 	if err != nil {
 		return nil, err
 	}
+	layout, err := recording.NewLayout(d.cfg.S3.Prefix, d.cfg.Recordings.KeyTemplate)
+	if err != nil {
+		return nil, err
+	}
 	col := &CollectorHandler{
 		keys: keys, store: store, pub: js, connected: connected, subjects: d.subjects,
-		limits: d.cfg.Collector, timeout: d.cfg.NATS.PublishTimeout, now: time.Now,
+		limits: d.cfg.Limits, layout: layout, timeout: d.cfg.NATS.PublishTimeout, now: time.Now,
 		metrics: d.metrics, log: d.log,
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/webhook", wh)
 	mux.Handle("/observability/recordings/v0", col)
 	for _, sig := range []string{"traces", "logs", "metrics"} {
-		mux.Handle("/observability/"+sig+"/otlp/v0", otlpSink{signal: sig, maxBody: d.cfg.Collector.MaxOTLPBytes, metrics: d.metrics})
+		mux.Handle("/observability/"+sig+"/otlp/v0", otlpSink{signal: sig, maxBody: d.cfg.Limits.OTLPBytes, metrics: d.metrics})
 	}
 	return collapseSlashes(mux), nil
 }

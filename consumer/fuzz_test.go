@@ -18,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lkscore/lkscore/config"
+	"github.com/lkscore/lkscore/recording"
 )
 
 // fuzzJS returns a JetStream context on a fresh embedded server with lkscore's streams.
@@ -100,12 +101,12 @@ func FuzzCollectorMultipart(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	limits := config.Default().Collector
-	limits.MaxChatHistoryBytes, limits.MaxAudioBytes = 4096, 4096
+	limits := config.Default().Limits
+	limits.ChatHistoryBytes, limits.AudioBytes = 4096, 4096
 	c := &CollectorHandler{
 		keys: auth.NewSimpleKeyProvider(testKey, testSecret), store: store, pub: js,
 		connected: func() bool { return true }, subjects: subj, limits: limits, timeout: 2 * time.Second,
-		now: time.Now, metrics: newMetrics(nil), log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		layout: mustLayout(f), now: time.Now, metrics: newMetrics(nil), log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
 	tok := bearer(pythonToken(f, testKey, testSecret, true))
 	f.Fuzz(func(t *testing.T, body []byte) {
@@ -127,4 +128,13 @@ func FuzzCollectorMultipart(f *testing.F) {
 			t.Fatalf("status %d left %d staging entries", rec.Code, len(st))
 		}
 	})
+}
+
+func mustLayout(t testing.TB) recording.Layout {
+	t.Helper()
+	l, err := recording.NewLayout("", recording.DefaultKeyTemplate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
 }

@@ -7,43 +7,37 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
-)
 
-// Object names of a recording upload in the directory layout. A session's
-// upload is complete once its header object exists: stores write it last.
-const (
-	ObjectHeader      = "header.binpb"
-	ObjectChatHistory = "chat_history.json"
-	ObjectAudio       = "recording.ogg"
+	"github.com/lkscore/lkscore/recording"
 )
-
-// ErrLimit is returned (wrapped) when an object exceeds its size limit.
-var ErrLimit = errors.New("size limit exceeded")
 
 // Upload is one recording upload being written. Nothing is visible to
 // readers before Commit; Abort discards everything written.
 type Upload interface {
-	// Write streams r into the named object, failing with ErrLimit beyond limit bytes.
+	// Write streams r into the named object, failing with recording.ErrLimit beyond limit bytes.
 	Write(ctx context.Context, name string, r io.Reader, limit int64) (int64, error)
 	// Commit makes the upload visible, header last.
 	Commit(ctx context.Context) error
-	// Abort removes what was written. It is safe after Commit (then a no-op).
+	// Abort removes what was written. It is a no-op after Commit.
 	Abort(ctx context.Context) error
 }
 
 // recordingWriter starts uploads; the collector depends only on this.
 type recordingWriter interface {
 	Begin(ctx context.Context, dir string) (Upload, error)
-	// Location describes where dir lives, for upload notices (e.g. file:///… or s3://…).
+	// Location describes where dir lives, for upload notices (file:///… or s3://…).
 	Location(dir string) string
 }
 
 // LocalStore keeps recordings in a local directory (the embedded default).
-// Uploads are staged under root/.staging and renamed into place on Commit.
+// Keys are slash-separated paths relative to the root. Uploads are staged
+// under root/.staging and renamed into place on Commit.
 type LocalStore struct {
 	root string
 }
@@ -79,9 +73,62 @@ func (s *LocalStore) Location(dir string) string {
 	return "file://" + filepath.ToSlash(filepath.Join(s.root, dir)) + "/"
 }
 
+// Open implements recording.ObjectReader.
+func (s *LocalStore) Open(_ context.Context, key string, maxBytes int64) (io.ReadCloser, error) {
+	if err := checkKey(key); err != nil {
+		return nil, err
+	}
+	f, err := os.Open(filepath.Join(s.root, filepath.FromSlash(key)))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("open %s: %w", key, recording.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", key, err)
+	}
+	if st, err := f.Stat(); err == nil && (st.IsDir() || st.Size() > maxBytes) {
+		_ = f.Close()
+		if st.IsDir() {
+			return nil, fmt.Errorf("open %s: %w", key, recording.ErrNotFound)
+		}
+		return nil, fmt.Errorf("open %s: %d bytes: %w", key, st.Size(), recording.ErrLimit)
+	}
+	return readCloser{Reader: recording.LimitReader(f, maxBytes), Closer: f}, nil
+}
+
+type readCloser struct {
+	io.Reader
+	io.Closer
+}
+
+// List returns every key under prefix, sorted; staging is never listed.
+func (s *LocalStore) List(_ context.Context, prefix string) ([]string, error) {
+	var keys []string
+	err := filepath.WalkDir(s.root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel := filepath.ToSlash(strings.TrimPrefix(path, s.root+string(filepath.Separator)))
+		if d.IsDir() {
+			if strings.HasPrefix(d.Name(), ".") && path != s.root {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if strings.HasPrefix(rel, prefix) {
+			keys = append(keys, rel)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list %q: %w", prefix, err)
+	}
+	sort.Strings(keys)
+	return keys, nil
+}
+
 // Begin implements recordingWriter.
 func (s *LocalStore) Begin(_ context.Context, dir string) (Upload, error) {
-	if err := checkRelDir(dir); err != nil {
+	if err := checkKey(strings.TrimSuffix(dir, "/")); err != nil {
 		return nil, err
 	}
 	var rnd [8]byte
@@ -93,14 +140,14 @@ func (s *LocalStore) Begin(_ context.Context, dir string) (Upload, error) {
 	return &localUpload{tmp: tmp, final: filepath.Join(s.root, filepath.FromSlash(dir))}, nil
 }
 
-// checkRelDir refuses paths that could escape the store.
-func checkRelDir(dir string) error {
-	if dir == "" || strings.HasPrefix(dir, "/") || strings.Contains(dir, "\\") {
-		return fmt.Errorf("invalid store path %q", dir)
+// checkKey refuses keys that could escape the store.
+func checkKey(key string) error {
+	if key == "" || strings.HasPrefix(key, "/") || strings.Contains(key, "\\") {
+		return fmt.Errorf("invalid store key %q", key)
 	}
-	for _, seg := range strings.Split(strings.TrimSuffix(dir, "/"), "/") {
+	for _, seg := range strings.Split(key, "/") {
 		if seg == "" || seg == "." || seg == ".." || strings.HasPrefix(seg, ".") {
-			return fmt.Errorf("invalid store path %q", dir)
+			return fmt.Errorf("invalid store key %q", key)
 		}
 	}
 	return nil
@@ -120,7 +167,7 @@ func (u *localUpload) Write(_ context.Context, name string, r io.Reader, limit i
 	if err != nil {
 		return 0, fmt.Errorf("write %s: %w", name, err)
 	}
-	n, err := io.Copy(f, &limitReader{r: r, left: limit})
+	n, err := io.Copy(f, recording.LimitReader(r, limit))
 	if err == nil {
 		err = f.Sync()
 	}
@@ -141,19 +188,7 @@ func (u *localUpload) Commit(_ context.Context) error {
 	if err := os.MkdirAll(u.final, 0o750); err != nil {
 		return fmt.Errorf("commit upload: %w", err)
 	}
-	order := make([]string, 0, len(u.names))
-	hasHeader := false
-	for _, n := range u.names {
-		if n == ObjectHeader {
-			hasHeader = true
-			continue
-		}
-		order = append(order, n)
-	}
-	if hasHeader {
-		order = append(order, ObjectHeader)
-	}
-	for _, n := range order {
+	for _, n := range headerLast(u.names) {
 		if err := os.Rename(filepath.Join(u.tmp, n), filepath.Join(u.final, n)); err != nil {
 			return fmt.Errorf("commit upload: %w", err)
 		}
@@ -174,24 +209,19 @@ func (u *localUpload) Abort(_ context.Context) error {
 	return os.RemoveAll(u.tmp)
 }
 
-// limitReader fails with ErrLimit once more than left bytes are read, unlike
-// io.LimitReader, which would truncate silently.
-type limitReader struct {
-	r    io.Reader
-	left int64
-}
-
-func (l *limitReader) Read(p []byte) (int, error) {
-	if l.left < 0 {
-		return 0, ErrLimit
+// headerLast orders object names so the header comes last.
+func headerLast(names []string) []string {
+	out := make([]string, 0, len(names))
+	hasHeader := false
+	for _, n := range names {
+		if n == recording.ObjectHeader {
+			hasHeader = true
+			continue
+		}
+		out = append(out, n)
 	}
-	if int64(len(p)) > l.left+1 {
-		p = p[:l.left+1]
+	if hasHeader {
+		out = append(out, recording.ObjectHeader)
 	}
-	n, err := l.r.Read(p)
-	l.left -= int64(n)
-	if l.left < 0 {
-		return n - 1, ErrLimit
-	}
-	return n, err
+	return out
 }

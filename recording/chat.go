@@ -1,0 +1,328 @@
+package recording
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// Chat history limits (FORMATS.md §1.1 suggests 32 MiB).
+const (
+	DefaultMaxChatBytes = 32 << 20
+	DefaultMaxChatItems = 100_000
+)
+
+// Item types of chat_history.json, from both SDKs.
+const (
+	TypeMessage            = "message"
+	TypeFunctionCall       = "function_call"
+	TypeFunctionCallOutput = "function_call_output"
+	TypeAgentHandoff       = "agent_handoff"
+	TypeAgentConfigUpdate  = "agent_config_update"
+	TypeUnknown            = "unknown"
+)
+
+// ChatLimits bound ParseChatHistory.
+type ChatLimits struct {
+	MaxBytes int64 // default DefaultMaxChatBytes
+	MaxItems int   // default DefaultMaxChatItems
+}
+
+// ChatHistory is a parsed chat_history.json.
+type ChatHistory struct {
+	Items []Item `json:"items"`
+	// Counts holds the number of items by type (TypeUnknown included).
+	Counts map[string]int `json:"counts"`
+	// TimestampUnit is "s" (Python), "ms" (JS) or "" when no item had a timestamp.
+	TimestampUnit string `json:"timestamp_unit,omitempty"`
+	// KeyStyle is "snake", "camel" (older agents-js) or "mixed".
+	KeyStyle string    `json:"key_style,omitempty"`
+	Problems []Problem `json:"problems,omitempty"`
+}
+
+// Item is one chat item, normalized: snake_case and camelCase keys both
+// read, created_at in Unix seconds whatever the SDK sent. Pointer fields are
+// nil when absent, so a missing value is never mistaken for zero.
+type Item struct {
+	Index     int     `json:"index"`
+	ID        string  `json:"id"`
+	Type      string  `json:"type"`
+	RawType   string  `json:"raw_type,omitempty"` // the type as sent, when unknown
+	CreatedAt float64 `json:"created_at"`         // Unix seconds; 0 when absent
+
+	// message
+	Role                 string   `json:"role,omitempty"`
+	Content              []string `json:"content,omitempty"`
+	Interrupted          bool     `json:"interrupted,omitempty"`
+	TranscriptConfidence *float64 `json:"transcript_confidence,omitempty"`
+	Metrics              *Metrics `json:"metrics,omitempty"`
+
+	// function_call and function_call_output
+	CallID    string `json:"call_id,omitempty"`
+	Name      string `json:"name,omitempty"`
+	Arguments string `json:"arguments,omitempty"`
+	GroupID   string `json:"group_id,omitempty"`
+	Output    string `json:"output,omitempty"`
+	IsError   bool   `json:"is_error,omitempty"`
+
+	// agent_handoff
+	OldAgentID string `json:"old_agent_id,omitempty"`
+	NewAgentID string `json:"new_agent_id,omitempty"`
+
+	// agent_config_update
+	Instructions string   `json:"instructions,omitempty"`
+	ToolsAdded   []string `json:"tools_added,omitempty"`
+	ToolsRemoved []string `json:"tools_removed,omitempty"`
+}
+
+// Metrics is a message's MetricsReport. Timestamps are Unix seconds, delays
+// seconds, in both SDKs.
+type Metrics struct {
+	StartedSpeakingAt        *float64 `json:"started_speaking_at,omitempty"`
+	StoppedSpeakingAt        *float64 `json:"stopped_speaking_at,omitempty"`
+	TranscriptionDelay       *float64 `json:"transcription_delay,omitempty"`
+	EndOfTurnDelay           *float64 `json:"end_of_turn_delay,omitempty"`
+	OnUserTurnCompletedDelay *float64 `json:"on_user_turn_completed_delay,omitempty"`
+	LLMNodeTTFT              *float64 `json:"llm_node_ttft,omitempty"`
+	LLMNodeTPS               *float64 `json:"llm_node_tps,omitempty"`
+	LLMNodeTTFS              *float64 `json:"llm_node_ttfs,omitempty"`
+	TTSNodeTTFB              *float64 `json:"tts_node_ttfb,omitempty"`
+	PlaybackLatency          *float64 `json:"playback_latency,omitempty"`
+	E2ELatency               *float64 `json:"e2e_latency,omitempty"`
+}
+
+// ParseChatHistory decodes chat_history.json as a stream: items are decoded
+// one at a time, the input is capped at lim.MaxBytes and the item count at
+// lim.MaxItems. Syntax errors and limits are fatal *ParseErrors; a field of
+// the wrong type or an unknown item type is a Problem, and parsing goes on.
+func ParseChatHistory(r io.Reader, lim ChatLimits) (*ChatHistory, error) {
+	if lim.MaxBytes <= 0 {
+		lim.MaxBytes = DefaultMaxChatBytes
+	}
+	if lim.MaxItems <= 0 {
+		lim.MaxItems = DefaultMaxChatItems
+	}
+	lr := &capReader{r: r, left: lim.MaxBytes}
+	dec := json.NewDecoder(lr)
+	p := &chatParser{dec: dec, lr: lr, lim: lim, h: &ChatHistory{Counts: map[string]int{}}}
+	if err := p.parse(); err != nil {
+		return nil, err
+	}
+	return p.h, nil
+}
+
+type chatParser struct {
+	dec        *json.Decoder
+	lr         *capReader
+	lim        ChatLimits
+	h          *ChatHistory
+	snake      bool
+	camel      bool
+	seconds    bool
+	millis     bool
+	sawItems   bool
+	limitLabel string
+}
+
+func (p *chatParser) fail(item int, err error) error {
+	off := p.dec.InputOffset()
+	if errors.Is(err, ErrLimit) || p.lr.hit {
+		return limitErr(PartChatHistory, item, p.lim.MaxBytes, fmt.Sprintf("max_bytes=%d", p.lim.MaxBytes))
+	}
+	if errors.Is(err, io.EOF) {
+		err = io.ErrUnexpectedEOF
+	}
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		off = se.Offset
+	}
+	return parseErr(PartChatHistory, item, off, err)
+}
+
+func (p *chatParser) parse() error {
+	if err := p.expectDelim('{', -1); err != nil {
+		return err
+	}
+	for p.dec.More() {
+		tok, err := p.dec.Token()
+		if err != nil {
+			return p.fail(-1, err)
+		}
+		key, _ := tok.(string)
+		if key != "items" {
+			var skip json.RawMessage // other top-level keys are allowed and ignored
+			if err := p.dec.Decode(&skip); err != nil {
+				return p.fail(-1, err)
+			}
+			continue
+		}
+		if err := p.items(); err != nil {
+			return err
+		}
+	}
+	if err := p.expectDelim('}', -1); err != nil {
+		return err
+	}
+	// Nothing but whitespace may follow the object.
+	if _, err := p.dec.Token(); !errors.Is(err, io.EOF) {
+		if err == nil {
+			err = errors.New("data after the top-level object")
+		}
+		return p.fail(-1, err)
+	}
+	if !p.sawItems {
+		return parseErr(PartChatHistory, -1, -1, errors.New(`no "items" array`))
+	}
+	p.finish()
+	return nil
+}
+
+func (p *chatParser) expectDelim(want json.Delim, item int) error {
+	tok, err := p.dec.Token()
+	if err != nil {
+		return p.fail(item, err)
+	}
+	if d, ok := tok.(json.Delim); !ok || d != want {
+		return parseErr(PartChatHistory, item, p.dec.InputOffset(), fmt.Errorf("want %q, got %v", want, tok))
+	}
+	return nil
+}
+
+func (p *chatParser) items() error {
+	if p.sawItems {
+		return parseErr(PartChatHistory, -1, p.dec.InputOffset(), errors.New(`"items" appears twice`))
+	}
+	p.sawItems = true
+	tok, err := p.dec.Token()
+	if err != nil {
+		return p.fail(-1, err)
+	}
+	if tok == nil { // "items": null
+		return nil
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '[' {
+		return parseErr(PartChatHistory, -1, p.dec.InputOffset(), fmt.Errorf(`"items" is not an array`))
+	}
+	for i := 0; p.dec.More(); i++ {
+		if i >= p.lim.MaxItems {
+			return limitErr(PartChatHistory, i, p.dec.InputOffset(), fmt.Sprintf("max_items=%d", p.lim.MaxItems))
+		}
+		var raw rawItem
+		err := p.dec.Decode(&raw)
+		var te *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &te):
+			// encoding/json finishes the value after a type error: keep the item.
+			p.problem(i, "field_type", fmt.Sprintf("field %q: %v", te.Field, te))
+		case err != nil:
+			return p.fail(i, err)
+		}
+		p.add(i, &raw)
+	}
+	return p.expectDelim(']', -1)
+}
+
+func (p *chatParser) problem(item int, code, msg string) {
+	p.h.Problems = append(p.h.Problems, Problem{Part: PartChatHistory, Code: code, Item: item, Message: msg})
+}
+
+func (p *chatParser) finish() {
+	switch {
+	case p.seconds && p.millis:
+		p.h.TimestampUnit = "mixed"
+		p.problem(-1, "timestamp_units_mixed", "created_at mixes seconds and milliseconds")
+	case p.millis:
+		p.h.TimestampUnit = "ms"
+	case p.seconds:
+		p.h.TimestampUnit = "s"
+	}
+	switch {
+	case p.snake && p.camel:
+		p.h.KeyStyle = "mixed"
+	case p.camel:
+		p.h.KeyStyle = "camel"
+	case p.snake:
+		p.h.KeyStyle = "snake"
+	}
+}
+
+// capReader fails with ErrLimit after left bytes instead of truncating.
+type capReader struct {
+	r    io.Reader
+	left int64
+	hit  bool
+}
+
+func (c *capReader) Read(b []byte) (int, error) {
+	if c.left <= 0 {
+		// One more byte tells "exactly at the limit" from "over it".
+		var one [1]byte
+		n, err := c.r.Read(one[:])
+		if n > 0 {
+			c.hit = true
+			return 0, ErrLimit
+		}
+		return 0, err
+	}
+	if int64(len(b)) > c.left {
+		b = b[:c.left]
+	}
+	n, err := c.r.Read(b)
+	c.left -= int64(n)
+	return n, err
+}
+
+// contentStrings keeps the text entries of a message's content: a list of
+// strings (images and audio are objects, dropped by the SDKs by default) or a
+// bare string.
+func contentStrings(raw json.RawMessage) ([]string, bool) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || raw[0] == 'n' {
+		return nil, true
+	}
+	if raw[0] == '"' {
+		var s string
+		err := json.Unmarshal(raw, &s)
+		return []string{s}, err == nil
+	}
+	var ss []string
+	if json.Unmarshal(raw, &ss) == nil {
+		return ss, true
+	}
+	var parts []json.RawMessage
+	if json.Unmarshal(raw, &parts) != nil {
+		return nil, false
+	}
+	for _, part := range parts {
+		var s string
+		if json.Unmarshal(part, &s) == nil {
+			ss = append(ss, s)
+		}
+	}
+	return ss, true
+}
+
+// instructionsText reads instructions given as a string or as the JS object
+// {"type":"instructions","audio":…,"text":…}.
+func instructionsText(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var o struct {
+		Text  string `json:"text"`
+		Audio string `json:"audio"`
+	}
+	if json.Unmarshal(raw, &o) == nil {
+		if o.Text != "" {
+			return o.Text
+		}
+		return o.Audio
+	}
+	return ""
+}

@@ -1,0 +1,167 @@
+package recording
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+)
+
+// rawItem is one chat item as either SDK writes it: snake_case (Python,
+// agents-js since #1804) and camelCase (older agents-js) side by side.
+// encoding/json matches keys case-insensitively, so "call_id" and "callId"
+// need separate fields, while "id" or "name" need one.
+type rawItem struct {
+	ID        string          `json:"id"`
+	Type      string          `json:"type"`
+	CreatedAt *float64        `json:"created_at"`
+	CreatedAC *float64        `json:"createdAt"`
+	Role      string          `json:"role"`
+	Content   json.RawMessage `json:"content"`
+
+	Interrupted bool       `json:"interrupted"`
+	TConf       *float64   `json:"transcript_confidence"`
+	TConfC      *float64   `json:"transcriptConfidence"`
+	Metrics     rawMetrics `json:"metrics"`
+
+	CallID    string `json:"call_id"`
+	CallIDC   string `json:"callId"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+	Args      string `json:"args"`
+	GroupID   string `json:"group_id"`
+	GroupIDC  string `json:"groupId"`
+	Output    string `json:"output"`
+	IsError   bool   `json:"is_error"`
+	IsErrorC  bool   `json:"isError"`
+
+	OldAgentID  string `json:"old_agent_id"`
+	OldAgentIDC string `json:"oldAgentId"`
+	NewAgentID  string `json:"new_agent_id"`
+	NewAgentIDC string `json:"newAgentId"`
+
+	Instructions  json.RawMessage `json:"instructions"`
+	ToolsAdded    []string        `json:"tools_added"`
+	ToolsAddedC   []string        `json:"toolsAdded"`
+	ToolsRemoved  []string        `json:"tools_removed"`
+	ToolsRemovedC []string        `json:"toolsRemoved"`
+}
+
+type rawMetrics struct {
+	StartedSpeakingAt         *float64 `json:"started_speaking_at"`
+	StartedSpeakingAtC        *float64 `json:"startedSpeakingAt"`
+	StoppedSpeakingAt         *float64 `json:"stopped_speaking_at"`
+	StoppedSpeakingAtC        *float64 `json:"stoppedSpeakingAt"`
+	TranscriptionDelay        *float64 `json:"transcription_delay"`
+	TranscriptionDelayC       *float64 `json:"transcriptionDelay"`
+	EndOfTurnDelay            *float64 `json:"end_of_turn_delay"`
+	EndOfTurnDelayC           *float64 `json:"endOfTurnDelay"`
+	OnUserTurnCompletedDelay  *float64 `json:"on_user_turn_completed_delay"`
+	OnUserTurnCompletedDelayC *float64 `json:"onUserTurnCompletedDelay"`
+	LLMNodeTTFT               *float64 `json:"llm_node_ttft"`
+	LLMNodeTTFTC              *float64 `json:"llmNodeTtft"`
+	LLMNodeTPS                *float64 `json:"llm_node_tps"`
+	LLMNodeTTFS               *float64 `json:"llm_node_ttfs"`
+	TTSNodeTTFB               *float64 `json:"tts_node_ttfb"`
+	TTSNodeTTFBC              *float64 `json:"ttsNodeTtfb"`
+	PlaybackLatency           *float64 `json:"playback_latency"`
+	PlaybackLatencyC          *float64 `json:"playbackLatency"`
+	E2ELatency                *float64 `json:"e2e_latency"`
+	E2ELatencyC               *float64 `json:"e2eLatency"`
+}
+
+func pick[T comparable](snake, camel T) T {
+	var zero T
+	if snake != zero {
+		return snake
+	}
+	return camel
+}
+
+func pickList(snake, camel []string) []string {
+	if snake != nil {
+		return snake
+	}
+	return camel
+}
+
+func (m *rawMetrics) normalize() *Metrics {
+	out := Metrics{
+		StartedSpeakingAt:        pick(m.StartedSpeakingAt, m.StartedSpeakingAtC),
+		StoppedSpeakingAt:        pick(m.StoppedSpeakingAt, m.StoppedSpeakingAtC),
+		TranscriptionDelay:       pick(m.TranscriptionDelay, m.TranscriptionDelayC),
+		EndOfTurnDelay:           pick(m.EndOfTurnDelay, m.EndOfTurnDelayC),
+		OnUserTurnCompletedDelay: pick(m.OnUserTurnCompletedDelay, m.OnUserTurnCompletedDelayC),
+		LLMNodeTTFT:              pick(m.LLMNodeTTFT, m.LLMNodeTTFTC),
+		LLMNodeTPS:               m.LLMNodeTPS,
+		LLMNodeTTFS:              m.LLMNodeTTFS,
+		TTSNodeTTFB:              pick(m.TTSNodeTTFB, m.TTSNodeTTFBC),
+		PlaybackLatency:          pick(m.PlaybackLatency, m.PlaybackLatencyC),
+		E2ELatency:               pick(m.E2ELatency, m.E2ELatencyC),
+	}
+	if out == (Metrics{}) {
+		return nil
+	}
+	// The speaking timestamps are Unix seconds in both SDKs; normalize anyway
+	// so a millisecond value cannot skew every gap computed from them.
+	for _, p := range []**float64{&out.StartedSpeakingAt, &out.StoppedSpeakingAt} {
+		if *p != nil {
+			v := UnixSeconds(**p)
+			*p = &v
+		}
+	}
+	return &out
+}
+
+// add normalizes raw into an Item and appends it.
+func (p *chatParser) add(i int, raw *rawItem) {
+	it := Item{Index: i, ID: raw.ID, Type: raw.Type, Role: raw.Role, Interrupted: raw.Interrupted}
+	p.noteStyle(raw)
+	if ts := pick(raw.CreatedAt, raw.CreatedAC); ts != nil {
+		switch v := *ts; {
+		case math.IsInf(v, 0) || v < 0:
+			p.problem(i, "created_at_invalid", fmt.Sprintf("created_at %v is not a timestamp", v))
+		case v >= 1e11:
+			p.millis = true
+			it.CreatedAt = UnixSeconds(v)
+		default:
+			p.seconds = true
+			it.CreatedAt = v
+		}
+	}
+	switch raw.Type {
+	case TypeMessage:
+		content, ok := contentStrings(raw.Content)
+		if !ok {
+			p.problem(i, "content_invalid", "message content is neither a string nor a list")
+		}
+		it.Content = content
+		it.TranscriptConfidence = pick(raw.TConf, raw.TConfC)
+		it.Metrics = raw.Metrics.normalize()
+	case TypeFunctionCall:
+		it.CallID, it.Name = pick(raw.CallID, raw.CallIDC), raw.Name
+		it.Arguments, it.GroupID = pick(raw.Arguments, raw.Args), pick(raw.GroupID, raw.GroupIDC)
+	case TypeFunctionCallOutput:
+		it.CallID, it.Name, it.Output = pick(raw.CallID, raw.CallIDC), raw.Name, raw.Output
+		it.IsError = raw.IsError || raw.IsErrorC
+	case TypeAgentHandoff:
+		it.OldAgentID, it.NewAgentID = pick(raw.OldAgentID, raw.OldAgentIDC), pick(raw.NewAgentID, raw.NewAgentIDC)
+	case TypeAgentConfigUpdate:
+		it.Instructions = instructionsText(raw.Instructions)
+		it.ToolsAdded, it.ToolsRemoved = pickList(raw.ToolsAdded, raw.ToolsAddedC), pickList(raw.ToolsRemoved, raw.ToolsRemovedC)
+	default:
+		// Newer SDKs add item types: keep the item, report it.
+		it.RawType, it.Type = raw.Type, TypeUnknown
+		p.problem(i, "unknown_item_type", fmt.Sprintf("item type %q is not known", truncate(raw.Type, 40)))
+	}
+	p.h.Counts[it.Type]++
+	p.h.Items = append(p.h.Items, it)
+}
+
+func (p *chatParser) noteStyle(r *rawItem) {
+	if r.CreatedAt != nil || r.CallID != "" || r.NewAgentID != "" || r.TConf != nil {
+		p.snake = true
+	}
+	if r.CreatedAC != nil || r.CallIDC != "" || r.IsErrorC || r.NewAgentIDC != "" || r.TConfC != nil {
+		p.camel = true
+	}
+}

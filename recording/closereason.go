@@ -1,0 +1,64 @@
+package recording
+
+import (
+	"encoding/json"
+	"math"
+	"strings"
+
+	"github.com/livekit/protocol/livekit/agent"
+)
+
+// Close reason sources: where a session's close reason came from.
+const (
+	SourceSummary  = "summary"  // the session summary's close_reason
+	SourceAbsent   = "absent"   // no summary, or no close reason in it
+	SourceInferred = "inferred" // derived from other facts (e.g. the job's end state)
+)
+
+// sdkCloseReasons maps the SDKs' lowercase strings (FORMATS.md §3) to proto names.
+// Not "CR_"+upper(s): that would produce the nonexistent CR_TASK_COMPLETED.
+var sdkCloseReasons = map[string]agent.CloseReason{
+	"error":                    agent.CloseReason_CR_ERROR,
+	"job_shutdown":             agent.CloseReason_CR_JOB_SHUTDOWN,
+	"participant_disconnected": agent.CloseReason_CR_PARTICIPANT_DISCONNECTED,
+	"user_initiated":           agent.CloseReason_CR_USER_INITIATED,
+	"task_completed":           agent.CloseReason_CR_COMPLETED,
+	"completed":                agent.CloseReason_CR_COMPLETED,
+	"unknown":                  agent.CloseReason_CR_UNKNOWN,
+}
+
+// NormalizeCloseReason maps a close_reason JSON value to a proto value name:
+// proto names (and the legacy alias CR_TASK_COMPLETED), SDK strings, or
+// numbers 0–5. It reports false when the value is not recognized; the result
+// is then CR_UNKNOWN and the caller keeps the raw value.
+func NormalizeCloseReason(raw json.RawMessage) (string, bool) {
+	var s string
+	if err := json.Unmarshal(raw, &s); err == nil {
+		return normalizeCloseReasonString(s)
+	}
+	var f float64
+	if err := json.Unmarshal(raw, &f); err == nil && f == math.Trunc(f) && f >= 0 && f <= 5 {
+		if name, ok := agent.CloseReason_name[int32(f)]; ok {
+			return name, true
+		}
+	}
+	return agent.CloseReason_CR_UNKNOWN.String(), false
+}
+
+func normalizeCloseReasonString(s string) (string, bool) {
+	t := strings.TrimSpace(s)
+	if _, ok := agent.CloseReason_value[t]; ok {
+		return t, true
+	}
+	u := strings.ToUpper(t)
+	if u == "CR_TASK_COMPLETED" {
+		return agent.CloseReason_CR_COMPLETED.String(), true
+	}
+	if _, ok := agent.CloseReason_value[u]; ok {
+		return u, true
+	}
+	if cr, ok := sdkCloseReasons[strings.ToLower(t)]; ok {
+		return cr.String(), true
+	}
+	return agent.CloseReason_CR_UNKNOWN.String(), false
+}
