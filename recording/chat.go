@@ -295,6 +295,7 @@ func contentStrings(raw json.RawMessage) ([]string, bool) {
 	if json.Unmarshal(raw, &parts) != nil {
 		return nil, false
 	}
+	ss = ss[:0] // the failed decode above may have filled some entries
 	for _, part := range parts {
 		var s string
 		if json.Unmarshal(part, &s) == nil {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 
 	"github.com/livekit/protocol/livekit"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -29,5 +30,31 @@ func ParseHeader(b []byte, maxBytes int) (*livekit.MetricsRecordingHeader, error
 	if err := (proto.UnmarshalOptions{DiscardUnknown: false}).Unmarshal(b, &h); err != nil {
 		return nil, parseErr(PartHeader, -1, -1, fmt.Errorf("not a livekit.MetricsRecordingHeader: %w", err))
 	}
+	if err := checkWireTypes(&h); err != nil {
+		return nil, parseErr(PartHeader, -1, -1, err)
+	}
 	return &h, nil
+}
+
+// checkWireTypes rejects known fields sent with the wrong wire type, which
+// protobuf would otherwise keep silently as unknown fields (and leave e.g.
+// room_id empty). Fields unknown to this protocol version stay tolerated.
+func checkWireTypes(h *livekit.MetricsRecordingHeader) error {
+	fields := h.ProtoReflect().Descriptor().Fields()
+	b := h.ProtoReflect().GetUnknown()
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return fmt.Errorf("unknown fields: %w", protowire.ParseError(n))
+		}
+		if fd := fields.ByNumber(num); fd != nil {
+			return fmt.Errorf("field %d (%s) has wire type %d, which does not fit its type %s", num, fd.Name(), typ, fd.Kind())
+		}
+		m := protowire.ConsumeFieldValue(num, typ, b[n:])
+		if m < 0 {
+			return fmt.Errorf("unknown field %d: %w", num, protowire.ParseError(m))
+		}
+		b = b[n+m:]
+	}
+	return nil
 }
