@@ -204,17 +204,7 @@ func (c *Config) applyEnv(getenv func(string) string) error {
 	str("LKSCORE_NATS_URL", &c.NATS.URL)
 	str("LKSCORE_NATS_CREDS_FILE", &c.NATS.CredsFile)
 	str("LKSCORE_KEYS_FILE", &c.LiveKit.KeysFile)
-	str("LKSCORE_S3_BUCKET", &c.S3.Bucket)
-	str("LKSCORE_S3_PREFIX", &c.S3.Prefix)
-	str("LKSCORE_S3_ENDPOINT", &c.S3.Endpoint)
-	str("LKSCORE_S3_REGION", &c.S3.Region)
-	if v := getenv("LKSCORE_S3_FORCE_PATH_STYLE"); v != "" {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("LKSCORE_S3_FORCE_PATH_STYLE: %q is not a boolean", v))
-		}
-		c.S3.ForcePathStyle = b
-	}
+	errs = append(errs, c.S3.applyEnv(getenv))
 	if v := getenv("LKSCORE_NATS_REPLICAS"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil {
@@ -226,6 +216,34 @@ func (c *Config) applyEnv(getenv func(string) string) error {
 		c.Webhook.Events = splitList(v)
 	}
 	return errors.Join(errs...)
+}
+
+// applyEnv overlays the LKSCORE_S3_* variables.
+func (s *S3) applyEnv(getenv func(string) string) error {
+	for name, dst := range map[string]*string{
+		"LKSCORE_S3_BUCKET": &s.Bucket, "LKSCORE_S3_PREFIX": &s.Prefix,
+		"LKSCORE_S3_ENDPOINT": &s.Endpoint, "LKSCORE_S3_REGION": &s.Region,
+	} {
+		if v := getenv(name); v != "" {
+			*dst = v
+		}
+	}
+	if v := getenv("LKSCORE_S3_FORCE_PATH_STYLE"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("LKSCORE_S3_FORCE_PATH_STYLE: %q is not a boolean", v)
+		}
+		s.ForcePathStyle = b
+	}
+	return nil
+}
+
+// S3FromEnv returns the default S3 settings overlaid with LKSCORE_S3_*, for
+// tools that need S3 access but not the daemon's whole config.
+func S3FromEnv(getenv func(string) string) (S3, error) {
+	s := Default().S3
+	err := s.applyEnv(getenv)
+	return s, err
 }
 
 func splitList(s string) []string {

@@ -54,7 +54,7 @@ func setParallel(b *testing.B, goroutines int) {
 
 func BenchmarkWebhookHTTP(b *testing.B) {
 	ns := startNATS(b)
-	d, _ := startDaemon(b, testConfig(b, ns.url()))
+	d, _ := startDaemon(b, testConfig(b, ns.URL()))
 	url := "http://" + d.IngestAddr() + "/webhook"
 	client := &http.Client{Transport: &http.Transport{MaxIdleConns: 256, MaxIdleConnsPerHost: 256}}
 	evs := benchEvents(b, b.N)
@@ -104,8 +104,8 @@ func BenchmarkWebhookVerify(b *testing.B) {
 
 func BenchmarkWebhookPublish(b *testing.B) {
 	ns := startNATS(b)
-	cfg := testConfig(b, ns.url())
-	nc, err := nats.Connect(ns.url())
+	cfg := testConfig(b, ns.URL())
+	nc, err := nats.Connect(ns.URL())
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -90,7 +90,7 @@ func fullParts(header, chat, audio []byte) []uploadPart {
 
 func TestCollectorPythonUpload(t *testing.T) {
 	ns := startNATS(t)
-	cfg := testConfig(t, ns.url())
+	cfg := testConfig(t, ns.URL())
 	d, reg := startDaemon(t, cfg)
 	header := testHeader(t, "RM_abc", "AJ_def")
 	chat := []byte(`{"items": [{"id": "item_1", "type": "message", "role": "user", "content": ["hi"], "created_at": 1764417604.2}]}`)
@@ -111,7 +111,7 @@ func TestCollectorPythonUpload(t *testing.T) {
 			t.Errorf("%s: stored %d bytes (err %v), want the %d bytes sent", name, len(got), err, len(want))
 		}
 	}
-	msgs := streamMsgs(t, ns.url(), "LKSCORE_UPLOADS")
+	msgs := streamMsgs(t, ns.URL(), "LKSCORE_UPLOADS")
 	if len(msgs) != 1 {
 		t.Fatalf("%d upload notices, want 1", len(msgs))
 	}
@@ -130,7 +130,7 @@ func TestCollectorPythonUpload(t *testing.T) {
 
 func TestCollectorHeaderOnlyAndLegacyHeader(t *testing.T) {
 	ns := startNATS(t)
-	cfg := testConfig(t, ns.url())
+	cfg := testConfig(t, ns.URL())
 	d, _ := startDaemon(t, cfg)
 	// An SDK before 1.6.6 sends no job_id: the key falls back to a header hash.
 	header := testHeader(t, "RM_old", "")
@@ -151,7 +151,7 @@ func TestCollectorHeaderOnlyAndLegacyHeader(t *testing.T) {
 
 func TestCollectorRefusals(t *testing.T) {
 	ns := startNATS(t)
-	cfg := testConfig(t, ns.url())
+	cfg := testConfig(t, ns.URL())
 	cfg.Limits.ChatHistoryBytes = 1024
 	d, _ := startDaemon(t, cfg)
 	url := "http://" + d.IngestAddr() + "/observability/recordings/v0"
@@ -190,7 +190,7 @@ func TestCollectorRefusals(t *testing.T) {
 		})
 	}
 	assertNothingStored(t, cfg.DataDir)
-	if msgs := streamMsgs(t, ns.url(), "LKSCORE_UPLOADS"); len(msgs) != 0 {
+	if msgs := streamMsgs(t, ns.URL(), "LKSCORE_UPLOADS"); len(msgs) != 0 {
 		t.Fatalf("%d upload notices after refusals, want 0", len(msgs))
 	}
 }
@@ -213,7 +213,7 @@ func assertNothingStored(t *testing.T, dataDir string) {
 // TestCollectorClientDisconnects: a client that goes away mid-upload leaves nothing behind.
 func TestCollectorClientDisconnects(t *testing.T) {
 	ns := startNATS(t)
-	cfg := testConfig(t, ns.url())
+	cfg := testConfig(t, ns.URL())
 	d, reg := startDaemon(t, cfg)
 	body, ct := pythonUpload(t, fullParts(testHeader(t, "RM_gone", "AJ_gone"), []byte(`{"items": []}`), bytes.Repeat([]byte("a"), 1<<20)))
 	conn, err := net.Dial("tcp", d.IngestAddr())
@@ -234,11 +234,11 @@ func TestCollectorClientDisconnects(t *testing.T) {
 // with RetryInfo that makes the Python SDK retry; the retry then succeeds.
 func TestCollectorNATSDown(t *testing.T) {
 	ns := startNATS(t)
-	cfg := testConfig(t, ns.url())
+	cfg := testConfig(t, ns.URL())
 	d, _ := startDaemon(t, cfg)
 	url := "http://" + d.IngestAddr() + "/observability/recordings/v0"
 	body, ct := pythonUpload(t, fullParts(testHeader(t, "RM_t", "AJ_t"), []byte(`{"items": []}`), nil)[:2])
-	ns.stop()
+	ns.Stop()
 	resp, msg := post(t, url, bearer(pythonToken(t, testKey, testSecret, true)), ct, bytes.NewReader(body))
 	if resp.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("status %d, want 503", resp.StatusCode)
@@ -251,19 +251,19 @@ func TestCollectorNATSDown(t *testing.T) {
 	if err := st.Details[0].UnmarshalTo(&ri); err != nil || ri.RetryDelay.AsDuration() <= 0 {
 		t.Fatalf("detail is not a RetryInfo with a delay: %v", err)
 	}
-	ns.start()
+	ns.Start()
 	waitFor(t, "retry to succeed", func() bool {
 		resp, _ := post(t, url, bearer(pythonToken(t, testKey, testSecret, true)), ct, bytes.NewReader(body))
 		return resp.StatusCode == 200
 	})
-	if msgs := streamMsgs(t, ns.url(), "LKSCORE_UPLOADS"); len(msgs) != 1 {
+	if msgs := streamMsgs(t, ns.URL(), "LKSCORE_UPLOADS"); len(msgs) != 1 {
 		t.Fatalf("%d notices, want 1", len(msgs))
 	}
 }
 
 func TestOTLPDiscarded(t *testing.T) {
 	ns := startNATS(t)
-	d, reg := startDaemon(t, testConfig(t, ns.url()))
+	d, reg := startDaemon(t, testConfig(t, ns.URL()))
 	for _, sig := range []string{"traces", "logs", "metrics"} {
 		resp, _ := post(t, "http://"+d.IngestAddr()+"/observability/"+sig+"/otlp/v0", "", "application/x-protobuf", strings.NewReader("\x0a\x00"))
 		if resp.StatusCode != 200 {

@@ -25,7 +25,7 @@ import (
 func fuzzJS(t testing.TB) (jetstream.JetStream, Subjects) {
 	t.Helper()
 	ns := startNATS(t)
-	nc, err := nats.Connect(ns.url())
+	nc, err := nats.Connect(ns.URL())
 	if err != nil {
 		t.Fatal(err)
 	}

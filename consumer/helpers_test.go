@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -14,13 +13,13 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/lkscore/lkscore/config"
+	"github.com/lkscore/lkscore/internal/testenv"
 )
 
 const (
@@ -28,48 +27,7 @@ const (
 	testSecret = "testsecret-0123456789abcdef-0123456789"
 )
 
-// natsServer is a real embedded NATS server that a test can stop and restart
-// on the same port with the same store.
-type natsServer struct {
-	t    testing.TB
-	dir  string
-	port int
-	srv  *server.Server
-}
-
-func startNATS(t testing.TB) *natsServer {
-	t.Helper()
-	n := &natsServer{t: t, dir: t.TempDir(), port: -1}
-	n.start()
-	t.Cleanup(n.stop)
-	return n
-}
-
-func (n *natsServer) start() {
-	n.t.Helper()
-	s, err := server.NewServer(&server.Options{
-		Host: "127.0.0.1", Port: n.port, JetStream: true, StoreDir: n.dir, NoLog: true, NoSigs: true,
-	})
-	if err != nil {
-		n.t.Fatalf("nats server: %v", err)
-	}
-	go s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		n.t.Fatal("nats server not ready")
-	}
-	n.srv = s
-	n.port = s.Addr().(*net.TCPAddr).Port
-}
-
-func (n *natsServer) stop() {
-	if n.srv != nil {
-		n.srv.Shutdown()
-		n.srv.WaitForShutdown()
-		n.srv = nil
-	}
-}
-
-func (n *natsServer) url() string { return n.srv.ClientURL() }
+func startNATS(t testing.TB) *testenv.NATS { return testenv.StartNATS(t) }
 
 // testConfig is a valid config on random loopback ports against url.
 func testConfig(t testing.TB, url string) config.Config {

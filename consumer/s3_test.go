@@ -5,118 +5,35 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
-	"fmt"
 	"io"
-	"net"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
-
 	"github.com/lkscore/lkscore/config"
+	"github.com/lkscore/lkscore/internal/testenv"
 	"github.com/lkscore/lkscore/recording"
 )
 
-const (
-	s3AccessKey = "AKLKSCORETEST"
-	s3SecretKey = "lkscore-test-secret-key-0123456789"
-)
+func s3Env(t *testing.T, secret string) { testenv.SetAWSEnv(t, secret) }
 
-// s3Server is a real versitygw S3 gateway on loopback (TESTING.md).
-type s3Server struct {
-	endpoint string
-	cmd      *exec.Cmd
-	port     int
-}
-
-// versitygwPath finds the binary; CI installs it (LKSCORE_REQUIRE_S3=1
-// turns its absence into a failure instead of a skip).
-func versitygwPath(t testing.TB) string {
-	t.Helper()
-	if p, err := exec.LookPath("versitygw"); err == nil {
-		return p
-	}
-	gopath, _ := exec.Command("go", "env", "GOPATH").Output()
-	p := filepath.Join(strings.TrimSpace(string(gopath)), "bin", "versitygw")
-	if _, err := os.Stat(p); err == nil {
-		return p
-	}
-	msg := "versitygw not found: install it with `go install github.com/versity/versitygw/cmd/versitygw@v1.8.0`"
-	if os.Getenv("LKSCORE_REQUIRE_S3") != "" || os.Getenv("CI") != "" {
-		t.Fatal(msg)
-	}
-	t.Skip("SKIPPING S3 TESTS: " + msg)
-	return ""
-}
-
-func startS3(t testing.TB) *s3Server {
-	t.Helper()
-	bin := versitygwPath(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	_ = ln.Close()
-	s := &s3Server{endpoint: fmt.Sprintf("http://127.0.0.1:%d", port), port: port}
-	dir := t.TempDir()
-	s.cmd = exec.Command(bin, "--access", s3AccessKey, "--secret", s3SecretKey, "--port", fmt.Sprintf("127.0.0.1:%d", port), "posix", dir)
-	s.cmd.Stdout, s.cmd.Stderr = io.Discard, io.Discard
-	if err := s.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.stop)
-	waitFor(t, "versitygw to listen", func() bool {
-		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-		if err == nil {
-			_ = c.Close()
-		}
-		return err == nil
-	})
-	return s
-}
-
-func (s *s3Server) stop() {
-	if s.cmd != nil && s.cmd.Process != nil {
-		_ = s.cmd.Process.Kill()
-		_ = s.cmd.Wait()
-		s.cmd = nil
-	}
-}
-
-// s3Env sets the standard AWS variables the default credential chain reads.
-func s3Env(t *testing.T, secret string) {
-	t.Setenv("AWS_ACCESS_KEY_ID", s3AccessKey)
-	t.Setenv("AWS_SECRET_ACCESS_KEY", secret)
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
-	t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "none"))
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "none"))
-}
-
-func (s *s3Server) config(bucket string) config.S3 {
+func s3Config(srv *testenv.S3, bucket string) config.S3 {
 	c := config.Default().S3
-	c.Bucket, c.Endpoint, c.ForcePathStyle, c.Region = bucket, s.endpoint, true, "us-east-1"
+	c.Bucket, c.Endpoint, c.ForcePathStyle, c.Region = bucket, srv.Endpoint, true, "us-east-1"
 	c.RequestTimeout, c.MaxAttempts = 5*time.Second, 2
 	return c
 }
 
-func newTestS3Store(t *testing.T, srv *s3Server, bucket string) *S3Store {
+func newTestS3Store(t *testing.T, srv *testenv.S3, bucket string) *S3Store {
 	t.Helper()
-	st, err := NewS3Store(context.Background(), srv.config(bucket))
+	srv.CreateBucket(t, bucket)
+	st, err := NewS3Store(context.Background(), s3Config(srv, bucket))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.client.CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
-		t.Fatalf("create bucket: %v", err)
-	}
 	return st
 }
-
 func randomBytes(t testing.TB, n int) []byte {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
@@ -124,8 +41,8 @@ func randomBytes(t testing.TB, n int) []byte {
 }
 
 func TestS3StoreRoundTrip(t *testing.T) {
-	srv := startS3(t)
-	s3Env(t, s3SecretKey)
+	srv := testenv.StartS3(t)
+	s3Env(t, testenv.S3SecretKey)
 	st := newTestS3Store(t, srv, "recordings")
 	ctx := context.Background()
 
@@ -167,8 +84,8 @@ func TestS3StoreRoundTrip(t *testing.T) {
 }
 
 func TestS3StoreErrors(t *testing.T) {
-	srv := startS3(t)
-	s3Env(t, s3SecretKey)
+	srv := testenv.StartS3(t)
+	s3Env(t, testenv.S3SecretKey)
 	st := newTestS3Store(t, srv, "recordings")
 	ctx := context.Background()
 	up, _ := st.Begin(ctx, "RM_e/AJ_e/")
@@ -212,7 +129,7 @@ func TestS3StoreErrors(t *testing.T) {
 	})
 	t.Run("wrong credentials are permanent", func(t *testing.T) {
 		s3Env(t, "wrong-secret")
-		bad, err := NewS3Store(ctx, srv.config("recordings"))
+		bad, err := NewS3Store(ctx, s3Config(srv, "recordings"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -222,7 +139,7 @@ func TestS3StoreErrors(t *testing.T) {
 		}
 	})
 	t.Run("server down is transient", func(t *testing.T) {
-		srv.stop()
+		srv.Stop()
 		_, err := st.Open(ctx, "RM_e/AJ_e/"+recording.ObjectChatHistory, 1<<20)
 		if err == nil || errors.Is(err, ErrPermanent) || errors.Is(err, recording.ErrNotFound) {
 			t.Fatalf("err = %v, want a transient error", err)
@@ -232,12 +149,12 @@ func TestS3StoreErrors(t *testing.T) {
 
 // TestCollectorToS3: the collector writes uploads through the S3 store.
 func TestCollectorToS3(t *testing.T) {
-	srv := startS3(t)
-	s3Env(t, s3SecretKey)
+	srv := testenv.StartS3(t)
+	s3Env(t, testenv.S3SecretKey)
 	st := newTestS3Store(t, srv, "lk-recordings")
 	ns := startNATS(t)
-	cfg := testConfig(t, ns.url())
-	cfg.S3 = srv.config("lk-recordings")
+	cfg := testConfig(t, ns.URL())
+	cfg.S3 = s3Config(srv, "lk-recordings")
 	cfg.S3.Prefix = "agents"
 	d, _ := startDaemon(t, cfg)
 	header := testHeader(t, "RM_c", "AJ_c")
@@ -251,7 +168,7 @@ func TestCollectorToS3(t *testing.T) {
 	if err != nil || s.Chat == nil || s.Chat.TimestampUnit != "ms" {
 		t.Fatalf("load from S3: %v %+v", err, s)
 	}
-	n := streamMsgs(t, ns.url(), "LKSCORE_UPLOADS")
+	n := streamMsgs(t, ns.URL(), "LKSCORE_UPLOADS")
 	if len(n) != 1 || !strings.Contains(string(n[0].Data), `"location":"s3://lk-recordings/agents/RM_c/AJ_c/"`) {
 		t.Fatalf("notice: %d %s", len(n), n[0].Data)
 	}

@@ -42,13 +42,14 @@ type LocalStore struct {
 	root string
 }
 
-// NewLocalStore opens (creating) root and removes staging left by a crash.
+// NewLocalStore opens root, creating it, and removes staging left by a
+// crash. Use OpenLocalDir to read a directory without writing to it.
 func NewLocalStore(root string) (*LocalStore, error) {
-	abs, err := filepath.Abs(root)
+	s, err := OpenLocalDir(root)
 	if err != nil {
-		return nil, fmt.Errorf("local store %s: %w", root, err)
+		return nil, err
 	}
-	staging := filepath.Join(abs, ".staging")
+	staging := filepath.Join(s.root, ".staging")
 	if err := os.MkdirAll(staging, 0o750); err != nil {
 		return nil, fmt.Errorf("local store: %w", err)
 	}
@@ -61,6 +62,15 @@ func NewLocalStore(root string) (*LocalStore, error) {
 		if info, err := e.Info(); err == nil && time.Since(info.ModTime()) > 24*time.Hour {
 			_ = os.RemoveAll(filepath.Join(staging, e.Name()))
 		}
+	}
+	return s, nil
+}
+
+// OpenLocalDir returns a store over root for reading only (no staging is created).
+func OpenLocalDir(root string) (*LocalStore, error) {
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return nil, fmt.Errorf("local store %s: %w", root, err)
 	}
 	return &LocalStore{root: abs}, nil
 }

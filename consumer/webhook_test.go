@@ -50,7 +50,7 @@ func awaitDelivery(t *testing.T, done <-chan *livekit.WebhookInfo) *livekit.Webh
 
 func TestWebhookFromLiveKitNotifier(t *testing.T) {
 	ns := startNATS(t)
-	d, reg := startDaemon(t, testConfig(t, ns.url()))
+	d, reg := startDaemon(t, testConfig(t, ns.URL()))
 	n, done := newNotifier(t, "http://"+d.IngestAddr()+"/webhook", testKey, testSecret)
 
 	events := []*livekit.WebhookEvent{
@@ -72,7 +72,7 @@ func TestWebhookFromLiveKitNotifier(t *testing.T) {
 		}
 	}
 
-	msgs := streamMsgs(t, ns.url(), "LKSCORE_WEBHOOKS")
+	msgs := streamMsgs(t, ns.URL(), "LKSCORE_WEBHOOKS")
 	var got []string
 	for _, m := range msgs {
 		got = append(got, m.Subject+" "+m.Header.Get(jetstream.MsgIDHeader))
@@ -102,7 +102,7 @@ func TestWebhookFromLiveKitNotifier(t *testing.T) {
 
 func TestWebhookRefusals(t *testing.T) {
 	ns := startNATS(t)
-	cfg := testConfig(t, ns.url())
+	cfg := testConfig(t, ns.URL())
 	d, _ := startDaemon(t, cfg)
 	url := "http://" + d.IngestAddr() + "/webhook"
 	good := []byte(`{"event":"room_finished","id":"EV_ok","room":{"sid":"RM_x","name":"x"},"createdAt":"1764417600"}`)
@@ -158,7 +158,7 @@ func TestWebhookRefusals(t *testing.T) {
 			t.Fatalf("status %d, want 405", resp.StatusCode)
 		}
 	})
-	if msgs := streamMsgs(t, ns.url(), "LKSCORE_WEBHOOKS"); len(msgs) != 1 {
+	if msgs := streamMsgs(t, ns.URL(), "LKSCORE_WEBHOOKS"); len(msgs) != 1 {
 		t.Fatalf("stored %d messages, want exactly 1 (the valid event, once)", len(msgs))
 	}
 }
@@ -166,7 +166,7 @@ func TestWebhookRefusals(t *testing.T) {
 // TestWebhookReplay replays one captured signed request: one message.
 func TestWebhookReplay(t *testing.T) {
 	ns := startNATS(t)
-	d, _ := startDaemon(t, testConfig(t, ns.url()))
+	d, _ := startDaemon(t, testConfig(t, ns.URL()))
 	body := []byte(`{"event":"agent_job_ended","id":"EV_replay","job":{"id":"AJ_r","room":{"sid":"RM_r"}}}`)
 	tok := signWebhook(t, testKey, testSecret, body, 5*time.Minute)
 	for i := 0; i < 3; i++ {
@@ -175,7 +175,7 @@ func TestWebhookReplay(t *testing.T) {
 			t.Fatalf("replay %d: status %d", i, resp.StatusCode)
 		}
 	}
-	if msgs := streamMsgs(t, ns.url(), "LKSCORE_WEBHOOKS"); len(msgs) != 1 {
+	if msgs := streamMsgs(t, ns.URL(), "LKSCORE_WEBHOOKS"); len(msgs) != 1 {
 		t.Fatalf("stored %d messages, want 1", len(msgs))
 	}
 }
@@ -184,7 +184,7 @@ func TestWebhookReplay(t *testing.T) {
 // nothing that got a 200 is lost.
 func TestWebhookNATSOutage(t *testing.T) {
 	ns := startNATS(t)
-	cfg := testConfig(t, ns.url())
+	cfg := testConfig(t, ns.URL())
 	cfg.NATS.PublishTimeout = time.Second
 	d, _ := startDaemon(t, cfg)
 	url := "http://" + d.IngestAddr() + "/webhook"
@@ -196,7 +196,7 @@ func TestWebhookNATSOutage(t *testing.T) {
 	if s := send("EV_before"); s != 200 {
 		t.Fatalf("before outage: %d", s)
 	}
-	ns.stop()
+	ns.Stop()
 	start := time.Now()
 	if s := send("EV_during"); s != http.StatusServiceUnavailable {
 		t.Fatalf("during outage: %d, want 503", s)
@@ -204,13 +204,13 @@ func TestWebhookNATSOutage(t *testing.T) {
 	if el := time.Since(start); el > 5*time.Second {
 		t.Errorf("503 took %s; LiveKit gives up after 10s", el)
 	}
-	ns.start()
+	ns.Start()
 	waitFor(t, "reconnect", func() bool { return send("EV_after") == 200 })
 	if s := send("EV_during"); s != 200 { // LiveKit's retry of the refused event
 		t.Fatalf("retry after outage: %d", s)
 	}
 	var ids []string
-	for _, m := range streamMsgs(t, ns.url(), "LKSCORE_WEBHOOKS") {
+	for _, m := range streamMsgs(t, ns.URL(), "LKSCORE_WEBHOOKS") {
 		ids = append(ids, m.Header.Get(jetstream.MsgIDHeader))
 	}
 	if got := strings.Join(ids, ","); got != "EV_before,EV_after,EV_during" {

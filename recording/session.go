@@ -123,7 +123,7 @@ func Load(ctx context.Context, src ObjectReader, dir string, lim Limits) (*Sessi
 	case errors.Is(err, ErrLimit):
 		return nil, limitErr(PartChatHistory, -1, lim.Chat.MaxBytes, fmt.Sprintf("max_bytes=%d", lim.Chat.MaxBytes))
 	case err != nil:
-		return nil, fmt.Errorf("open %s: %w", dir+ObjectChatHistory, err)
+		return nil, err
 	}
 	defer rc.Close()
 	chat, err := ParseChatHistory(rc, lim.Chat)
@@ -146,7 +146,7 @@ func readAll(ctx context.Context, src ObjectReader, key string, maxBytes int64) 
 		if errors.Is(err, ErrLimit) {
 			return nil, limitErr(PartHeader, -1, maxBytes, fmt.Sprintf("max_bytes=%d", maxBytes))
 		}
-		return nil, fmt.Errorf("open %s: %w", key, err)
+		return nil, err // the store's error names the key
 	}
 	defer rc.Close()
 	b, err := io.ReadAll(rc)

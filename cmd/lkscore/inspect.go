@@ -1,0 +1,159 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/urfave/cli/v3"
+
+	"github.com/lkscore/lkscore/config"
+	"github.com/lkscore/lkscore/consumer"
+	"github.com/lkscore/lkscore/recording"
+)
+
+// inspectOutput is what `lkscore inspect` prints.
+type inspectOutput struct {
+	Source string `json:"source"`
+	*recording.Session
+	Chat       *chatSummary `json:"chat,omitempty"`
+	AudioBytes *int64       `json:"audio_bytes,omitempty"`
+}
+
+type chatSummary struct {
+	Items         int            `json:"items"`
+	Counts        map[string]int `json:"counts"`
+	TimestampUnit string         `json:"timestamp_unit,omitempty"`
+	KeyStyle      string         `json:"key_style,omitempty"`
+}
+
+func inspectCommand(getenv func(string) string, stdout io.Writer) *cli.Command {
+	return &cli.Command{
+		Name:      "inspect",
+		Usage:     "parse a recording upload and print it as JSON",
+		ArgsUsage: "PATH | s3://bucket/key | https://egress-location",
+		Description: "PATH is a session directory (header.binpb, chat_history.json), a header.binpb file, or a file\n" +
+			"holding a raw multipart upload. s3:// and egress location URLs are read with the default AWS\n" +
+			"credential chain and LKSCORE_S3_ENDPOINT / LKSCORE_S3_REGION / LKSCORE_S3_FORCE_PATH_STYLE.",
+		Action: func(ctx context.Context, c *cli.Command) error {
+			if c.Args().Len() != 1 {
+				return exitError{code: 2, err: errors.New("inspect: want exactly one PATH or URL")}
+			}
+			out, err := inspect(ctx, c.Args().First(), getenv)
+			if err != nil {
+				return exitError{code: 1, err: fmt.Errorf("inspect %s: %w", c.Args().First(), err)}
+			}
+			enc := json.NewEncoder(stdout)
+			enc.SetIndent("", "  ")
+			return enc.Encode(out)
+		},
+	}
+}
+
+func inspect(ctx context.Context, src string, getenv func(string) string) (*inspectOutput, error) {
+	lim := recording.DefaultLimits()
+	if strings.Contains(src, "://") && !strings.HasPrefix(src, "file://") {
+		return inspectS3(ctx, src, getenv, lim)
+	}
+	path := strings.TrimPrefix(src, "file://")
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	dir := path
+	if !st.IsDir() {
+		if filepath.Base(path) != recording.ObjectHeader {
+			f, err := os.Open(path)
+			if err != nil {
+				return nil, err
+			}
+			defer f.Close()
+			return fromMultipart(src, f, lim)
+		}
+		dir = filepath.Dir(path)
+	}
+	store, err := consumer.OpenLocalDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	s, err := recording.Load(ctx, store, "", lim)
+	if err != nil {
+		return nil, err
+	}
+	return output(src, s, nil), nil
+}
+
+func inspectS3(ctx context.Context, src string, getenv func(string) string, lim recording.Limits) (*inspectOutput, error) {
+	s3cfg, err := config.S3FromEnv(getenv)
+	if err != nil {
+		return nil, err
+	}
+	loc, err := recording.LocationParser{Endpoint: endpointHost(s3cfg.Endpoint), ForcePathStyle: s3cfg.ForcePathStyle}.Parse(src)
+	if err != nil {
+		return nil, err
+	}
+	if loc.Scheme != "s3" {
+		return nil, fmt.Errorf("%s is not an S3 location", src)
+	}
+	s3cfg.Bucket = loc.Bucket
+	store, err := consumer.NewS3Store(ctx, s3cfg)
+	if err != nil {
+		return nil, err
+	}
+	key := loc.Key
+	switch {
+	case strings.HasSuffix(key, "/"):
+		return loadDir(ctx, src, store, key, lim)
+	case strings.HasSuffix(key, "/"+recording.ObjectHeader) || key == recording.ObjectHeader:
+		return loadDir(ctx, src, store, recording.SessionDir(key), lim)
+	}
+	l := config.Default().Limits
+	rc, err := store.Open(ctx, key, l.HeaderBytes+l.ChatHistoryBytes+l.AudioBytes+64<<10)
+	if errors.Is(err, recording.ErrNotFound) {
+		// Maybe a directory given without its trailing slash.
+		return loadDir(ctx, src, store, key+"/", lim)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	return fromMultipart(src, rc, lim)
+}
+
+func loadDir(ctx context.Context, src string, store recording.ObjectReader, dir string, lim recording.Limits) (*inspectOutput, error) {
+	s, err := recording.Load(ctx, store, dir, lim)
+	if err != nil {
+		return nil, err
+	}
+	return output(src, s, nil), nil
+}
+
+func fromMultipart(src string, r io.Reader, lim recording.Limits) (*inspectOutput, error) {
+	s, audio, err := recording.ParseMultipart(bufio.NewReader(r), "", lim)
+	if err != nil {
+		return nil, err
+	}
+	return output(src, s, &audio), nil
+}
+
+func output(src string, s *recording.Session, audio *int64) *inspectOutput {
+	out := &inspectOutput{Source: src, Session: s, AudioBytes: audio}
+	if s.Chat != nil {
+		out.Chat = &chatSummary{Items: len(s.Chat.Items), Counts: s.Chat.Counts, TimestampUnit: s.Chat.TimestampUnit, KeyStyle: s.Chat.KeyStyle}
+	}
+	return out
+}
+
+// endpointHost strips the scheme from an endpoint URL ("http://minio:9000" → "minio:9000").
+func endpointHost(endpoint string) string {
+	if _, rest, ok := strings.Cut(endpoint, "://"); ok {
+		return strings.TrimSuffix(rest, "/")
+	}
+	return endpoint
+}
