@@ -57,6 +57,9 @@ func NewS3Store(ctx context.Context, c config.S3) (*S3Store, error) {
 			o.BaseEndpoint = aws.String(c.Endpoint)
 		}
 		o.UsePathStyle = c.ForcePathStyle
+		// Objects uploaded in parts carry composite checksums the SDK cannot
+		// validate on GET; it would log a warning on every such read.
+		o.DisableLogOutputChecksumValidationSkipped = true
 	})
 	tm := transfermanager.New(client, func(o *transfermanager.Options) {
 		// Bounded memory per upload: at most Concurrency parts of PartSizeBytes in flight.
