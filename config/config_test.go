@@ -48,6 +48,9 @@ func TestLoadPrecedence(t *testing.T) {
 	if strings.Join(cfg.Webhook.Events, ",") != "room_finished,egress_ended" {
 		t.Errorf("events = %v", cfg.Webhook.Events)
 	}
+	if cfg.S3.Bucket != "recordings" || !cfg.S3.ForcePathStyle || cfg.Recordings.KeyTemplate != "{date}/{room_id}/{job_id}/" {
+		t.Errorf("s3/recordings not applied: %+v %+v", cfg.S3, cfg.Recordings)
+	}
 	if len(cfg.LiveKit.Keys) != 2 || cfg.LiveKit.Keys["APIkeyTwo"] != "secret-two-0123456789" {
 		t.Errorf("keys file not loaded: %d keys", len(cfg.LiveKit.Keys))
 	}
@@ -64,6 +67,7 @@ func TestLoadErrors(t *testing.T) {
 		{"every bad value reported at once", "testdata/bad_values.yml", devKeys, []string{
 			"listen:", "log_level:", "nats.replicas:", "nats.storage:", "nats.subject_prefix:",
 			"nats.duplicate_window:", `webhook.events[1]: "room_exploded"`, "limits.audio_bytes:",
+			"recordings.key_template:", "s3.bucket: required", "s3.endpoint:", "s3.max_attempts:",
 		}},
 		{"no keys", "", nil, []string{"livekit keys: none configured"}},
 		{"half a key", "", map[string]string{"LIVEKIT_API_KEY": "k"}, []string{"set both or neither"}},
