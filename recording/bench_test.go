@@ -16,7 +16,7 @@ func realisticHistory(turns int) []byte {
 	t := 1764417600.5
 	for i := 0; i < turns; i++ {
 		items = append(items, m{"id": fmt.Sprintf("item_u%011d", i), "type": "message", "role": "user",
-			"content": []string{fmt.Sprintf("Turn %d: I would like to move my booking on Friday to the afternoon slot if one is still available, please.", i)},
+			"content":     []string{fmt.Sprintf("Turn %d: I would like to move my booking on Friday to the afternoon slot if one is still available, please.", i)},
 			"interrupted": false, "transcript_confidence": 0.91, "extra": m{},
 			"metrics": m{"started_speaking_at": t, "stopped_speaking_at": t + 2.6, "transcription_delay": 0.21, "end_of_turn_delay": 0.58,
 				"on_user_turn_completed_delay": 0.001, "stt_metadata": m{"model_name": "nova-3", "model_provider": "deepgram"}},
@@ -29,7 +29,7 @@ func realisticHistory(turns int) []byte {
 			t += 0.5
 		}
 		items = append(items, m{"id": fmt.Sprintf("item_a%011d", i), "type": "message", "role": "assistant",
-			"content": []string{"Friday afternoon has 14:00, 15:30 and 16:45 available. Which one would you like me to book for you?"},
+			"content":     []string{"Friday afternoon has 14:00, 15:30 and 16:45 available. Which one would you like me to book for you?"},
 			"interrupted": i%7 == 0, "extra": m{},
 			"metrics": m{"started_speaking_at": t + 0.9, "stopped_speaking_at": t + 4.1, "llm_node_ttft": 0.41, "llm_node_tps": 61.5, "tts_node_ttfb": 0.17,
 				"playback_latency": 0.004, "e2e_latency": 1.21, "provider_request_ids": []string{"chatcmpl-abc123def456"},

@@ -48,10 +48,13 @@ func TestParseMultipart(t *testing.T) {
 		t.Fatalf("header only: %v %+v", err, s)
 	}
 	for name, in := range map[string][]byte{
-		"header not first": func() []byte { b, _ := pythonBody(t, [3]string{"chat_history", chat}, [3]string{"header", header}); return b }(),
-		"not multipart":    []byte(`{"items": []}`),
-		"empty":            nil,
-		"truncated":        body[:len(body)/2],
+		"header not first": func() []byte {
+			b, _ := pythonBody(t, [3]string{"chat_history", chat}, [3]string{"header", header})
+			return b
+		}(),
+		"not multipart": []byte(`{"items": []}`),
+		"empty":         nil,
+		"truncated":     body[:len(body)/2],
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, _, err := ParseMultipart(bytes.NewReader(in), "", DefaultLimits())
