@@ -1,0 +1,38 @@
+package recording
+
+import (
+	"strings"
+
+	"github.com/lkscore/lkscore/scoring"
+)
+
+// ScoringInput maps a parsed session to the scoring package's input.
+// source points back at the recording (s3://…, file://…); agentName comes
+// from the job when known (the header does not carry it).
+func (s *Session) ScoringInput(source, agentName string) scoring.Session {
+	in := scoring.Session{
+		Key: s.Key, RoomID: s.RoomID, RoomName: s.RoomName, JobID: s.JobID, AgentName: agentName,
+		CloseReason: s.CloseReason, CloseReasonSource: s.CloseReasonSource, Source: source,
+	}
+	if s.Chat == nil {
+		return in
+	}
+	in.Items = make([]scoring.Item, len(s.Chat.Items))
+	for i := range s.Chat.Items {
+		it := &s.Chat.Items[i]
+		out := scoring.Item{
+			ID: it.ID, Type: it.Type, CreatedAt: it.CreatedAt, Role: it.Role, Text: strings.Join(it.Content, " "),
+			Interrupted: it.Interrupted, TranscriptConfidence: it.TranscriptConfidence,
+			CallID: it.CallID, Name: it.Name, Arguments: it.Arguments, Output: it.Output, IsError: it.IsError,
+			OldAgentID: it.OldAgentID, NewAgentID: it.NewAgentID,
+		}
+		if m := it.Metrics; m != nil {
+			out.HasMetrics = true
+			out.StartedSpeakingAt, out.StoppedSpeakingAt = m.StartedSpeakingAt, m.StoppedSpeakingAt
+			out.TranscriptionDelay, out.EndOfTurnDelay = m.TranscriptionDelay, m.EndOfTurnDelay
+			out.LLMNodeTTFT, out.TTSNodeTTFB, out.E2ELatency = m.LLMNodeTTFT, m.TTSNodeTTFB, m.E2ELatency
+		}
+		in.Items[i] = out
+	}
+	return in
+}

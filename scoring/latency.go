@@ -1,0 +1,62 @@
+package scoring
+
+import "fmt"
+
+// Response latency finding codes.
+const (
+	CodeE2ELatencyP95     = "e2e_latency_p95"
+	CodeSlowResponse      = "slow_response"
+	CodeE2ELatencyMissing = "e2e_latency_missing"
+	CodeTTFTP95           = "ttft_p95"
+	CodeTTFBP95           = "ttfb_p95"
+	CodeSTTDelayP95       = "stt_delay_p95"
+)
+
+// percentileRule costs nothing at or under good, a linear share of half the
+// full deduction between good and bad, and the full deduction over bad. It
+// never decreases as the value grows.
+func percentileRule(code, what string, d dist, good, bad, full float64) []Finding {
+	p95 := d.stat(95)
+	if p95 == nil || *p95 <= good {
+		return nil
+	}
+	v := *p95
+	ded, sev, thr := full, Critical, bad
+	if v <= bad {
+		ded, sev, thr = round(full/2*(v-good)/(bad-good)), Warning, good
+	}
+	return []Finding{{Code: code, Severity: sev, Value: ptr(v), Threshold: ptr(thr), Deduction: ded,
+		Message: fmt.Sprintf("%s p95 is %s ms (good <= %s ms, bad > %s ms)", what, num(v), num(good), num(bad))}}
+}
+
+func latencyFindings(a *analysis, cfg Config) []Finding {
+	l := cfg.Latency
+	e2e := a.series(a.agents, func(it *Item) *float64 { return it.E2ELatency })
+	var out []Finding
+	out = append(out, percentileRule(CodeE2ELatencyP95, "end-to-end latency", e2e, l.E2EGoodMs, l.E2EBadMs, 50)...)
+	out = append(out, percentileRule(CodeTTFTP95, "LLM time to first token", a.series(a.agents, func(it *Item) *float64 { return it.LLMNodeTTFT }), l.TTFTGoodMs, l.TTFTBadMs, 15)...)
+	out = append(out, percentileRule(CodeTTFBP95, "TTS time to first byte", a.series(a.agents, func(it *Item) *float64 { return it.TTSNodeTTFB }), l.TTFBGoodMs, l.TTFBBadMs, 15)...)
+	out = append(out, percentileRule(CodeSTTDelayP95, "transcription delay", a.series(a.users, func(it *Item) *float64 { return it.TranscriptionDelay }), l.STTDelayGoodMs, l.STTDelayBadMs, 10)...)
+
+	slow := budget{per: 2, cap: 20}
+	var missing []int
+	for _, i := range a.agents {
+		it := a.s.Items[i]
+		if it.E2ELatency == nil || *it.E2ELatency < 0 {
+			if a.prevUser[i] >= 0 { // only replies have an e2e latency
+				missing = append(missing, i)
+			}
+			continue
+		}
+		if v := ms(*it.E2ELatency); v > l.E2ETurnMs {
+			out = append(out, Finding{Code: CodeSlowResponse, Severity: Warning, ItemID: it.ID, Turn: ptr(i),
+				Value: ptr(round(v)), Threshold: ptr(l.E2ETurnMs), Deduction: slow.take(),
+				Message: fmt.Sprintf("answered %s ms after the user stopped", num(v))})
+		}
+	}
+	for _, i := range missing {
+		out = append(out, Finding{Code: CodeE2ELatencyMissing, Severity: Info, ItemID: a.s.Items[i].ID, Turn: ptr(i),
+			Message: "reply without e2e_latency (e.g. the first after a handoff): reported, not counted as zero"})
+	}
+	return out
+}

@@ -1,0 +1,139 @@
+package scoring
+
+import "math"
+
+// Metrics are the measured numbers, named and in the units of LiveKit's
+// JobMetrics (livekit_agent_simulation.proto) where they overlap, so the
+// two can be put side by side. Latencies are milliseconds; null means not
+// measured (no turn reported it).
+type Metrics struct {
+	DurationS             float64 `json:"duration_s"`
+	UserTurns             int     `json:"user_turns"`
+	AgentTurns            int     `json:"agent_turns"`
+	UnansweredTurns       int     `json:"unanswered_turns"` // JobMetrics.Conversation.unanswered_turns
+	Interruptions         int     `json:"interruptions"`    // agent replies the user interrupted
+	InterruptionsPerMin   float64 `json:"interruptions_per_min"`
+	EOTMispredictionCount int     `json:"eot_misprediction_count"` // JobMetrics: agent started before the user's turn ended
+	AwkwardSilenceCount   int     `json:"awkward_silence_count"`   // JobMetrics: gaps past the long-silence threshold
+	HandoffCount          int     `json:"handoff_count"`
+
+	E2ELatencyMs      *float64 `json:"e2e_latency_ms"` // mean; JobMetrics.Conversation.e2e_latency_ms
+	E2ELatencyP50Ms   *float64 `json:"e2e_latency_p50_ms"`
+	E2ELatencyP95Ms   *float64 `json:"e2e_latency_p95_ms"`
+	E2ELatencyP99Ms   *float64 `json:"e2e_latency_p99_ms"`
+	E2ELatencyMaxMs   *float64 `json:"e2e_latency_max_ms"`
+	E2ELatencyOver    int      `json:"e2e_latency_over_threshold"`
+	E2ELatencyMissing int      `json:"e2e_latency_missing"`
+
+	TTFTMs    *float64 `json:"ttft_ms"` // mean; JobMetrics.LLM.ttft_ms
+	TTFTP50Ms *float64 `json:"ttft_p50_ms"`
+	TTFTP95Ms *float64 `json:"ttft_p95_ms"`
+	TTFTP99Ms *float64 `json:"ttft_p99_ms"`
+	TTFTMaxMs *float64 `json:"ttft_max_ms"`
+
+	TTFBMs    *float64 `json:"ttfb_ms"` // mean; JobMetrics.TTS.ttfb_ms
+	TTFBP50Ms *float64 `json:"ttfb_p50_ms"`
+	TTFBP95Ms *float64 `json:"ttfb_p95_ms"`
+	TTFBP99Ms *float64 `json:"ttfb_p99_ms"`
+	TTFBMaxMs *float64 `json:"ttfb_max_ms"`
+
+	STTDelayMs    *float64 `json:"stt_delay_ms"` // mean transcription_delay; JobMetrics.STT.stt_delay_ms
+	STTDelayP50Ms *float64 `json:"stt_delay_p50_ms"`
+	STTDelayP95Ms *float64 `json:"stt_delay_p95_ms"`
+	STTDelayP99Ms *float64 `json:"stt_delay_p99_ms"`
+	STTDelayMaxMs *float64 `json:"stt_delay_max_ms"`
+
+	EndOfTurnDelayP50Ms *float64 `json:"end_of_turn_delay_p50_ms"`
+	EndOfTurnDelayP95Ms *float64 `json:"end_of_turn_delay_p95_ms"`
+	EndOfTurnDelayP99Ms *float64 `json:"end_of_turn_delay_p99_ms"`
+	EndOfTurnDelayMaxMs *float64 `json:"end_of_turn_delay_max_ms"`
+	EndOfTurnDelayOver  int      `json:"end_of_turn_delay_over_threshold"`
+
+	TranscriptConfidenceMean *float64 `json:"transcript_confidence_mean"`
+	TranscriptConfidenceMin  *float64 `json:"transcript_confidence_min"`
+	LowConfidenceCount       int      `json:"low_confidence_count"`
+
+	ToolCalls              int `json:"tool_calls"`
+	ToolErrors             int `json:"tool_errors"`
+	ToolCallsWithoutOutput int `json:"tool_calls_without_output"`
+}
+
+func (a *analysis) metrics(cfg Config) Metrics {
+	items := a.s.Items
+	m := Metrics{DurationS: round(a.duration), UserTurns: len(a.users), AgentTurns: len(a.agents)}
+	for _, i := range a.users {
+		if !a.answered[i] {
+			m.UnansweredTurns++
+		}
+	}
+	for _, i := range a.agents {
+		it := items[i]
+		if it.Interrupted {
+			m.Interruptions++
+		}
+		if u := a.prevUser[i]; u >= 0 && it.StartedSpeakingAt != nil && items[u].StoppedSpeakingAt != nil {
+			gap := ms(*it.StartedSpeakingAt - *items[u].StoppedSpeakingAt)
+			if -gap > cfg.Turns.OverlapMs {
+				m.EOTMispredictionCount++
+			} else if gap > cfg.Turns.LongSilenceMs {
+				m.AwkwardSilenceCount++
+			}
+		}
+	}
+	m.InterruptionsPerMin = round(perMinute(m.Interruptions, a.duration))
+
+	e2e := a.series(a.agents, func(it *Item) *float64 { return it.E2ELatency })
+	m.E2ELatencyMs, m.E2ELatencyP50Ms, m.E2ELatencyP95Ms, m.E2ELatencyP99Ms, m.E2ELatencyMaxMs = e2e.mean(), e2e.stat(50), e2e.stat(95), e2e.stat(99), e2e.stat(100)
+	m.E2ELatencyOver = e2e.over(cfg.Latency.E2ETurnMs)
+	for _, i := range a.agents {
+		if items[i].E2ELatency == nil && a.prevUser[i] >= 0 {
+			m.E2ELatencyMissing++
+		}
+	}
+	ttft := a.series(a.agents, func(it *Item) *float64 { return it.LLMNodeTTFT })
+	m.TTFTMs, m.TTFTP50Ms, m.TTFTP95Ms, m.TTFTP99Ms, m.TTFTMaxMs = ttft.mean(), ttft.stat(50), ttft.stat(95), ttft.stat(99), ttft.stat(100)
+	ttfb := a.series(a.agents, func(it *Item) *float64 { return it.TTSNodeTTFB })
+	m.TTFBMs, m.TTFBP50Ms, m.TTFBP95Ms, m.TTFBP99Ms, m.TTFBMaxMs = ttfb.mean(), ttfb.stat(50), ttfb.stat(95), ttfb.stat(99), ttfb.stat(100)
+	stt := a.series(a.users, func(it *Item) *float64 { return it.TranscriptionDelay })
+	m.STTDelayMs, m.STTDelayP50Ms, m.STTDelayP95Ms, m.STTDelayP99Ms, m.STTDelayMaxMs = stt.mean(), stt.stat(50), stt.stat(95), stt.stat(99), stt.stat(100)
+	eot := a.series(a.users, func(it *Item) *float64 { return it.EndOfTurnDelay })
+	m.EndOfTurnDelayP50Ms, m.EndOfTurnDelayP95Ms, m.EndOfTurnDelayP99Ms, m.EndOfTurnDelayMaxMs = eot.stat(50), eot.stat(95), eot.stat(99), eot.stat(100)
+	m.EndOfTurnDelayOver = eot.over(cfg.Turns.EndOfTurnDelayMs)
+
+	var confSum float64
+	confMin := math.Inf(1)
+	var confN int
+	for _, i := range a.users {
+		if c := items[i].TranscriptConfidence; c != nil {
+			confSum, confN, confMin = confSum+*c, confN+1, math.Min(confMin, *c)
+			if *c < cfg.Transcript.LowConfidence {
+				m.LowConfidenceCount++
+			}
+		}
+	}
+	if confN > 0 {
+		m.TranscriptConfidenceMean, m.TranscriptConfidenceMin = ptr(round(confSum/float64(confN))), ptr(round(confMin))
+	}
+
+	outputs := map[string]bool{}
+	for _, it := range items {
+		switch it.Type {
+		case TypeFunctionCallOutput:
+			outputs[it.CallID] = true
+			if it.IsError {
+				m.ToolErrors++
+			}
+		case TypeAgentHandoff:
+			m.HandoffCount++
+		}
+	}
+	for _, it := range items {
+		if it.Type == TypeFunctionCall {
+			m.ToolCalls++
+			if !outputs[it.CallID] {
+				m.ToolCallsWithoutOutput++
+			}
+		}
+	}
+	return m
+}

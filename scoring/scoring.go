@@ -1,0 +1,269 @@
+// Package scoring turns one parsed agent session into a reliability
+// scorecard. It is pure: standard library only, no I/O, no clock, no maps
+// iterated into output, so the same session always gives the same bytes.
+// See docs/scoring.md for every rule and default.
+package scoring
+
+import (
+	"fmt"
+	"math"
+	"sort"
+)
+
+// ModelVersion is the version of the scoring rules. Bump it with any change
+// that can change a score; Config.Version adds the config hash.
+const ModelVersion = "1.0.0"
+
+// Schema names the scorecard JSON contract (docs/scorecard.schema.json).
+const Schema = "lkscore.scorecard/v1"
+
+// Item types and roles, as the recording parser normalizes them.
+const (
+	TypeMessage            = "message"
+	TypeFunctionCall       = "function_call"
+	TypeFunctionCallOutput = "function_call_output"
+	TypeAgentHandoff       = "agent_handoff"
+	TypeAgentConfigUpdate  = "agent_config_update"
+
+	RoleUser      = "user"
+	RoleAssistant = "assistant"
+)
+
+// Session is the scoring input: what consumer maps a parsed recording into.
+type Session struct {
+	Key               string
+	RoomID            string
+	RoomName          string
+	JobID             string
+	AgentName         string
+	CloseReason       string // proto name, e.g. CR_PARTICIPANT_DISCONNECTED
+	CloseReasonSource string // summary, absent, inferred
+	// Source points back at the recording (s3://…, file://…).
+	Source string
+	Items  []Item
+}
+
+// Item is one chat item. Times are Unix seconds and delays seconds, as the
+// SDKs report them; nil means "not reported", never zero.
+type Item struct {
+	ID        string
+	Type      string
+	CreatedAt float64 // 0 when absent
+
+	Role                 string
+	Text                 string // content strings joined with " "
+	Interrupted          bool
+	TranscriptConfidence *float64
+	HasMetrics           bool
+	StartedSpeakingAt    *float64
+	StoppedSpeakingAt    *float64
+	TranscriptionDelay   *float64
+	EndOfTurnDelay       *float64
+	LLMNodeTTFT          *float64
+	TTSNodeTTFB          *float64
+	E2ELatency           *float64
+
+	CallID    string
+	Name      string
+	Arguments string
+	Output    string
+	IsError   bool
+
+	OldAgentID string
+	NewAgentID string
+}
+
+// Component names, in scorecard order.
+const (
+	TurnHandling        = "turn_handling"
+	TranscriptIntegrity = "transcript_integrity"
+	ToolReliability     = "tool_reliability"
+	ResponseLatency     = "response_latency"
+)
+
+// Verdicts.
+const (
+	Pass = "pass"
+	Warn = "warn"
+	Fail = "fail"
+)
+
+// Severities of findings.
+const (
+	Info     = "info"
+	Warning  = "warning"
+	Critical = "critical"
+)
+
+// Scorecard is the result for one session. Field order is the JSON order.
+type Scorecard struct {
+	Schema         string      `json:"schema"`
+	ScoringVersion string      `json:"scoring_version"`
+	ModelVersion   string      `json:"model_version"`
+	Session        SessionRef  `json:"session"`
+	Completion     Completion  `json:"completion"`
+	Overall        Overall     `json:"overall"`
+	Components     []Component `json:"components"`
+	Metrics        Metrics     `json:"metrics"`
+}
+
+// SessionRef names the session scored.
+type SessionRef struct {
+	Key       string `json:"key"`
+	RoomID    string `json:"room_id"`
+	RoomName  string `json:"room_name"`
+	JobID     string `json:"job_id"`
+	AgentName string `json:"agent_name"`
+	Source    string `json:"source"`
+}
+
+// Completion is the close reason's effect: CR_ERROR fails the session.
+type Completion struct {
+	CloseReason       string `json:"close_reason"`
+	CloseReasonSource string `json:"close_reason_source"`
+	Status            string `json:"status"` // completed, failed, unknown
+}
+
+// Overall is the weighted score and the verdict with its reasons.
+type Overall struct {
+	Score   float64  `json:"score"`
+	Verdict string   `json:"verdict"`
+	Reasons []string `json:"reasons"`
+}
+
+// Component is one scored aspect. Score = 100 − Deducted, floored at 0;
+// every deducted point is in a finding.
+type Component struct {
+	Name     string    `json:"name"`
+	Score    float64   `json:"score"`
+	Verdict  string    `json:"verdict"`
+	Weight   float64   `json:"weight"`
+	Deducted float64   `json:"deducted"`
+	Findings []Finding `json:"findings"`
+}
+
+// Finding explains a deduction (or, with deduction 0, an observation).
+type Finding struct {
+	Code      string   `json:"code"`
+	Severity  string   `json:"severity"`
+	ItemID    string   `json:"item_id,omitempty"`
+	Turn      *int     `json:"turn,omitempty"` // index of the item in the chat history
+	Value     *float64 `json:"value,omitempty"`
+	Threshold *float64 `json:"threshold,omitempty"`
+	Deduction float64  `json:"deduction"`
+	Message   string   `json:"message"`
+}
+
+// Score scores one session with cfg. cfg must be valid (Config.Validate).
+func Score(s Session, cfg Config) Scorecard {
+	a := analyze(s)
+	comps := []Component{
+		component(TurnHandling, cfg.Weights.TurnHandling, turnFindings(a, cfg), cfg),
+		component(TranscriptIntegrity, cfg.Weights.TranscriptIntegrity, transcriptFindings(a, cfg), cfg),
+		component(ToolReliability, cfg.Weights.ToolReliability, toolFindings(a, cfg), cfg),
+		component(ResponseLatency, cfg.Weights.ResponseLatency, latencyFindings(a, cfg), cfg),
+	}
+	sc := Scorecard{
+		Schema: Schema, ScoringVersion: cfg.Version(), ModelVersion: ModelVersion,
+		Session:    SessionRef{Key: s.Key, RoomID: s.RoomID, RoomName: s.RoomName, JobID: s.JobID, AgentName: s.AgentName, Source: s.Source},
+		Completion: completion(s),
+		Components: comps,
+		Metrics:    a.metrics(cfg),
+	}
+	sc.Overall = overall(comps, sc.Completion, cfg)
+	return sc
+}
+
+func completion(s Session) Completion {
+	c := Completion{CloseReason: s.CloseReason, CloseReasonSource: s.CloseReasonSource, Status: "completed"}
+	switch s.CloseReason {
+	case "CR_ERROR":
+		c.Status = "failed"
+	case "", "CR_UNKNOWN":
+		c.Status = "unknown"
+	}
+	if c.CloseReason == "" {
+		c.CloseReason = "CR_UNKNOWN"
+	}
+	if c.CloseReasonSource == "" {
+		c.CloseReasonSource = "absent"
+	}
+	return c
+}
+
+func component(name string, weight float64, findings []Finding, cfg Config) Component {
+	sort.SliceStable(findings, func(i, j int) bool { return findingLess(findings[i], findings[j]) })
+	var deducted float64
+	for _, f := range findings {
+		deducted += f.Deduction
+	}
+	deducted = round(deducted)
+	score := round(math.Max(0, 100-deducted))
+	if findings == nil {
+		findings = []Finding{}
+	}
+	return Component{Name: name, Score: score, Verdict: verdict(score, cfg.Verdict), Weight: weight, Deducted: deducted, Findings: findings}
+}
+
+// findingLess orders findings by turn (session-level first), then code.
+func findingLess(a, b Finding) bool {
+	ai, bi := -1, -1
+	if a.Turn != nil {
+		ai = *a.Turn
+	}
+	if b.Turn != nil {
+		bi = *b.Turn
+	}
+	if ai != bi {
+		return ai < bi
+	}
+	return a.Code < b.Code
+}
+
+func verdict(score float64, v Verdict) string {
+	switch {
+	case score >= v.Pass:
+		return Pass
+	case score >= v.Warn:
+		return Warn
+	}
+	return Fail
+}
+
+func overall(comps []Component, c Completion, cfg Config) Overall {
+	var sum, wsum float64
+	for _, comp := range comps {
+		sum += comp.Score * comp.Weight
+		wsum += comp.Weight
+	}
+	score := round(sum / wsum)
+	o := Overall{Score: score, Verdict: verdict(score, cfg.Verdict), Reasons: []string{}}
+	o.Reasons = append(o.Reasons, fmt.Sprintf("weighted score %s (pass >= %s, warn >= %s)", num(score), num(cfg.Verdict.Pass), num(cfg.Verdict.Warn)))
+	for _, comp := range comps {
+		if comp.Verdict == Fail && comp.Weight > 0 {
+			o.Reasons = append(o.Reasons, fmt.Sprintf("%s fails with %s", comp.Name, num(comp.Score)))
+			if o.Verdict == Pass {
+				o.Verdict = Warn
+			}
+		}
+	}
+	if c.Status == "failed" {
+		o.Reasons = append(o.Reasons, "close reason "+c.CloseReason+" fails completion")
+		o.Verdict = Fail
+	}
+	return o
+}
+
+// round rounds to 2 decimals, half away from zero: the one rounding used
+// for every number in a scorecard.
+func round(v float64) float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0
+	}
+	return math.Round(v*100) / 100
+}
+
+// num formats a rounded number for messages without trailing zeros.
+func num(v float64) string { return fmt.Sprintf("%g", round(v)) }
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,83 @@
+package scoring
+
+import "fmt"
+
+// Tool reliability finding codes.
+const (
+	CodeToolCallWithoutOutput = "tool_call_without_output"
+	CodeToolOutputWithoutCall = "tool_output_without_call"
+	CodeToolError             = "tool_error"
+	CodeDuplicateCallID       = "duplicate_call_id"
+	CodeSlowTool              = "slow_tool"
+	CodeToolRetrySameArgs     = "tool_retry_same_args"
+)
+
+func toolFindings(a *analysis, cfg Config) []Finding {
+	var out []Finding
+	items := a.s.Items
+	calls := map[string]int{}   // call_id → index of its first call
+	outputs := map[string]int{} // call_id → index of its first output
+	// A call without output and an error output share one budget, so
+	// answering a missing call with an error never raises the score.
+	failed := budget{per: 20, cap: 60}
+	orphan := budget{per: 10, cap: 30}
+	dup := budget{per: 10, cap: 30}
+	slow := budget{per: 5, cap: 20}
+	retry := budget{per: 10, cap: 30}
+	lastArgs := map[string]string{} // tool name → arguments of its last call
+
+	for i, it := range items {
+		switch it.Type {
+		case TypeFunctionCall:
+			if _, ok := calls[it.CallID]; ok && it.CallID != "" {
+				out = append(out, Finding{Code: CodeDuplicateCallID, Severity: Warning, ItemID: it.ID, Turn: ptr(i),
+					Deduction: dup.take(), Message: fmt.Sprintf("call_id %q used by more than one call", it.CallID)})
+			} else {
+				calls[it.CallID] = i
+			}
+			if prev, ok := lastArgs[it.Name]; ok && prev == it.Arguments {
+				out = append(out, Finding{Code: CodeToolRetrySameArgs, Severity: Warning, ItemID: it.ID, Turn: ptr(i),
+					Deduction: retry.take(), Message: fmt.Sprintf("%s called again with the same arguments", it.Name)})
+			}
+			lastArgs[it.Name] = it.Arguments
+		case TypeFunctionCallOutput:
+			c, hasCall := calls[it.CallID]
+			if !hasCall {
+				out = append(out, Finding{Code: CodeToolOutputWithoutCall, Severity: Warning, ItemID: it.ID, Turn: ptr(i),
+					Deduction: orphan.take(), Message: fmt.Sprintf("output for call_id %q, which was never called", it.CallID)})
+			}
+			if _, seen := outputs[it.CallID]; !seen {
+				outputs[it.CallID] = i
+			}
+			if it.IsError {
+				out = append(out, Finding{Code: CodeToolError, Severity: Critical, ItemID: it.ID, Turn: ptr(i),
+					Deduction: failed.take(), Message: fmt.Sprintf("%s returned an error: %s", it.Name, clip(it.Output, 120))})
+			}
+			if hasCall && items[c].CreatedAt > 0 && it.CreatedAt > 0 {
+				if d := ms(it.CreatedAt - items[c].CreatedAt); d > cfg.Tools.SlowMs {
+					out = append(out, Finding{Code: CodeSlowTool, Severity: Warning, ItemID: it.ID, Turn: ptr(i),
+						Value: ptr(round(d)), Threshold: ptr(cfg.Tools.SlowMs), Deduction: slow.take(),
+						Message: fmt.Sprintf("%s took %s ms", it.Name, num(d))})
+				}
+			}
+		}
+	}
+	for i, it := range items {
+		if it.Type != TypeFunctionCall || calls[it.CallID] != i {
+			continue
+		}
+		if _, ok := outputs[it.CallID]; !ok {
+			out = append(out, Finding{Code: CodeToolCallWithoutOutput, Severity: Critical, ItemID: it.ID, Turn: ptr(i),
+				Deduction: failed.take(), Message: fmt.Sprintf("%s (call_id %q) never returned an output", it.Name, it.CallID)})
+		}
+	}
+	return out
+}
+
+func clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n]) + "…"
+}

@@ -1,0 +1,80 @@
+package scoring
+
+import "fmt"
+
+// Transcript integrity finding codes.
+const (
+	CodeLowConfidence       = "low_confidence"
+	CodeLowMeanConfidence   = "low_mean_confidence"
+	CodeEmptyTranscript     = "empty_transcript"
+	CodeUserTurnNoMetrics   = "user_turn_without_metrics"
+	CodeDuplicateItemID     = "duplicate_item_id"
+	CodeTimestampOutOfOrder = "timestamp_out_of_order"
+)
+
+func transcriptFindings(a *analysis, cfg Config) []Finding {
+	var out []Finding
+	items := a.s.Items
+	low := budget{per: 4, cap: 30}
+	empty := budget{per: 8, cap: 32}
+	noMetrics := budget{per: 2, cap: 10}
+	var confSum float64
+	var confN int
+	for _, i := range a.users {
+		it := items[i]
+		if c := it.TranscriptConfidence; c != nil {
+			confSum += *c
+			confN++
+			if *c < cfg.Transcript.LowConfidence {
+				out = append(out, Finding{Code: CodeLowConfidence, Severity: Warning, ItemID: it.ID, Turn: ptr(i),
+					Value: ptr(round(*c)), Threshold: ptr(cfg.Transcript.LowConfidence), Deduction: low.take(),
+					Message: fmt.Sprintf("user transcript confidence %s", num(*c))})
+			}
+		}
+		if !it.HasMetrics {
+			out = append(out, Finding{Code: CodeUserTurnNoMetrics, Severity: Info, ItemID: it.ID, Turn: ptr(i),
+				Deduction: noMetrics.take(), Message: "user turn carries no metrics"})
+		}
+	}
+	if confN > 0 {
+		if mean := confSum / float64(confN); mean < cfg.Transcript.MeanConfidenceMin {
+			out = append(out, Finding{Code: CodeLowMeanConfidence, Severity: Warning, Value: ptr(round(mean)),
+				Threshold: ptr(cfg.Transcript.MeanConfidenceMin), Deduction: 15,
+				Message: fmt.Sprintf("mean user transcript confidence %s over %d turns", num(mean), confN)})
+		}
+	}
+	for i, it := range items {
+		if it.Type == TypeMessage && (it.Role == RoleUser || it.Role == RoleAssistant) && blank(it.Text) {
+			sev := Critical
+			if it.Role == RoleAssistant {
+				sev = Warning
+			}
+			out = append(out, Finding{Code: CodeEmptyTranscript, Severity: sev, ItemID: it.ID, Turn: ptr(i), Deduction: empty.take(),
+				Message: fmt.Sprintf("%s message with an empty transcript", it.Role)})
+		}
+	}
+
+	dup := budget{per: 5, cap: 20}
+	order := budget{per: 3, cap: 15}
+	seen := make(map[string]bool, len(items))
+	last := 0.0
+	for i, it := range items {
+		if it.ID != "" {
+			if seen[it.ID] {
+				out = append(out, Finding{Code: CodeDuplicateItemID, Severity: Warning, ItemID: it.ID, Turn: ptr(i),
+					Deduction: dup.take(), Message: "item id used more than once"})
+			}
+			seen[it.ID] = true
+		}
+		if it.CreatedAt > 0 {
+			if it.CreatedAt < last {
+				v := ms(last - it.CreatedAt)
+				out = append(out, Finding{Code: CodeTimestampOutOfOrder, Severity: Warning, ItemID: it.ID, Turn: ptr(i),
+					Value: ptr(round(v)), Deduction: order.take(),
+					Message: fmt.Sprintf("created %s ms before the item preceding it", num(v))})
+			}
+			last = max(last, it.CreatedAt)
+		}
+	}
+	return out
+}
