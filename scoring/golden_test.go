@@ -1,0 +1,156 @@
+package scoring_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/lkscore/lkscore/recording"
+	"github.com/lkscore/lkscore/scoring"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden scorecards")
+
+// dirReader reads a session directory for recording.Load.
+type dirReader string
+
+func (d dirReader) Open(_ context.Context, key string, maxBytes int64) (io.ReadCloser, error) {
+	f, err := os.Open(filepath.Join(string(d), key))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, recording.ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	return struct {
+		io.Reader
+		io.Closer
+	}{recording.LimitReader(f, maxBytes), f}, nil
+}
+
+func scoreDir(t *testing.T, dir string) scoring.Scorecard {
+	t.Helper()
+	s, err := recording.Load(context.Background(), dirReader(dir), "", recording.DefaultLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return scoring.Score(s.ScoringInput("testdata/scenarios/"+filepath.Base(dir)+"/", "booking-agent"), scoring.DefaultConfig())
+}
+
+func marshal(t *testing.T, sc scoring.Scorecard) []byte {
+	t.Helper()
+	b, err := json.MarshalIndent(sc, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(b, '\n')
+}
+
+func component(sc scoring.Scorecard, name string) scoring.Component {
+	for _, c := range sc.Components {
+		if c.Name == name {
+			return c
+		}
+	}
+	return scoring.Component{}
+}
+
+// TestScenarios checks the acceptance criteria of the six scenarios
+// explicitly, then compares each scorecard byte for byte with its golden.
+func TestScenarios(t *testing.T) {
+	checks := map[string]func(t *testing.T, sc scoring.Scorecard){
+		"1_clean_call": func(t *testing.T, sc scoring.Scorecard) {
+			if sc.Overall.Verdict != scoring.Pass || sc.Completion.CloseReason != "CR_PARTICIPANT_DISCONNECTED" {
+				t.Errorf("clean call: %s, %s", sc.Overall.Verdict, sc.Completion.CloseReason)
+			}
+			if sc.Metrics.E2ELatencyMissing != 1 {
+				t.Errorf("the reply after the handoff must be reported missing, got %d", sc.Metrics.E2ELatencyMissing)
+			}
+		},
+		"2_slow_agent": func(t *testing.T, sc scoring.Scorecard) {
+			if *sc.Metrics.E2ELatencyP95Ms <= 2500 || component(sc, scoring.ResponseLatency).Verdict != scoring.Fail {
+				t.Errorf("slow agent: p95 %v, latency %s", *sc.Metrics.E2ELatencyP95Ms, component(sc, scoring.ResponseLatency).Verdict)
+			}
+		},
+		"3_barge_in": func(t *testing.T, sc scoring.Scorecard) {
+			if v := component(sc, scoring.TurnHandling).Verdict; v == scoring.Pass {
+				t.Errorf("barge-in: turn handling %s", v)
+			}
+		},
+		"4_tool_trouble": func(t *testing.T, sc scoring.Scorecard) {
+			if v := component(sc, scoring.ToolReliability).Verdict; v != scoring.Fail {
+				t.Errorf("tool trouble: tool reliability %s", v)
+			}
+		},
+		"5_bad_hearing": func(t *testing.T, sc scoring.Scorecard) {
+			if v := component(sc, scoring.TranscriptIntegrity).Verdict; v != scoring.Fail {
+				t.Errorf("bad hearing: transcript integrity %s", v)
+			}
+		},
+		"6_error_close": func(t *testing.T, sc scoring.Scorecard) {
+			if sc.Overall.Verdict != scoring.Fail || sc.Completion.Status != "failed" || sc.Metrics.UnansweredTurns != 1 {
+				t.Errorf("error close: %s, completion %s, unanswered %d", sc.Overall.Verdict, sc.Completion.Status, sc.Metrics.UnansweredTurns)
+			}
+		},
+	}
+	dirs, _ := filepath.Glob("testdata/scenarios/*")
+	if len(dirs) != len(checks) {
+		t.Fatalf("%d scenario directories, want %d", len(dirs), len(checks))
+	}
+	schema := compileSchema(t)
+	for _, dir := range dirs {
+		name := filepath.Base(dir)
+		t.Run(name, func(t *testing.T) {
+			sc := scoreDir(t, dir)
+			checks[name](t, sc)
+			got := marshal(t, sc)
+			if again := marshal(t, scoreDir(t, dir)); !bytes.Equal(got, again) {
+				t.Fatal("two runs gave different bytes")
+			}
+			golden := filepath.Join(dir, "scorecard.golden.json")
+			if *update {
+				if err := os.WriteFile(golden, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run with -update to create it)", err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("scorecard differs from %s; if intended, rerun with -update and bump scoring.ModelVersion:\n%s", golden, got)
+			}
+			validate(t, schema, want)
+		})
+	}
+}
+
+func compileSchema(t *testing.T) *jsonschema.Schema {
+	t.Helper()
+	c := jsonschema.NewCompiler()
+	s, err := c.Compile("../docs/scorecard.schema.json")
+	if err != nil {
+		t.Fatalf("compile schema: %v", err)
+	}
+	return s
+}
+
+func validate(t *testing.T, s *jsonschema.Schema, doc []byte) {
+	t.Helper()
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Validate(v); err != nil {
+		t.Errorf("scorecard does not match docs/scorecard.schema.json: %v", err)
+	}
+}
