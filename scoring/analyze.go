@@ -9,20 +9,25 @@ import (
 // analysis holds what several rules and the metrics share, computed once.
 type analysis struct {
 	s        Session
-	users    []int // indices of user messages
-	agents   []int // indices of assistant messages
-	answered map[int]bool
+	users    []int  // indices of user messages
+	agents   []int  // indices of assistant messages
+	answered []bool // by item index: a user message some assistant message follows
 	// prevUser[i] is the user message an assistant message i answers, or -1.
-	prevUser map[int]int
+	prevUser []int
 	duration float64 // seconds spanned by the items' timestamps
+
+	// Latency series, computed once for the rules and the metrics.
+	e2e, ttft, ttfb, stt, eot dist
 }
 
 func analyze(s Session) *analysis {
-	a := &analysis{s: s, answered: map[int]bool{}, prevUser: map[int]int{}}
+	n := len(s.Items)
+	a := &analysis{s: s, answered: make([]bool, n), prevUser: make([]int, n)}
 	lastUser := -1
 	first, last := math.Inf(1), math.Inf(-1)
-	for i, it := range s.Items {
-		for _, t := range []float64{it.CreatedAt, deref(it.StartedSpeakingAt), deref(it.StoppedSpeakingAt)} {
+	for i := range s.Items {
+		it := &s.Items[i]
+		for _, t := range [3]float64{it.CreatedAt, deref(it.StartedSpeakingAt), deref(it.StoppedSpeakingAt)} {
 			if t > 0 {
 				first, last = math.Min(first, t), math.Max(last, t)
 			}
@@ -46,6 +51,11 @@ func analyze(s Session) *analysis {
 	if last > first {
 		a.duration = last - first
 	}
+	a.e2e = a.series(a.agents, func(it *Item) *float64 { return it.E2ELatency })
+	a.ttft = a.series(a.agents, func(it *Item) *float64 { return it.LLMNodeTTFT })
+	a.ttfb = a.series(a.agents, func(it *Item) *float64 { return it.TTSNodeTTFB })
+	a.stt = a.series(a.users, func(it *Item) *float64 { return it.TranscriptionDelay })
+	a.eot = a.series(a.users, func(it *Item) *float64 { return it.EndOfTurnDelay })
 	return a
 }
 
@@ -117,7 +127,7 @@ func (d dist) over(threshold float64) int {
 // absent values count as missing, never as zero. Negative or non-finite
 // values are ignored as corrupt.
 func (a *analysis) series(idx []int, get func(*Item) *float64) dist {
-	var d dist
+	d := dist{vals: make([]float64, 0, len(idx))}
 	for _, i := range idx {
 		v := get(&a.s.Items[i])
 		if v == nil || math.IsNaN(*v) || math.IsInf(*v, 0) || *v < 0 {

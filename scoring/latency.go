@@ -31,12 +31,11 @@ func percentileRule(code, what string, d dist, good, bad, full float64) []Findin
 
 func latencyFindings(a *analysis, cfg Config) []Finding {
 	l := cfg.Latency
-	e2e := a.series(a.agents, func(it *Item) *float64 { return it.E2ELatency })
 	var out []Finding
-	out = append(out, percentileRule(CodeE2ELatencyP95, "end-to-end latency", e2e, l.E2EGoodMs, l.E2EBadMs, 50)...)
-	out = append(out, percentileRule(CodeTTFTP95, "LLM time to first token", a.series(a.agents, func(it *Item) *float64 { return it.LLMNodeTTFT }), l.TTFTGoodMs, l.TTFTBadMs, 15)...)
-	out = append(out, percentileRule(CodeTTFBP95, "TTS time to first byte", a.series(a.agents, func(it *Item) *float64 { return it.TTSNodeTTFB }), l.TTFBGoodMs, l.TTFBBadMs, 15)...)
-	out = append(out, percentileRule(CodeSTTDelayP95, "transcription delay", a.series(a.users, func(it *Item) *float64 { return it.TranscriptionDelay }), l.STTDelayGoodMs, l.STTDelayBadMs, 10)...)
+	out = append(out, percentileRule(CodeE2ELatencyP95, "end-to-end latency", a.e2e, l.E2EGoodMs, l.E2EBadMs, 50)...)
+	out = append(out, percentileRule(CodeTTFTP95, "LLM time to first token", a.ttft, l.TTFTGoodMs, l.TTFTBadMs, 15)...)
+	out = append(out, percentileRule(CodeTTFBP95, "TTS time to first byte", a.ttfb, l.TTFBGoodMs, l.TTFBBadMs, 15)...)
+	out = append(out, percentileRule(CodeSTTDelayP95, "transcription delay", a.stt, l.STTDelayGoodMs, l.STTDelayBadMs, 10)...)
 
 	slow := budget{per: 2, cap: 20}
 	var missing []int

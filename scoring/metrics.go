@@ -82,7 +82,7 @@ func (a *analysis) metrics(cfg Config) Metrics {
 	}
 	m.InterruptionsPerMin = round(perMinute(m.Interruptions, a.duration))
 
-	e2e := a.series(a.agents, func(it *Item) *float64 { return it.E2ELatency })
+	e2e := a.e2e
 	m.E2ELatencyMs, m.E2ELatencyP50Ms, m.E2ELatencyP95Ms, m.E2ELatencyP99Ms, m.E2ELatencyMaxMs = e2e.mean(), e2e.stat(50), e2e.stat(95), e2e.stat(99), e2e.stat(100)
 	m.E2ELatencyOver = e2e.over(cfg.Latency.E2ETurnMs)
 	for _, i := range a.agents {
@@ -90,13 +90,13 @@ func (a *analysis) metrics(cfg Config) Metrics {
 			m.E2ELatencyMissing++
 		}
 	}
-	ttft := a.series(a.agents, func(it *Item) *float64 { return it.LLMNodeTTFT })
+	ttft := a.ttft
 	m.TTFTMs, m.TTFTP50Ms, m.TTFTP95Ms, m.TTFTP99Ms, m.TTFTMaxMs = ttft.mean(), ttft.stat(50), ttft.stat(95), ttft.stat(99), ttft.stat(100)
-	ttfb := a.series(a.agents, func(it *Item) *float64 { return it.TTSNodeTTFB })
+	ttfb := a.ttfb
 	m.TTFBMs, m.TTFBP50Ms, m.TTFBP95Ms, m.TTFBP99Ms, m.TTFBMaxMs = ttfb.mean(), ttfb.stat(50), ttfb.stat(95), ttfb.stat(99), ttfb.stat(100)
-	stt := a.series(a.users, func(it *Item) *float64 { return it.TranscriptionDelay })
+	stt := a.stt
 	m.STTDelayMs, m.STTDelayP50Ms, m.STTDelayP95Ms, m.STTDelayP99Ms, m.STTDelayMaxMs = stt.mean(), stt.stat(50), stt.stat(95), stt.stat(99), stt.stat(100)
-	eot := a.series(a.users, func(it *Item) *float64 { return it.EndOfTurnDelay })
+	eot := a.eot
 	m.EndOfTurnDelayP50Ms, m.EndOfTurnDelayP95Ms, m.EndOfTurnDelayP99Ms, m.EndOfTurnDelayMaxMs = eot.stat(50), eot.stat(95), eot.stat(99), eot.stat(100)
 	m.EndOfTurnDelayOver = eot.over(cfg.Turns.EndOfTurnDelayMs)
 
@@ -115,7 +115,7 @@ func (a *analysis) metrics(cfg Config) Metrics {
 		m.TranscriptConfidenceMean, m.TranscriptConfidenceMin = ptr(round(confSum/float64(confN))), ptr(round(confMin))
 	}
 
-	outputs := map[string]bool{}
+	outputs := make(map[string]bool, 16)
 	for _, it := range items {
 		switch it.Type {
 		case TypeFunctionCallOutput:

@@ -39,6 +39,7 @@ type toolUse struct {
 	name, args, output string
 	isError, noOutput  bool
 	took               float64
+	repeat             int // further identical calls in the same turn (a retry loop)
 }
 
 type scenario struct {
@@ -135,17 +136,21 @@ func (sc scenario) build(rng *rand.Rand) []any {
 			fStop := fStart + 1.1
 			fm := map[string]any{"started_speaking_at": r3(fStart), "stopped_speaking_at": r3(fStop), "e2e_latency": r3(tr.e2e), "llm_node_ttft": r3(tr.ttft), "tts_node_ttfb": r3(tr.ttfb)}
 			items = append(items, pyMessage{ID: id(), Type: "message", Role: "assistant", Content: []string{"One moment, let me check that."}, Extra: extra(), Metrics: fm, CreatedAt: ts(fStart - 0.3)})
-			callID := fmt.Sprintf("call_%d_%04x", k, rng.Uint32()&0xffff)
-			items = append(items, pyCall{ID: id(), Type: "function_call", CallID: callID, Arguments: tr.tool.args, Name: tr.tool.name, CreatedAt: ts(fStart - 0.25), Extra: extra()})
-			if !tr.tool.noOutput {
-				var rr *bool
-				if !sc.js {
-					rr = new(bool)
-					*rr = true
+			at := fStart - 0.25
+			for r := 0; r <= tr.tool.repeat; r++ {
+				callID := fmt.Sprintf("call_%d_%04x", k, rng.Uint32()&0xffff)
+				items = append(items, pyCall{ID: id(), Type: "function_call", CallID: callID, Arguments: tr.tool.args, Name: tr.tool.name, CreatedAt: ts(at), Extra: extra()})
+				if !tr.tool.noOutput {
+					var rr *bool
+					if !sc.js {
+						rr = new(bool)
+						*rr = true
+					}
+					items = append(items, pyOutput{ID: id(), Type: "function_call_output", Name: tr.tool.name, CallID: callID, Output: tr.tool.output, IsError: tr.tool.isError, CreatedAt: ts(at + tr.tool.took), ReplyRequired: rr})
 				}
-				items = append(items, pyOutput{ID: id(), Type: "function_call_output", Name: tr.tool.name, CallID: callID, Output: tr.tool.output, IsError: tr.tool.isError, CreatedAt: ts(fStart - 0.25 + tr.tool.took), ReplyRequired: rr})
+				at += tr.tool.took + 0.2
 			}
-			t = max(fStop, fStart-0.25+tr.tool.took)
+			t = max(fStop, at)
 			if tr.noAnswer {
 				t += 2
 				continue
@@ -308,8 +313,8 @@ func scenarios() []scenario {
 				switch k {
 				case 3:
 					tr.tool = &toolUse{name: "lookup_slots", args: `{"day":"friday"}`, output: "upstream timeout: calendar service unavailable", isError: true, took: 8.2}
-				case 4, 5, 6:
-					tr.tool = &toolUse{name: "move_booking", args: `{"booking":"B-1182","slot":"14:30"}`, output: `{"ok":false,"retry":true}`, took: 0.9}
+				case 5:
+					tr.tool = &toolUse{name: "move_booking", args: `{"booking":"B-1182","slot":"14:30"}`, output: `{"ok":false,"retry":true}`, took: 0.9, repeat: 2}
 				case 8:
 					tr.tool = &toolUse{name: "send_confirmation", args: `{"to":"email"}`, noOutput: true}
 				}

@@ -15,8 +15,8 @@ const (
 func toolFindings(a *analysis, cfg Config) []Finding {
 	var out []Finding
 	items := a.s.Items
-	calls := map[string]int{}   // call_id → index of its first call
-	outputs := map[string]int{} // call_id → index of its first output
+	calls := make(map[string]int, 16)   // call_id → index of its first call
+	outputs := make(map[string]int, 16) // call_id → index of its first output
 	// A call without output and an error output share one budget, so
 	// answering a missing call with an error never raises the score.
 	failed := budget{per: 20, cap: 60}
@@ -24,10 +24,16 @@ func toolFindings(a *analysis, cfg Config) []Finding {
 	dup := budget{per: 10, cap: 30}
 	slow := budget{per: 5, cap: 20}
 	retry := budget{per: 10, cap: 30}
-	lastArgs := map[string]string{} // tool name → arguments of its last call
+	// tool name → arguments of its last call in the current agent turn: a
+	// retry is the same call again before the user speaks again.
+	lastArgs := make(map[string]string, 8)
 
 	for i, it := range items {
 		switch it.Type {
+		case TypeMessage:
+			if it.Role == RoleUser && len(lastArgs) > 0 {
+				clear(lastArgs)
+			}
 		case TypeFunctionCall:
 			if _, ok := calls[it.CallID]; ok && it.CallID != "" {
 				out = append(out, Finding{Code: CodeDuplicateCallID, Severity: Warning, ItemID: it.ID, Turn: ptr(i),
