@@ -18,21 +18,41 @@ type analysis struct {
 
 	// Latency series, computed once for the rules and the metrics.
 	e2e, ttft, ttfb, stt, eot dist
+
+	// Tool calls by call_id: the index of the first call and of the first output.
+	firstCall, firstOutput map[string]int
 }
 
 func analyze(s Session) *analysis {
 	n := len(s.Items)
-	a := &analysis{s: s, answered: make([]bool, n), prevUser: make([]int, n)}
+	a := &analysis{s: s, answered: make([]bool, n), prevUser: make([]int, n),
+		users: make([]int, 0, n/2+1), agents: make([]int, 0, n/2+1),
+		firstCall: make(map[string]int, 8), firstOutput: make(map[string]int, 8)}
 	lastUser := -1
 	first, last := math.Inf(1), math.Inf(-1)
 	for i := range s.Items {
 		it := &s.Items[i]
 		for _, t := range [3]float64{it.CreatedAt, deref(it.StartedSpeakingAt), deref(it.StoppedSpeakingAt)} {
-			if t > 0 {
-				first, last = math.Min(first, t), math.Max(last, t)
+			if t > 0 && t < first { // not math.Min: NaN handling costs here, and NaN > 0 is false
+				first = t
+			}
+			if t > last {
+				last = t
 			}
 		}
-		if it.Type != TypeMessage {
+		switch it.Type {
+		case TypeFunctionCall:
+			if _, ok := a.firstCall[it.CallID]; !ok {
+				a.firstCall[it.CallID] = i
+			}
+			continue
+		case TypeFunctionCallOutput:
+			if _, ok := a.firstOutput[it.CallID]; !ok {
+				a.firstOutput[it.CallID] = i
+			}
+			continue
+		case TypeMessage:
+		default:
 			continue
 		}
 		switch it.Role {
@@ -48,7 +68,7 @@ func analyze(s Session) *analysis {
 			lastUser = -1 // a later assistant message answers nothing new
 		}
 	}
-	if last > first {
+	if last > first && !math.IsInf(first, 0) {
 		a.duration = last - first
 	}
 	a.e2e = a.series(a.agents, func(it *Item) *float64 { return it.E2ELatency })

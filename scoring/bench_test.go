@@ -27,11 +27,14 @@ func session200() Session {
 // Run it on one core: go test ./scoring -run '^$' -bench Score200 -benchmem -cpu 1
 func BenchmarkScore200Turns(b *testing.B) {
 	s := session200()
-	cfg := DefaultConfig()
+	sc, err := NewScorer(DefaultConfig())
+	if err != nil {
+		b.Fatal(err)
+	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		_ = Score(s, cfg)
+		_ = sc.Score(s)
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "sessions/s")
 }

@@ -40,7 +40,7 @@ func latencyFindings(a *analysis, cfg Config) []Finding {
 	slow := budget{per: 2, cap: 20}
 	var missing []int
 	for _, i := range a.agents {
-		it := a.s.Items[i]
+		it := &a.s.Items[i]
 		if it.E2ELatency == nil || *it.E2ELatency < 0 {
 			if a.prevUser[i] >= 0 { // only replies have an e2e latency
 				missing = append(missing, i)

@@ -67,7 +67,7 @@ func (a *analysis) metrics(cfg Config) Metrics {
 		}
 	}
 	for _, i := range a.agents {
-		it := items[i]
+		it := &items[i]
 		if it.Interrupted {
 			m.Interruptions++
 		}
@@ -115,22 +115,18 @@ func (a *analysis) metrics(cfg Config) Metrics {
 		m.TranscriptConfidenceMean, m.TranscriptConfidenceMin = ptr(round(confSum/float64(confN))), ptr(round(confMin))
 	}
 
-	outputs := make(map[string]bool, 16)
-	for _, it := range items {
+	for i := range items {
+		it := &items[i]
 		switch it.Type {
 		case TypeFunctionCallOutput:
-			outputs[it.CallID] = true
 			if it.IsError {
 				m.ToolErrors++
 			}
 		case TypeAgentHandoff:
 			m.HandoffCount++
-		}
-	}
-	for _, it := range items {
-		if it.Type == TypeFunctionCall {
+		case TypeFunctionCall:
 			m.ToolCalls++
-			if !outputs[it.CallID] {
+			if _, ok := a.firstOutput[it.CallID]; !ok && a.firstCall[it.CallID] == i {
 				m.ToolCallsWithoutOutput++
 			}
 		}

@@ -68,7 +68,7 @@ func randomSession(data []byte) Session {
 	return Session{Key: "RM_f/AJ_f", CloseReason: []string{"CR_ERROR", "CR_COMPLETED", "CR_UNKNOWN"}[src.next()%3], Items: items}
 }
 
-func score(t *testing.T, s Session) (Scorecard, []byte) {
+func scoreJSON(t *testing.T, s Session) (Scorecard, []byte) {
 	t.Helper()
 	sc := Score(s, DefaultConfig())
 	b, err := json.Marshal(sc) // fails on NaN or Inf
@@ -95,8 +95,8 @@ func FuzzScore(fz *testing.F) {
 	fz.Add(bytes.Repeat([]byte{50, 2, 4, 5, 0, 255, 128}, 40))
 	fz.Fuzz(func(t *testing.T, data []byte) {
 		s := randomSession(data)
-		sc, b := score(t, s)
-		if _, again := score(t, randomSession(data)); !bytes.Equal(b, again) {
+		sc, b := scoreJSON(t, s)
+		if _, again := scoreJSON(t, randomSession(data)); !bytes.Equal(b, again) {
 			t.Fatal("same session, different bytes")
 		}
 		if sc.Overall.Score < 0 || sc.Overall.Score > 100 {
@@ -122,7 +122,7 @@ func FuzzScore(fz *testing.F) {
 		if len(s.Items) > 0 {
 			callID := string(rune('A' + len(data)%7))
 			more := append(append([]Item{}, s.Items...), Item{ID: "x", Type: TypeFunctionCallOutput, CallID: callID, IsError: true, CreatedAt: s.Items[len(s.Items)-1].CreatedAt + 1})
-			worse, _ := score(t, Session{Key: s.Key, CloseReason: s.CloseReason, Items: more})
+			worse, _ := scoreJSON(t, Session{Key: s.Key, CloseReason: s.CloseReason, Items: more})
 			if componentScore(worse, ToolReliability) > componentScore(sc, ToolReliability) {
 				t.Fatalf("an error output raised the tool score %v → %v", componentScore(sc, ToolReliability), componentScore(worse, ToolReliability))
 			}
@@ -142,7 +142,7 @@ func FuzzScore(fz *testing.F) {
 			}
 			it.E2ELatency, it.LLMNodeTTFT, it.TTSNodeTTFB, it.TranscriptionDelay = bump(it.E2ELatency), bump(it.LLMNodeTTFT), bump(it.TTSNodeTTFB), bump(it.TranscriptionDelay)
 			slower[i] = it
-			worse, _ := score(t, Session{Key: s.Key, CloseReason: s.CloseReason, Items: slower})
+			worse, _ := scoreJSON(t, Session{Key: s.Key, CloseReason: s.CloseReason, Items: slower})
 			if componentScore(worse, ResponseLatency) > componentScore(sc, ResponseLatency) {
 				t.Fatalf("raising item %d's latency raised the latency score %v → %v", i, componentScore(sc, ResponseLatency), componentScore(worse, ResponseLatency))
 			}

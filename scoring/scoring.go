@@ -154,8 +154,31 @@ type Finding struct {
 	Message   string   `json:"message"`
 }
 
-// Score scores one session with cfg. cfg must be valid (Config.Validate).
-func Score(s Session, cfg Config) Scorecard {
+// Scorer scores sessions with one validated config.
+type Scorer struct {
+	cfg     Config
+	version string
+}
+
+// NewScorer validates cfg and precomputes its scoring version.
+func NewScorer(cfg Config) (*Scorer, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Scorer{cfg: cfg, version: cfg.Version()}, nil
+}
+
+// Version is the scoring version every scorecard of this Scorer carries.
+func (sc *Scorer) Version() string { return sc.version }
+
+// Score scores one session.
+func (sc *Scorer) Score(s Session) Scorecard { return score(s, sc.cfg, sc.version) }
+
+// Score scores one session with cfg, which must be valid (Config.Validate).
+// Use a Scorer to score many.
+func Score(s Session, cfg Config) Scorecard { return score(s, cfg, cfg.Version()) }
+
+func score(s Session, cfg Config, version string) Scorecard {
 	a := analyze(s)
 	comps := []Component{
 		component(TurnHandling, cfg.Weights.TurnHandling, turnFindings(a, cfg), cfg),
@@ -164,7 +187,7 @@ func Score(s Session, cfg Config) Scorecard {
 		component(ResponseLatency, cfg.Weights.ResponseLatency, latencyFindings(a, cfg), cfg),
 	}
 	sc := Scorecard{
-		Schema: Schema, ScoringVersion: cfg.Version(), ModelVersion: ModelVersion,
+		Schema: Schema, ScoringVersion: version, ModelVersion: ModelVersion,
 		Session:    SessionRef{Key: s.Key, RoomID: s.RoomID, RoomName: s.RoomName, JobID: s.JobID, AgentName: s.AgentName, Source: s.Source},
 		Completion: completion(s),
 		Components: comps,

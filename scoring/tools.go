@@ -15,8 +15,7 @@ const (
 func toolFindings(a *analysis, cfg Config) []Finding {
 	var out []Finding
 	items := a.s.Items
-	calls := make(map[string]int, 16)   // call_id → index of its first call
-	outputs := make(map[string]int, 16) // call_id → index of its first output
+	calls, outputs := a.firstCall, a.firstOutput
 	// A call without output and an error output share one budget, so
 	// answering a missing call with an error never raises the score.
 	failed := budget{per: 20, cap: 60}
@@ -28,18 +27,17 @@ func toolFindings(a *analysis, cfg Config) []Finding {
 	// retry is the same call again before the user speaks again.
 	lastArgs := make(map[string]string, 8)
 
-	for i, it := range items {
+	for i := range items {
+		it := &items[i]
 		switch it.Type {
 		case TypeMessage:
 			if it.Role == RoleUser && len(lastArgs) > 0 {
 				clear(lastArgs)
 			}
 		case TypeFunctionCall:
-			if _, ok := calls[it.CallID]; ok && it.CallID != "" {
+			if first := calls[it.CallID]; first != i && it.CallID != "" {
 				out = append(out, Finding{Code: CodeDuplicateCallID, Severity: Warning, ItemID: it.ID, Turn: ptr(i),
 					Deduction: dup.take(), Message: fmt.Sprintf("call_id %q used by more than one call", it.CallID)})
-			} else {
-				calls[it.CallID] = i
 			}
 			if prev, ok := lastArgs[it.Name]; ok && prev == it.Arguments {
 				out = append(out, Finding{Code: CodeToolRetrySameArgs, Severity: Warning, ItemID: it.ID, Turn: ptr(i),
@@ -48,12 +46,10 @@ func toolFindings(a *analysis, cfg Config) []Finding {
 			lastArgs[it.Name] = it.Arguments
 		case TypeFunctionCallOutput:
 			c, hasCall := calls[it.CallID]
+			hasCall = hasCall && c < i // a call after its output does not explain it
 			if !hasCall {
 				out = append(out, Finding{Code: CodeToolOutputWithoutCall, Severity: Warning, ItemID: it.ID, Turn: ptr(i),
 					Deduction: orphan.take(), Message: fmt.Sprintf("output for call_id %q, which was never called", it.CallID)})
-			}
-			if _, seen := outputs[it.CallID]; !seen {
-				outputs[it.CallID] = i
 			}
 			if it.IsError {
 				out = append(out, Finding{Code: CodeToolError, Severity: Critical, ItemID: it.ID, Turn: ptr(i),
@@ -68,7 +64,8 @@ func toolFindings(a *analysis, cfg Config) []Finding {
 			}
 		}
 	}
-	for i, it := range items {
+	for i := range items {
+		it := &items[i]
 		if it.Type != TypeFunctionCall || calls[it.CallID] != i {
 			continue
 		}

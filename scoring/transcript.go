@@ -1,6 +1,9 @@
 package scoring
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // Transcript integrity finding codes.
 const (
@@ -21,7 +24,7 @@ func transcriptFindings(a *analysis, cfg Config) []Finding {
 	var confSum float64
 	var confN int
 	for _, i := range a.users {
-		it := items[i]
+		it := &items[i]
 		if c := it.TranscriptConfidence; c != nil {
 			confSum += *c
 			confN++
@@ -43,7 +46,8 @@ func transcriptFindings(a *analysis, cfg Config) []Finding {
 				Message: fmt.Sprintf("mean user transcript confidence %s over %d turns", num(mean), confN)})
 		}
 	}
-	for i, it := range items {
+	for i := range items {
+		it := &items[i]
 		if it.Type == TypeMessage && (it.Role == RoleUser || it.Role == RoleAssistant) && blank(it.Text) {
 			sev := Critical
 			if it.Role == RoleAssistant {
@@ -54,18 +58,11 @@ func transcriptFindings(a *analysis, cfg Config) []Finding {
 		}
 	}
 
-	dup := budget{per: 5, cap: 20}
 	order := budget{per: 3, cap: 15}
-	seen := make(map[string]bool, len(items))
+	out = append(out, duplicateIDs(items)...)
 	last := 0.0
-	for i, it := range items {
-		if it.ID != "" {
-			if seen[it.ID] {
-				out = append(out, Finding{Code: CodeDuplicateItemID, Severity: Warning, ItemID: it.ID, Turn: ptr(i),
-					Deduction: dup.take(), Message: "item id used more than once"})
-			}
-			seen[it.ID] = true
-		}
+	for i := range items {
+		it := &items[i]
 		if it.CreatedAt > 0 {
 			if it.CreatedAt < last {
 				v := ms(last - it.CreatedAt)
@@ -77,4 +74,50 @@ func transcriptFindings(a *analysis, cfg Config) []Finding {
 		}
 	}
 	return out
+}
+
+// duplicateIDs reports every item whose id an earlier item already used.
+// The common case, all ids distinct, is settled by sorting 64-bit hashes of
+// the ids (several times cheaper than filling a map); only when two hashes
+// match does it look at the ids themselves.
+func duplicateIDs(items []Item) []Finding {
+	hs := make([]uint64, 0, len(items))
+	for i := range items {
+		if items[i].ID != "" {
+			hs = append(hs, fnv64(items[i].ID))
+		}
+	}
+	slices.Sort(hs)
+	clash := false
+	for k := 1; k < len(hs) && !clash; k++ {
+		clash = hs[k] == hs[k-1]
+	}
+	if !clash {
+		return nil
+	}
+	var out []Finding
+	b := budget{per: 5, cap: 20}
+	seen := make(map[string]bool, len(items))
+	for i := range items {
+		id := items[i].ID
+		if id == "" {
+			continue
+		}
+		if seen[id] {
+			out = append(out, Finding{Code: CodeDuplicateItemID, Severity: Warning, ItemID: id, Turn: ptr(i),
+				Deduction: b.take(), Message: "item id used more than once"})
+		}
+		seen[id] = true
+	}
+	return out
+}
+
+// fnv64 is FNV-1a, inlined to avoid allocating a hash.Hash per id.
+func fnv64(s string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
+		h *= 1099511628211
+	}
+	return h
 }

@@ -32,7 +32,7 @@ func turnFindings(a *analysis, cfg Config) []Finding {
 	silence := budget{per: 4, cap: 20}
 	var interruptions int
 	for _, i := range a.agents {
-		it := items[i]
+		it := &items[i]
 		if it.Interrupted {
 			interruptions++
 			out = append(out, Finding{Code: CodeAgentInterrupted, Severity: Warning, ItemID: it.ID, Turn: ptr(i),
@@ -62,7 +62,7 @@ func turnFindings(a *analysis, cfg Config) []Finding {
 
 	eot := budget{per: 2, cap: 10}
 	for _, i := range a.users {
-		it := items[i]
+		it := &items[i]
 		if it.EndOfTurnDelay != nil && ms(*it.EndOfTurnDelay) > cfg.Turns.EndOfTurnDelayMs {
 			v := ms(*it.EndOfTurnDelay)
 			out = append(out, Finding{Code: CodeSlowEndOfTurn, Severity: Warning, ItemID: it.ID, Turn: ptr(i),
