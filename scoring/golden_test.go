@@ -77,8 +77,8 @@ func TestScenarios(t *testing.T) {
 			}
 		},
 		"2_slow_agent": func(t *testing.T, sc scoring.Scorecard) {
-			if *sc.Metrics.E2ELatencyP95Ms <= 2500 || component(sc, scoring.ResponseLatency).Verdict != scoring.Fail {
-				t.Errorf("slow agent: p95 %v, latency %s", *sc.Metrics.E2ELatencyP95Ms, component(sc, scoring.ResponseLatency).Verdict)
+			if sc.Metrics.E2ELatencyP95Ms.V <= 2500 || component(sc, scoring.ResponseLatency).Verdict != scoring.Fail {
+				t.Errorf("slow agent: p95 %v, latency %s", sc.Metrics.E2ELatencyP95Ms.V, component(sc, scoring.ResponseLatency).Verdict)
 			}
 		},
 		"3_barge_in": func(t *testing.T, sc scoring.Scorecard) {

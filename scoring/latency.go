@@ -17,15 +17,15 @@ const (
 // never decreases as the value grows.
 func percentileRule(code, what string, d dist, good, bad, full float64) []Finding {
 	p95 := d.stat(95)
-	if p95 == nil || *p95 <= good {
+	if !p95.Set || p95.V <= good {
 		return nil
 	}
-	v := *p95
+	v := p95.V
 	ded, sev, thr := full, Critical, bad
 	if v <= bad {
 		ded, sev, thr = round(full/2*(v-good)/(bad-good)), Warning, good
 	}
-	return []Finding{{Code: code, Severity: sev, Value: ptr(v), Threshold: ptr(thr), Deduction: ded,
+	return []Finding{{Code: code, Severity: sev, Value: some(v), Threshold: some(thr), Deduction: ded,
 		Message: fmt.Sprintf("%s p95 is %s ms (good <= %s ms, bad > %s ms)", what, num(v), num(good), num(bad))}}
 }
 
@@ -48,13 +48,13 @@ func latencyFindings(a *analysis, cfg Config) []Finding {
 			continue
 		}
 		if v := ms(*it.E2ELatency); v > l.E2ETurnMs {
-			out = append(out, Finding{Code: CodeSlowResponse, Severity: Warning, ItemID: it.ID, Turn: ptr(i),
-				Value: ptr(round(v)), Threshold: ptr(l.E2ETurnMs), Deduction: slow.take(),
+			out = append(out, Finding{Code: CodeSlowResponse, Severity: Warning, ItemID: it.ID, Turn: some(i),
+				Value: some(round(v)), Threshold: some(l.E2ETurnMs), Deduction: slow.take(),
 				Message: fmt.Sprintf("answered %s ms after the user stopped", num(v))})
 		}
 	}
 	for _, i := range missing {
-		out = append(out, Finding{Code: CodeE2ELatencyMissing, Severity: Info, ItemID: a.s.Items[i].ID, Turn: ptr(i),
+		out = append(out, Finding{Code: CodeE2ELatencyMissing, Severity: Info, ItemID: a.s.Items[i].ID, Turn: some(i),
 			Message: "reply without e2e_latency (e.g. the first after a handoff): reported, not counted as zero"})
 	}
 	return out

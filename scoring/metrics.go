@@ -17,41 +17,41 @@ type Metrics struct {
 	AwkwardSilenceCount   int     `json:"awkward_silence_count"`   // JobMetrics: gaps past the long-silence threshold
 	HandoffCount          int     `json:"handoff_count"`
 
-	E2ELatencyMs      *float64 `json:"e2e_latency_ms"` // mean; JobMetrics.Conversation.e2e_latency_ms
-	E2ELatencyP50Ms   *float64 `json:"e2e_latency_p50_ms"`
-	E2ELatencyP95Ms   *float64 `json:"e2e_latency_p95_ms"`
-	E2ELatencyP99Ms   *float64 `json:"e2e_latency_p99_ms"`
-	E2ELatencyMaxMs   *float64 `json:"e2e_latency_max_ms"`
-	E2ELatencyOver    int      `json:"e2e_latency_over_threshold"`
-	E2ELatencyMissing int      `json:"e2e_latency_missing"`
+	E2ELatencyMs      Opt[float64] `json:"e2e_latency_ms"` // mean; JobMetrics.Conversation.e2e_latency_ms
+	E2ELatencyP50Ms   Opt[float64] `json:"e2e_latency_p50_ms"`
+	E2ELatencyP95Ms   Opt[float64] `json:"e2e_latency_p95_ms"`
+	E2ELatencyP99Ms   Opt[float64] `json:"e2e_latency_p99_ms"`
+	E2ELatencyMaxMs   Opt[float64] `json:"e2e_latency_max_ms"`
+	E2ELatencyOver    int          `json:"e2e_latency_over_threshold"`
+	E2ELatencyMissing int          `json:"e2e_latency_missing"`
 
-	TTFTMs    *float64 `json:"ttft_ms"` // mean; JobMetrics.LLM.ttft_ms
-	TTFTP50Ms *float64 `json:"ttft_p50_ms"`
-	TTFTP95Ms *float64 `json:"ttft_p95_ms"`
-	TTFTP99Ms *float64 `json:"ttft_p99_ms"`
-	TTFTMaxMs *float64 `json:"ttft_max_ms"`
+	TTFTMs    Opt[float64] `json:"ttft_ms"` // mean; JobMetrics.LLM.ttft_ms
+	TTFTP50Ms Opt[float64] `json:"ttft_p50_ms"`
+	TTFTP95Ms Opt[float64] `json:"ttft_p95_ms"`
+	TTFTP99Ms Opt[float64] `json:"ttft_p99_ms"`
+	TTFTMaxMs Opt[float64] `json:"ttft_max_ms"`
 
-	TTFBMs    *float64 `json:"ttfb_ms"` // mean; JobMetrics.TTS.ttfb_ms
-	TTFBP50Ms *float64 `json:"ttfb_p50_ms"`
-	TTFBP95Ms *float64 `json:"ttfb_p95_ms"`
-	TTFBP99Ms *float64 `json:"ttfb_p99_ms"`
-	TTFBMaxMs *float64 `json:"ttfb_max_ms"`
+	TTFBMs    Opt[float64] `json:"ttfb_ms"` // mean; JobMetrics.TTS.ttfb_ms
+	TTFBP50Ms Opt[float64] `json:"ttfb_p50_ms"`
+	TTFBP95Ms Opt[float64] `json:"ttfb_p95_ms"`
+	TTFBP99Ms Opt[float64] `json:"ttfb_p99_ms"`
+	TTFBMaxMs Opt[float64] `json:"ttfb_max_ms"`
 
-	STTDelayMs    *float64 `json:"stt_delay_ms"` // mean transcription_delay; JobMetrics.STT.stt_delay_ms
-	STTDelayP50Ms *float64 `json:"stt_delay_p50_ms"`
-	STTDelayP95Ms *float64 `json:"stt_delay_p95_ms"`
-	STTDelayP99Ms *float64 `json:"stt_delay_p99_ms"`
-	STTDelayMaxMs *float64 `json:"stt_delay_max_ms"`
+	STTDelayMs    Opt[float64] `json:"stt_delay_ms"` // mean transcription_delay; JobMetrics.STT.stt_delay_ms
+	STTDelayP50Ms Opt[float64] `json:"stt_delay_p50_ms"`
+	STTDelayP95Ms Opt[float64] `json:"stt_delay_p95_ms"`
+	STTDelayP99Ms Opt[float64] `json:"stt_delay_p99_ms"`
+	STTDelayMaxMs Opt[float64] `json:"stt_delay_max_ms"`
 
-	EndOfTurnDelayP50Ms *float64 `json:"end_of_turn_delay_p50_ms"`
-	EndOfTurnDelayP95Ms *float64 `json:"end_of_turn_delay_p95_ms"`
-	EndOfTurnDelayP99Ms *float64 `json:"end_of_turn_delay_p99_ms"`
-	EndOfTurnDelayMaxMs *float64 `json:"end_of_turn_delay_max_ms"`
-	EndOfTurnDelayOver  int      `json:"end_of_turn_delay_over_threshold"`
+	EndOfTurnDelayP50Ms Opt[float64] `json:"end_of_turn_delay_p50_ms"`
+	EndOfTurnDelayP95Ms Opt[float64] `json:"end_of_turn_delay_p95_ms"`
+	EndOfTurnDelayP99Ms Opt[float64] `json:"end_of_turn_delay_p99_ms"`
+	EndOfTurnDelayMaxMs Opt[float64] `json:"end_of_turn_delay_max_ms"`
+	EndOfTurnDelayOver  int          `json:"end_of_turn_delay_over_threshold"`
 
-	TranscriptConfidenceMean *float64 `json:"transcript_confidence_mean"`
-	TranscriptConfidenceMin  *float64 `json:"transcript_confidence_min"`
-	LowConfidenceCount       int      `json:"low_confidence_count"`
+	TranscriptConfidenceMean Opt[float64] `json:"transcript_confidence_mean"`
+	TranscriptConfidenceMin  Opt[float64] `json:"transcript_confidence_min"`
+	LowConfidenceCount       int          `json:"low_confidence_count"`
 
 	ToolCalls              int `json:"tool_calls"`
 	ToolErrors             int `json:"tool_errors"`
@@ -112,7 +112,7 @@ func (a *analysis) metrics(cfg Config) Metrics {
 		}
 	}
 	if confN > 0 {
-		m.TranscriptConfidenceMean, m.TranscriptConfidenceMin = ptr(round(confSum/float64(confN))), ptr(round(confMin))
+		m.TranscriptConfidenceMean, m.TranscriptConfidenceMin = some(round(confSum/float64(confN))), some(round(confMin))
 	}
 
 	for i := range items {
@@ -126,7 +126,7 @@ func (a *analysis) metrics(cfg Config) Metrics {
 			m.HandoffCount++
 		case TypeFunctionCall:
 			m.ToolCalls++
-			if _, ok := a.firstOutput[it.CallID]; !ok && a.firstCall[it.CallID] == i {
+			if c := a.tools[it.CallID]; c.output < 0 && int(c.call) == i {
 				m.ToolCallsWithoutOutput++
 			}
 		}

@@ -144,14 +144,14 @@ type Component struct {
 
 // Finding explains a deduction (or, with deduction 0, an observation).
 type Finding struct {
-	Code      string   `json:"code"`
-	Severity  string   `json:"severity"`
-	ItemID    string   `json:"item_id,omitempty"`
-	Turn      *int     `json:"turn,omitempty"` // index of the item in the chat history
-	Value     *float64 `json:"value,omitempty"`
-	Threshold *float64 `json:"threshold,omitempty"`
-	Deduction float64  `json:"deduction"`
-	Message   string   `json:"message"`
+	Code      string       `json:"code"`
+	Severity  string       `json:"severity"`
+	ItemID    string       `json:"item_id,omitempty"`
+	Turn      Opt[int]     `json:"turn,omitzero"` // index of the item in the chat history
+	Value     Opt[float64] `json:"value,omitzero"`
+	Threshold Opt[float64] `json:"threshold,omitzero"`
+	Deduction float64      `json:"deduction"`
+	Message   string       `json:"message"`
 }
 
 // Scorer scores sessions with one validated config.
@@ -231,11 +231,11 @@ func component(name string, weight float64, findings []Finding, cfg Config) Comp
 // findingLess orders findings by turn (session-level first), then code.
 func findingLess(a, b Finding) bool {
 	ai, bi := -1, -1
-	if a.Turn != nil {
-		ai = *a.Turn
+	if a.Turn.Set {
+		ai = a.Turn.V
 	}
-	if b.Turn != nil {
-		bi = *b.Turn
+	if b.Turn.Set {
+		bi = b.Turn.V
 	}
 	if ai != bi {
 		return ai < bi
@@ -288,5 +288,3 @@ func round(v float64) float64 {
 
 // num formats a rounded number for messages without trailing zeros.
 func num(v float64) string { return fmt.Sprintf("%g", round(v)) }
-
-func ptr[T any](v T) *T { return &v }

@@ -15,7 +15,6 @@ const (
 func toolFindings(a *analysis, cfg Config) []Finding {
 	var out []Finding
 	items := a.s.Items
-	calls, outputs := a.firstCall, a.firstOutput
 	// A call without output and an error output share one budget, so
 	// answering a missing call with an error never raises the score.
 	failed := budget{per: 20, cap: 60}
@@ -23,42 +22,48 @@ func toolFindings(a *analysis, cfg Config) []Finding {
 	dup := budget{per: 10, cap: 30}
 	slow := budget{per: 5, cap: 20}
 	retry := budget{per: 10, cap: 30}
-	// tool name → arguments of its last call in the current agent turn: a
-	// retry is the same call again before the user speaks again.
-	lastArgs := make(map[string]string, 8)
+	// The calls of the current agent turn: a retry is the same tool with the
+	// same arguments again before the user speaks again. Turns hold few
+	// calls, so a slice beats a map.
+	var turnCalls []*Item
 
 	for i := range items {
 		it := &items[i]
 		switch it.Type {
 		case TypeMessage:
-			if it.Role == RoleUser && len(lastArgs) > 0 {
-				clear(lastArgs)
+			if it.Role == RoleUser {
+				turnCalls = turnCalls[:0]
 			}
 		case TypeFunctionCall:
-			if first := calls[it.CallID]; first != i && it.CallID != "" {
-				out = append(out, Finding{Code: CodeDuplicateCallID, Severity: Warning, ItemID: it.ID, Turn: ptr(i),
+			if first := a.tools[it.CallID].call; int(first) != i && it.CallID != "" {
+				out = append(out, Finding{Code: CodeDuplicateCallID, Severity: Warning, ItemID: it.ID, Turn: some(i),
 					Deduction: dup.take(), Message: fmt.Sprintf("call_id %q used by more than one call", it.CallID)})
 			}
-			if prev, ok := lastArgs[it.Name]; ok && prev == it.Arguments {
-				out = append(out, Finding{Code: CodeToolRetrySameArgs, Severity: Warning, ItemID: it.ID, Turn: ptr(i),
-					Deduction: retry.take(), Message: fmt.Sprintf("%s called again with the same arguments", it.Name)})
+			for k := len(turnCalls) - 1; k >= 0; k-- {
+				if prev := turnCalls[k]; prev.Name == it.Name {
+					if prev.Arguments == it.Arguments {
+						out = append(out, Finding{Code: CodeToolRetrySameArgs, Severity: Warning, ItemID: it.ID, Turn: some(i),
+							Deduction: retry.take(), Message: fmt.Sprintf("%s called again with the same arguments", it.Name)})
+					}
+					break // compare with the tool's last call only
+				}
 			}
-			lastArgs[it.Name] = it.Arguments
+			turnCalls = append(turnCalls, it)
 		case TypeFunctionCallOutput:
-			c, hasCall := calls[it.CallID]
-			hasCall = hasCall && c < i // a call after its output does not explain it
+			c := int(a.tools[it.CallID].call)
+			hasCall := c >= 0 && c < i // a call after its output does not explain it
 			if !hasCall {
-				out = append(out, Finding{Code: CodeToolOutputWithoutCall, Severity: Warning, ItemID: it.ID, Turn: ptr(i),
+				out = append(out, Finding{Code: CodeToolOutputWithoutCall, Severity: Warning, ItemID: it.ID, Turn: some(i),
 					Deduction: orphan.take(), Message: fmt.Sprintf("output for call_id %q, which was never called", it.CallID)})
 			}
 			if it.IsError {
-				out = append(out, Finding{Code: CodeToolError, Severity: Critical, ItemID: it.ID, Turn: ptr(i),
+				out = append(out, Finding{Code: CodeToolError, Severity: Critical, ItemID: it.ID, Turn: some(i),
 					Deduction: failed.take(), Message: fmt.Sprintf("%s returned an error: %s", it.Name, clip(it.Output, 120))})
 			}
 			if hasCall && items[c].CreatedAt > 0 && it.CreatedAt > 0 {
 				if d := ms(it.CreatedAt - items[c].CreatedAt); d > cfg.Tools.SlowMs {
-					out = append(out, Finding{Code: CodeSlowTool, Severity: Warning, ItemID: it.ID, Turn: ptr(i),
-						Value: ptr(round(d)), Threshold: ptr(cfg.Tools.SlowMs), Deduction: slow.take(),
+					out = append(out, Finding{Code: CodeSlowTool, Severity: Warning, ItemID: it.ID, Turn: some(i),
+						Value: some(round(d)), Threshold: some(cfg.Tools.SlowMs), Deduction: slow.take(),
 						Message: fmt.Sprintf("%s took %s ms", it.Name, num(d))})
 				}
 			}
@@ -66,11 +71,11 @@ func toolFindings(a *analysis, cfg Config) []Finding {
 	}
 	for i := range items {
 		it := &items[i]
-		if it.Type != TypeFunctionCall || calls[it.CallID] != i {
+		if it.Type != TypeFunctionCall || int(a.tools[it.CallID].call) != i {
 			continue
 		}
-		if _, ok := outputs[it.CallID]; !ok {
-			out = append(out, Finding{Code: CodeToolCallWithoutOutput, Severity: Critical, ItemID: it.ID, Turn: ptr(i),
+		if a.tools[it.CallID].output < 0 {
+			out = append(out, Finding{Code: CodeToolCallWithoutOutput, Severity: Critical, ItemID: it.ID, Turn: some(i),
 				Deduction: failed.take(), Message: fmt.Sprintf("%s (call_id %q) never returned an output", it.Name, it.CallID)})
 		}
 	}

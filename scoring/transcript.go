@@ -1,9 +1,6 @@
 package scoring
 
-import (
-	"fmt"
-	"slices"
-)
+import "fmt"
 
 // Transcript integrity finding codes.
 const (
@@ -29,20 +26,20 @@ func transcriptFindings(a *analysis, cfg Config) []Finding {
 			confSum += *c
 			confN++
 			if *c < cfg.Transcript.LowConfidence {
-				out = append(out, Finding{Code: CodeLowConfidence, Severity: Warning, ItemID: it.ID, Turn: ptr(i),
-					Value: ptr(round(*c)), Threshold: ptr(cfg.Transcript.LowConfidence), Deduction: low.take(),
+				out = append(out, Finding{Code: CodeLowConfidence, Severity: Warning, ItemID: it.ID, Turn: some(i),
+					Value: some(round(*c)), Threshold: some(cfg.Transcript.LowConfidence), Deduction: low.take(),
 					Message: fmt.Sprintf("user transcript confidence %s", num(*c))})
 			}
 		}
 		if !it.HasMetrics {
-			out = append(out, Finding{Code: CodeUserTurnNoMetrics, Severity: Info, ItemID: it.ID, Turn: ptr(i),
+			out = append(out, Finding{Code: CodeUserTurnNoMetrics, Severity: Info, ItemID: it.ID, Turn: some(i),
 				Deduction: noMetrics.take(), Message: "user turn carries no metrics"})
 		}
 	}
 	if confN > 0 {
 		if mean := confSum / float64(confN); mean < cfg.Transcript.MeanConfidenceMin {
-			out = append(out, Finding{Code: CodeLowMeanConfidence, Severity: Warning, Value: ptr(round(mean)),
-				Threshold: ptr(cfg.Transcript.MeanConfidenceMin), Deduction: 15,
+			out = append(out, Finding{Code: CodeLowMeanConfidence, Severity: Warning, Value: some(round(mean)),
+				Threshold: some(cfg.Transcript.MeanConfidenceMin), Deduction: 15,
 				Message: fmt.Sprintf("mean user transcript confidence %s over %d turns", num(mean), confN)})
 		}
 	}
@@ -53,7 +50,7 @@ func transcriptFindings(a *analysis, cfg Config) []Finding {
 			if it.Role == RoleAssistant {
 				sev = Warning
 			}
-			out = append(out, Finding{Code: CodeEmptyTranscript, Severity: sev, ItemID: it.ID, Turn: ptr(i), Deduction: empty.take(),
+			out = append(out, Finding{Code: CodeEmptyTranscript, Severity: sev, ItemID: it.ID, Turn: some(i), Deduction: empty.take(),
 				Message: fmt.Sprintf("%s message with an empty transcript", it.Role)})
 		}
 	}
@@ -66,8 +63,8 @@ func transcriptFindings(a *analysis, cfg Config) []Finding {
 		if it.CreatedAt > 0 {
 			if it.CreatedAt < last {
 				v := ms(last - it.CreatedAt)
-				out = append(out, Finding{Code: CodeTimestampOutOfOrder, Severity: Warning, ItemID: it.ID, Turn: ptr(i),
-					Value: ptr(round(v)), Deduction: order.take(),
+				out = append(out, Finding{Code: CodeTimestampOutOfOrder, Severity: Warning, ItemID: it.ID, Turn: some(i),
+					Value: some(round(v)), Deduction: order.take(),
 					Message: fmt.Sprintf("created %s ms before the item preceding it", num(v))})
 			}
 			last = max(last, it.CreatedAt)
@@ -77,20 +74,34 @@ func transcriptFindings(a *analysis, cfg Config) []Finding {
 }
 
 // duplicateIDs reports every item whose id an earlier item already used.
-// The common case, all ids distinct, is settled by sorting 64-bit hashes of
-// the ids (several times cheaper than filling a map); only when two hashes
-// match does it look at the ids themselves.
+// The common case, all ids distinct, is settled with 64-bit hashes of the
+// ids in an open-addressing set (much cheaper than a map of strings); only
+// when two hashes match does it compare the ids themselves.
 func duplicateIDs(items []Item) []Finding {
-	hs := make([]uint64, 0, len(items))
-	for i := range items {
-		if items[i].ID != "" {
-			hs = append(hs, fnv64(items[i].ID))
-		}
+	size := 16
+	for size < 2*len(items) {
+		size <<= 1
 	}
-	slices.Sort(hs)
+	set := make([]uint64, size) // 0 = empty; a zero hash is stored as 1
 	clash := false
-	for k := 1; k < len(hs) && !clash; k++ {
-		clash = hs[k] == hs[k-1]
+	for i := range items {
+		if items[i].ID == "" {
+			continue
+		}
+		h := max(fnv64(items[i].ID), 1)
+		for j := h & uint64(size-1); ; j = (j + 1) & uint64(size-1) {
+			if set[j] == 0 {
+				set[j] = h
+				break
+			}
+			if set[j] == h {
+				clash = true
+				break
+			}
+		}
+		if clash {
+			break
+		}
 	}
 	if !clash {
 		return nil
@@ -104,7 +115,7 @@ func duplicateIDs(items []Item) []Finding {
 			continue
 		}
 		if seen[id] {
-			out = append(out, Finding{Code: CodeDuplicateItemID, Severity: Warning, ItemID: id, Turn: ptr(i),
+			out = append(out, Finding{Code: CodeDuplicateItemID, Severity: Warning, ItemID: id, Turn: some(i),
 				Deduction: b.take(), Message: "item id used more than once"})
 		}
 		seen[id] = true

@@ -22,7 +22,7 @@ func turnFindings(a *analysis, cfg Config) []Finding {
 	unanswered := budget{per: 15, cap: 45}
 	for _, i := range a.users {
 		if !a.answered[i] {
-			out = append(out, Finding{Code: CodeUnansweredUserTurn, Severity: Critical, ItemID: items[i].ID, Turn: ptr(i),
+			out = append(out, Finding{Code: CodeUnansweredUserTurn, Severity: Critical, ItemID: items[i].ID, Turn: some(i),
 				Deduction: unanswered.take(), Message: "the user spoke and the agent never answered"})
 		}
 	}
@@ -35,7 +35,7 @@ func turnFindings(a *analysis, cfg Config) []Finding {
 		it := &items[i]
 		if it.Interrupted {
 			interruptions++
-			out = append(out, Finding{Code: CodeAgentInterrupted, Severity: Warning, ItemID: it.ID, Turn: ptr(i),
+			out = append(out, Finding{Code: CodeAgentInterrupted, Severity: Warning, ItemID: it.ID, Turn: some(i),
 				Deduction: interrupted.take(), Message: "the user interrupted the agent"})
 		}
 		u := a.prevUser[i]
@@ -45,18 +45,18 @@ func turnFindings(a *analysis, cfg Config) []Finding {
 		gap := ms(*it.StartedSpeakingAt - *items[u].StoppedSpeakingAt)
 		switch {
 		case -gap > cfg.Turns.OverlapMs:
-			out = append(out, Finding{Code: CodeTalkOverUser, Severity: Warning, ItemID: it.ID, Turn: ptr(i),
-				Value: ptr(round(-gap)), Threshold: ptr(cfg.Turns.OverlapMs), Deduction: over.take(),
+			out = append(out, Finding{Code: CodeTalkOverUser, Severity: Warning, ItemID: it.ID, Turn: some(i),
+				Value: some(round(-gap)), Threshold: some(cfg.Turns.OverlapMs), Deduction: over.take(),
 				Message: fmt.Sprintf("the agent started %s ms before the user stopped speaking", num(-gap))})
 		case gap > cfg.Turns.LongSilenceMs:
-			out = append(out, Finding{Code: CodeLongSilence, Severity: Warning, ItemID: it.ID, Turn: ptr(i),
-				Value: ptr(round(gap)), Threshold: ptr(cfg.Turns.LongSilenceMs), Deduction: silence.take(),
+			out = append(out, Finding{Code: CodeLongSilence, Severity: Warning, ItemID: it.ID, Turn: some(i),
+				Value: some(round(gap)), Threshold: some(cfg.Turns.LongSilenceMs), Deduction: silence.take(),
 				Message: fmt.Sprintf("%s ms of silence between the user's turn and the agent's answer", num(gap))})
 		}
 	}
 	if rate := perMinute(interruptions, a.duration); interruptions > 0 && rate > cfg.Turns.InterruptionsPerMin {
-		out = append(out, Finding{Code: CodeInterruptionRate, Severity: Warning, Value: ptr(round(rate)),
-			Threshold: ptr(cfg.Turns.InterruptionsPerMin), Deduction: 10,
+		out = append(out, Finding{Code: CodeInterruptionRate, Severity: Warning, Value: some(round(rate)),
+			Threshold: some(cfg.Turns.InterruptionsPerMin), Deduction: 10,
 			Message: fmt.Sprintf("the agent was interrupted %s times a minute", num(rate))})
 	}
 
@@ -65,8 +65,8 @@ func turnFindings(a *analysis, cfg Config) []Finding {
 		it := &items[i]
 		if it.EndOfTurnDelay != nil && ms(*it.EndOfTurnDelay) > cfg.Turns.EndOfTurnDelayMs {
 			v := ms(*it.EndOfTurnDelay)
-			out = append(out, Finding{Code: CodeSlowEndOfTurn, Severity: Warning, ItemID: it.ID, Turn: ptr(i),
-				Value: ptr(round(v)), Threshold: ptr(cfg.Turns.EndOfTurnDelayMs), Deduction: eot.take(),
+			out = append(out, Finding{Code: CodeSlowEndOfTurn, Severity: Warning, ItemID: it.ID, Turn: some(i),
+				Value: some(round(v)), Threshold: some(cfg.Turns.EndOfTurnDelayMs), Deduction: eot.take(),
 				Message: fmt.Sprintf("end of turn detected %s ms after the user stopped", num(v))})
 		}
 	}
@@ -91,7 +91,7 @@ func handoffLoops(items []Item) []Finding {
 			continue
 		}
 		if prev != nil && prev.OldAgentID != "" && it.NewAgentID == prev.OldAgentID && it.OldAgentID == prev.NewAgentID {
-			out = append(out, Finding{Code: CodeHandoffLoop, Severity: Warning, ItemID: it.ID, Turn: ptr(i), Deduction: loops.take(),
+			out = append(out, Finding{Code: CodeHandoffLoop, Severity: Warning, ItemID: it.ID, Turn: some(i), Deduction: loops.take(),
 				Message: fmt.Sprintf("handed back from %s to %s right after the opposite handoff", it.OldAgentID, it.NewAgentID)})
 		}
 		prev = it
