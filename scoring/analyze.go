@@ -22,18 +22,43 @@ type analysis struct {
 	// Tool calls by call_id: the index of the first call and of the first
 	// output (-1 when there is none).
 	tools map[string]callIdx
+
+	scratch *scratch
 }
 
 type callIdx struct{ call, output int32 }
 
-func analyze(s Session) *analysis {
+// scratch holds analyze's working memory, reused across sessions by a
+// Scorer (sync.Pool): at a few hundred items, allocating and collecting it
+// anew costs more than the analysis itself. Everything is reset before use.
+type scratch struct {
+	ints     []int
+	answered []bool
+	buf      []float64
+	set      []uint64
+	tools    map[string]callIdx
+}
+
+func newScratch() *scratch { return &scratch{tools: make(map[string]callIdx)} }
+
+// grow returns b resized to n, reusing its memory when it can, zeroed.
+func grow[T any](b []T, n int) []T {
+	if cap(b) < n {
+		return make([]T, n)
+	}
+	b = b[:n]
+	clear(b)
+	return b
+}
+
+func analyze(s Session, sc *scratch) *analysis {
 	n := len(s.Items)
-	// One allocation for the three index slices: fewer, larger allocations
-	// are most of the difference at a few hundred items.
-	ints := make([]int, 3*n)
-	a := &analysis{s: s, answered: make([]bool, n), prevUser: ints[:n:n],
-		users: ints[n : n : 2*n], agents: ints[2*n : 2*n : 3*n],
-		tools: make(map[string]callIdx, 8)}
+	// One backing array for the three index slices.
+	sc.ints, sc.answered = grow(sc.ints, 3*n), grow(sc.answered, n)
+	clear(sc.tools)
+	ints := sc.ints
+	a := &analysis{s: s, answered: sc.answered, prevUser: ints[:n:n],
+		users: ints[n : n : 2*n], agents: ints[2*n : 2*n : 3*n], tools: sc.tools, scratch: sc}
 	lastUser := -1
 	first, last := math.Inf(1), math.Inf(-1)
 	for i := range s.Items {
@@ -79,7 +104,8 @@ func analyze(s Session) *analysis {
 	if last > first && !math.IsInf(first, 0) {
 		a.duration = last - first
 	}
-	buf := make([]float64, 0, 3*len(a.agents)+2*len(a.users))
+	sc.buf = grow(sc.buf, 3*len(a.agents)+2*len(a.users))
+	buf := sc.buf[:0]
 	a.e2e, buf = a.series(buf, a.agents, func(it *Item) *float64 { return it.E2ELatency })
 	a.ttft, buf = a.series(buf, a.agents, func(it *Item) *float64 { return it.LLMNodeTTFT })
 	a.ttfb, buf = a.series(buf, a.agents, func(it *Item) *float64 { return it.TTSNodeTTFB })

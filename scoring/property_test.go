@@ -93,9 +93,18 @@ func FuzzScore(fz *testing.F) {
 	fz.Add([]byte{})
 	fz.Add(bytes.Repeat([]byte{3, 7, 200, 1, 90, 45, 12, 250, 33}, 30))
 	fz.Add(bytes.Repeat([]byte{50, 2, 4, 5, 0, 255, 128}, 40))
+	// One Scorer across all inputs: its pooled scratch must never leak one
+	// session into the next.
+	shared, err := NewScorer(DefaultConfig())
+	if err != nil {
+		fz.Fatal(err)
+	}
 	fz.Fuzz(func(t *testing.T, data []byte) {
 		s := randomSession(data)
 		sc, b := scoreJSON(t, s)
+		if pooled, _ := json.Marshal(shared.Score(s)); !bytes.Equal(pooled, b) {
+			t.Fatal("a reused Scorer scored differently from a fresh one")
+		}
 		if _, again := scoreJSON(t, randomSession(data)); !bytes.Equal(b, again) {
 			t.Fatal("same session, different bytes")
 		}

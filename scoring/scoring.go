@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"sync"
 )
 
 // ModelVersion is the version of the scoring rules. Bump it with any change
@@ -158,6 +159,7 @@ type Finding struct {
 type Scorer struct {
 	cfg     Config
 	version string
+	pool    sync.Pool // of *scratch
 }
 
 // NewScorer validates cfg and precomputes its scoring version.
@@ -165,21 +167,25 @@ func NewScorer(cfg Config) (*Scorer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Scorer{cfg: cfg, version: cfg.Version()}, nil
+	return &Scorer{cfg: cfg, version: cfg.Version(), pool: sync.Pool{New: func() any { return newScratch() }}}, nil
 }
 
 // Version is the scoring version every scorecard of this Scorer carries.
 func (sc *Scorer) Version() string { return sc.version }
 
-// Score scores one session.
-func (sc *Scorer) Score(s Session) Scorecard { return score(s, sc.cfg, sc.version) }
+// Score scores one session. It is safe for concurrent use.
+func (sc *Scorer) Score(s Session) Scorecard {
+	scr := sc.pool.Get().(*scratch)
+	defer sc.pool.Put(scr)
+	return score(s, sc.cfg, sc.version, scr)
+}
 
 // Score scores one session with cfg, which must be valid (Config.Validate).
 // Use a Scorer to score many.
-func Score(s Session, cfg Config) Scorecard { return score(s, cfg, cfg.Version()) }
+func Score(s Session, cfg Config) Scorecard { return score(s, cfg, cfg.Version(), newScratch()) }
 
-func score(s Session, cfg Config, version string) Scorecard {
-	a := analyze(s)
+func score(s Session, cfg Config, version string, scr *scratch) Scorecard {
+	a := analyze(s, scr)
 	comps := []Component{
 		component(TurnHandling, cfg.Weights.TurnHandling, turnFindings(a, cfg), cfg),
 		component(TranscriptIntegrity, cfg.Weights.TranscriptIntegrity, transcriptFindings(a, cfg), cfg),

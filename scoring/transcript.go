@@ -1,6 +1,9 @@
 package scoring
 
-import "fmt"
+import (
+	"fmt"
+	"hash/maphash"
+)
 
 // Transcript integrity finding codes.
 const (
@@ -43,6 +46,8 @@ func transcriptFindings(a *analysis, cfg Config) []Finding {
 				Message: fmt.Sprintf("mean user transcript confidence %s over %d turns", num(mean), confN)})
 		}
 	}
+	order := budget{per: 3, cap: 15}
+	last := 0.0
 	for i := range items {
 		it := &items[i]
 		if it.Type == TypeMessage && (it.Role == RoleUser || it.Role == RoleAssistant) && blank(it.Text) {
@@ -51,15 +56,8 @@ func transcriptFindings(a *analysis, cfg Config) []Finding {
 				sev = Warning
 			}
 			out = append(out, Finding{Code: CodeEmptyTranscript, Severity: sev, ItemID: it.ID, Turn: some(i), Deduction: empty.take(),
-				Message: fmt.Sprintf("%s message with an empty transcript", it.Role)})
+				Message: it.Role + " message with an empty transcript"})
 		}
-	}
-
-	order := budget{per: 3, cap: 15}
-	out = append(out, duplicateIDs(items)...)
-	last := 0.0
-	for i := range items {
-		it := &items[i]
 		if it.CreatedAt > 0 {
 			if it.CreatedAt < last {
 				v := ms(last - it.CreatedAt)
@@ -70,25 +68,26 @@ func transcriptFindings(a *analysis, cfg Config) []Finding {
 			last = max(last, it.CreatedAt)
 		}
 	}
-	return out
+	return append(out, duplicateIDs(items, a.scratch)...)
 }
 
 // duplicateIDs reports every item whose id an earlier item already used.
 // The common case, all ids distinct, is settled with 64-bit hashes of the
 // ids in an open-addressing set (much cheaper than a map of strings); only
 // when two hashes match does it compare the ids themselves.
-func duplicateIDs(items []Item) []Finding {
+func duplicateIDs(items []Item, sc *scratch) []Finding {
 	size := 16
 	for size < 2*len(items) {
 		size <<= 1
 	}
-	set := make([]uint64, size) // 0 = empty; a zero hash is stored as 1
+	sc.set = grow(sc.set, size)
+	set := sc.set // 0 = empty; a zero hash is stored as 1
 	clash := false
 	for i := range items {
 		if items[i].ID == "" {
 			continue
 		}
-		h := max(fnv64(items[i].ID), 1)
+		h := max(maphash.String(idSeed, items[i].ID), 1)
 		for j := h & uint64(size-1); ; j = (j + 1) & uint64(size-1) {
 			if set[j] == 0 {
 				set[j] = h
@@ -123,12 +122,6 @@ func duplicateIDs(items []Item) []Finding {
 	return out
 }
 
-// fnv64 is FNV-1a, inlined to avoid allocating a hash.Hash per id.
-func fnv64(s string) uint64 {
-	h := uint64(14695981039346656037)
-	for i := 0; i < len(s); i++ {
-		h ^= uint64(s[i])
-		h *= 1099511628211
-	}
-	return h
-}
+// idSeed seeds the id hashes. A random seed changes no output: equal
+// hashes are always confirmed by comparing the ids.
+var idSeed = maphash.MakeSeed()
