@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/lkscore/lkscore/scoring"
 )
 
 // Config is the whole daemon configuration. Pass it by value.
@@ -36,6 +38,8 @@ type Config struct {
 	Limits     Limits     `yaml:"limits"`
 	Recordings Recordings `yaml:"recordings"`
 	S3         S3         `yaml:"s3"`
+	// Scoring holds the weights and thresholds of the scoring model (docs/scoring.md).
+	Scoring scoring.Config `yaml:"scoring"`
 }
 
 // LiveKit holds the API keys that sign webhooks and recording uploads.
@@ -147,6 +151,7 @@ func Default() Config {
 		},
 		Recordings: Recordings{KeyTemplate: "{room_id}/{job_id}/"},
 		S3:         S3{RequestTimeout: 30 * time.Second, MaxAttempts: 5},
+		Scoring:    scoring.DefaultConfig(),
 	}
 }
 
@@ -330,4 +335,24 @@ func redactURL(u string) string {
 		return "REDACTED@" + u[i+1:]
 	}
 	return u
+}
+
+// LoadScoring reads only the scoring section of a config file (defaults for
+// the rest), for tools that score recordings without running the daemon.
+// The file is still parsed strictly. An empty path gives the defaults.
+func LoadScoring(path string) (scoring.Config, error) {
+	cfg := Default()
+	if path != "" {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return scoring.Config{}, fmt.Errorf("read config: %w", err)
+		}
+		if err := decodeStrict(b, &cfg); err != nil {
+			return scoring.Config{}, fmt.Errorf("config %s: %w", path, err)
+		}
+	}
+	if err := cfg.Scoring.Validate(); err != nil {
+		return scoring.Config{}, err
+	}
+	return cfg.Scoring, nil
 }

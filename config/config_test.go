@@ -51,6 +51,9 @@ func TestLoadPrecedence(t *testing.T) {
 	if cfg.S3.Bucket != "recordings" || !cfg.S3.ForcePathStyle || cfg.Recordings.KeyTemplate != "{date}/{room_id}/{job_id}/" {
 		t.Errorf("s3/recordings not applied: %+v %+v", cfg.S3, cfg.Recordings)
 	}
+	if cfg.Scoring.Weights.TurnHandling != 0.3 || cfg.Scoring.Verdict.Pass != 85 || cfg.Scoring.Latency.E2EBadMs != 2000 || cfg.Scoring.Turns.LongSilenceMs != 3000 {
+		t.Errorf("scoring section not applied over defaults: %+v", cfg.Scoring)
+	}
 	if len(cfg.LiveKit.Keys) != 2 || cfg.LiveKit.Keys["APIkeyTwo"] != "secret-two-0123456789" {
 		t.Errorf("keys file not loaded: %d keys", len(cfg.LiveKit.Keys))
 	}
@@ -67,7 +70,7 @@ func TestLoadErrors(t *testing.T) {
 		{"every bad value reported at once", "testdata/bad_values.yml", devKeys, []string{
 			"listen:", "log_level:", "nats.replicas:", "nats.storage:", "nats.subject_prefix:",
 			"nats.duplicate_window:", `webhook.events[1]: "room_exploded"`, "limits.audio_bytes:",
-			"recordings.key_template:", "s3.bucket: required", "s3.endpoint:", "s3.max_attempts:",
+			"recordings.key_template:", "s3.bucket: required", "s3.endpoint:", "s3.max_attempts:", "scoring.verdict:",
 		}},
 		{"no keys", "", nil, []string{"livekit keys: none configured"}},
 		{"half a key", "", map[string]string{"LIVEKIT_API_KEY": "k"}, []string{"set both or neither"}},

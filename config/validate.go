@@ -127,6 +127,9 @@ func (c Config) Validate() error {
 	if c.S3.Endpoint != "" && !strings.HasPrefix(c.S3.Endpoint, "http://") && !strings.HasPrefix(c.S3.Endpoint, "https://") {
 		add("s3.endpoint: %q must start with http:// or https://", c.S3.Endpoint)
 	}
+	if err := c.Scoring.Validate(); err != nil {
+		errs = append(errs, err)
+	}
 	positive("s3.request_timeout", c.S3.RequestTimeout)
 	if c.S3.MaxAttempts < 1 || c.S3.MaxAttempts > 20 {
 		add("s3.max_attempts: must be 1..20, got %d", c.S3.MaxAttempts)

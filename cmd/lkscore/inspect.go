@@ -45,7 +45,7 @@ func inspectCommand(getenv func(string) string, stdout io.Writer) *cli.Command {
 			if c.Args().Len() != 1 {
 				return exitError{code: 2, err: errors.New("inspect: want exactly one PATH or URL")}
 			}
-			out, err := inspect(ctx, c.Args().First(), getenv)
+			out, err := loadSession(ctx, c.Args().First(), getenv)
 			if err != nil {
 				return exitError{code: 1, err: fmt.Errorf("inspect %s: %w", c.Args().First(), err)}
 			}
@@ -56,7 +56,9 @@ func inspectCommand(getenv func(string) string, stdout io.Writer) *cli.Command {
 	}
 }
 
-func inspect(ctx context.Context, src string, getenv func(string) string) (*inspectOutput, error) {
+// loadSession reads one recording upload from a local path or an S3/egress
+// URL with the recording parser, for inspect and score.
+func loadSession(ctx context.Context, src string, getenv func(string) string) (*inspectOutput, error) {
 	lim := recording.DefaultLimits()
 	if strings.Contains(src, "://") && !strings.HasPrefix(src, "file://") {
 		return inspectS3(ctx, src, getenv, lim)

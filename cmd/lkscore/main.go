@@ -44,7 +44,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		Version:   version,
 		Writer:    stdout,
 		ErrWriter: stderr,
-		Commands:  []*cli.Command{serveCommand(getenv, stderr), inspectCommand(getenv, stdout)},
+		Commands:  []*cli.Command{serveCommand(getenv, stderr), inspectCommand(getenv, stdout), scoreCommand(getenv, stdout)},
 		// Errors are printed once, by run.
 		ExitErrHandler: func(context.Context, *cli.Command, error) {},
 	}

@@ -1,0 +1,131 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/urfave/cli/v3"
+
+	"github.com/lkscore/lkscore/config"
+	"github.com/lkscore/lkscore/scoring"
+)
+
+// exitGate is the exit code when --fail-on trips.
+const exitGate = 3
+
+func scoreCommand(getenv func(string) string, stdout io.Writer) *cli.Command {
+	return &cli.Command{
+		Name:      "score",
+		Usage:     "score recording uploads and print their scorecards",
+		ArgsUsage: "PATH… (session directories, header.binpb files, multipart upload files, s3:// URLs)",
+		Description: "Exit codes: 0 scored (and the gate passed), 1 a recording could not be read,\n" +
+			"2 bad usage or config, 3 a scorecard tripped --fail-on.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "format", Value: "json", Usage: "json or table"},
+			&cli.StringFlag{Name: "fail-on", Usage: "warn or fail: exit 3 when any verdict is at least this bad"},
+			&cli.StringFlag{Name: "config", Usage: "config file whose scoring section sets weights and thresholds (env LKSCORE_CONFIG)"},
+			&cli.StringFlag{Name: "agent-name", Usage: "agent name to put in the scorecards"},
+		},
+		Action: func(ctx context.Context, c *cli.Command) error {
+			if c.Args().Len() == 0 {
+				return exitError{code: 2, err: errors.New("score: want at least one PATH")}
+			}
+			format, failOn := c.String("format"), c.String("fail-on")
+			if format != "json" && format != "table" {
+				return exitError{code: 2, err: fmt.Errorf("score: --format %q is not json or table", format)}
+			}
+			if failOn != "" && failOn != scoring.Warn && failOn != scoring.Fail {
+				return exitError{code: 2, err: fmt.Errorf("score: --fail-on %q is not warn or fail", failOn)}
+			}
+			path := c.String("config")
+			if path == "" {
+				path = getenv("LKSCORE_CONFIG")
+			}
+			cfg, err := config.LoadScoring(path)
+			if err != nil {
+				return exitError{code: 2, err: err}
+			}
+			scorer, err := scoring.NewScorer(cfg)
+			if err != nil {
+				return exitError{code: 2, err: err}
+			}
+			var cards []scoring.Scorecard
+			for _, src := range c.Args().Slice() {
+				out, err := loadSession(ctx, src, getenv)
+				if err != nil {
+					return exitError{code: 1, err: fmt.Errorf("score %s: %w", src, err)}
+				}
+				cards = append(cards, scorer.Score(out.Session.ScoringInput(src, c.String("agent-name"))))
+			}
+			if err := printScorecards(stdout, format, cards); err != nil {
+				return exitError{code: 1, err: err}
+			}
+			if tripped := gate(cards, failOn); tripped != "" {
+				return exitError{code: exitGate, err: errors.New(tripped)}
+			}
+			return nil
+		},
+	}
+}
+
+// gate returns why --fail-on trips, or "".
+func gate(cards []scoring.Scorecard, failOn string) string {
+	if failOn == "" {
+		return ""
+	}
+	var bad []string
+	for _, sc := range cards {
+		if sc.Overall.Verdict == scoring.Fail || (failOn == scoring.Warn && sc.Overall.Verdict == scoring.Warn) {
+			bad = append(bad, sc.Session.Key+" "+sc.Overall.Verdict)
+		}
+	}
+	if len(bad) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("--fail-on %s: %d of %d sessions: %s", failOn, len(bad), len(cards), strings.Join(bad, ", "))
+}
+
+func printScorecards(w io.Writer, format string, cards []scoring.Scorecard) error {
+	if format == "json" {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		for _, sc := range cards {
+			if err := enc.Encode(sc); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SESSION\tVERDICT\tOVERALL\tTURNS\tTRANSCRIPT\tTOOLS\tLATENCY\tE2E P95 MS\tCLOSE REASON")
+	for _, sc := range cards {
+		p95 := "-"
+		if v := sc.Metrics.E2ELatencyP95Ms; v.Set {
+			p95 = fmt.Sprintf("%g", v.V)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%g\t%g\t%g\t%g\t%g\t%s\t%s\n", sc.Session.Key, sc.Overall.Verdict, sc.Overall.Score,
+			sc.Components[0].Score, sc.Components[1].Score, sc.Components[2].Score, sc.Components[3].Score, p95, sc.Completion.CloseReason)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, sc := range cards {
+		var lines []string
+		for _, comp := range sc.Components {
+			for _, f := range comp.Findings {
+				if f.Deduction > 0 {
+					lines = append(lines, fmt.Sprintf("  -%g %s %s: %s", f.Deduction, comp.Name, f.Code, f.Message))
+				}
+			}
+		}
+		if len(lines) > 0 {
+			fmt.Fprintf(w, "\n%s (%s):\n%s\n", sc.Session.Key, strings.Join(sc.Overall.Reasons, "; "), strings.Join(lines, "\n"))
+		}
+	}
+	return nil
+}

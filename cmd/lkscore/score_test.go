@@ -1,0 +1,100 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lkscore/lkscore/scoring"
+)
+
+func runScore(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), append([]string{"lkscore", "score"}, args...), func(string) string { return "" }, &stdout, &stderr)
+	return code, stdout.String(), stderr.String()
+}
+
+const scenarios = "../../scoring/testdata/scenarios/"
+
+// TestScoreMatchesGoldens: the CLI prints the same scorecards as the
+// scoring goldens (one parser, one scorer), apart from where it read them.
+func TestScoreMatchesGoldens(t *testing.T) {
+	dirs, _ := filepath.Glob(scenarios + "*")
+	if len(dirs) != 6 {
+		t.Fatalf("%d scenarios", len(dirs))
+	}
+	code, out, stderr := runScore(t, append([]string{"--agent-name", "booking-agent"}, dirs...)...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	dec := json.NewDecoder(strings.NewReader(out))
+	for _, dir := range dirs {
+		var got scoring.Scorecard
+		if err := dec.Decode(&got); err != nil {
+			t.Fatalf("%s: %v", dir, err)
+		}
+		var want scoring.Scorecard
+		b, _ := os.ReadFile(filepath.Join(dir, "scorecard.golden.json"))
+		if err := json.Unmarshal(b, &want); err != nil {
+			t.Fatal(err)
+		}
+		got.Session.Source, want.Session.Source = "", ""
+		g, _ := json.Marshal(got)
+		w, _ := json.Marshal(want)
+		if !bytes.Equal(g, w) {
+			t.Errorf("%s: CLI scorecard differs from the golden", filepath.Base(dir))
+		}
+	}
+}
+
+func TestScoreTableAndGate(t *testing.T) {
+	clean, errorClose, slow := scenarios+"1_clean_call", scenarios+"6_error_close", scenarios+"2_slow_agent"
+	code, out, _ := runScore(t, "--format", "table", clean, errorClose)
+	if code != 0 || !strings.Contains(out, "RM_CleanCall01/AJ_CleanCall01    pass") || !strings.Contains(out, "unanswered_user_turn") {
+		t.Fatalf("exit %d, table:\n%s", code, out)
+	}
+	for _, tc := range []struct {
+		failOn string
+		paths  []string
+		code   int
+	}{
+		{"fail", []string{clean, slow}, 0},
+		{"warn", []string{clean, slow}, exitGate},
+		{"fail", []string{clean, errorClose}, exitGate},
+		{"warn", []string{clean}, 0},
+	} {
+		code, _, stderr := runScore(t, append([]string{"--fail-on", tc.failOn}, tc.paths...)...)
+		if code != tc.code {
+			t.Errorf("--fail-on %s %v: exit %d, want %d (%s)", tc.failOn, tc.paths, code, tc.code, stderr)
+		}
+	}
+	if code, _, _ := runScore(t, "--format", "xml", clean); code != 2 {
+		t.Errorf("bad format: exit %d", code)
+	}
+	if code, _, stderr := runScore(t, "/nope"); code != 1 || !strings.Contains(stderr, "score /nope") {
+		t.Errorf("missing path: exit %d %q", code, stderr)
+	}
+}
+
+func TestScoreConfig(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "c.yml")
+	writeFile(t, cfg, "scoring:\n  verdict:\n    pass: 99.5\n    warn: 99\n")
+	code, out, stderr := runScore(t, "--config", cfg, scenarios+"4_tool_trouble")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var sc scoring.Scorecard
+	_ = json.Unmarshal([]byte(out), &sc)
+	if sc.Overall.Verdict != scoring.Fail || sc.ScoringVersion == scoring.DefaultConfig().Version() {
+		t.Fatalf("config not applied: %s %s", sc.Overall.Verdict, sc.ScoringVersion)
+	}
+	writeFile(t, cfg, "scoring:\n  wieghts: {}\n")
+	if code, _, stderr := runScore(t, "--config", cfg, scenarios+"4_tool_trouble"); code != 2 || !strings.Contains(stderr, "wieghts") {
+		t.Fatalf("unknown key: exit %d %q", code, stderr)
+	}
+}
