@@ -40,6 +40,36 @@ type Config struct {
 	S3         S3         `yaml:"s3"`
 	// Scoring holds the weights and thresholds of the scoring model (docs/scoring.md).
 	Scoring scoring.Config `yaml:"scoring"`
+	// Role is all, ingest (HTTP endpoints) or worker (locator and scoring).
+	Role     string   `yaml:"role"`
+	Pipeline Pipeline `yaml:"pipeline"`
+}
+
+// Pipeline configures the locator, the scoring workers and dead letters.
+type Pipeline struct {
+	// CloseReasons are the close reasons this worker pool scores (its consumer's FilterSubjects).
+	CloseReasons []string `yaml:"close_reasons"`
+	// Pool names the worker pool: its durable consumer is "score-<pool>".
+	Pool string `yaml:"pool"`
+	// Concurrency is how many sessions a worker scores at once (= MaxAckPending).
+	Concurrency int `yaml:"concurrency"`
+	// RecordingDeadline is how long the locator waits for a recording after its webhook.
+	RecordingDeadline time.Duration `yaml:"recording_deadline"`
+	// DedupWindow is the duplicate window of the session and result streams.
+	DedupWindow time.Duration `yaml:"dedup_window"`
+	// AckWait is how long a delivered message may go without an ack or a progress signal.
+	AckWait time.Duration `yaml:"ack_wait"`
+	// MaxDeliver bounds deliveries of one message before it is dead-lettered.
+	MaxDeliver int `yaml:"max_deliver"`
+	// RetryBase is the first retry delay; it doubles per delivery up to 5 min.
+	RetryBase time.Duration `yaml:"retry_base"`
+	// SweepInterval, when positive, lists the recording store for sessions never announced.
+	SweepInterval time.Duration `yaml:"sweep_interval"`
+	// SweepRate caps the sessions per second a sweep or reconcile submits.
+	SweepRate int `yaml:"sweep_rate"`
+	// LiveKitURL, when set, enables the egress reconciler (ListEgress every ReconcileInterval).
+	LiveKitURL        string        `yaml:"livekit_url"`
+	ReconcileInterval time.Duration `yaml:"reconcile_interval"`
 }
 
 // LiveKit holds the API keys that sign webhooks and recording uploads.
@@ -152,6 +182,19 @@ func Default() Config {
 		Recordings: Recordings{KeyTemplate: "{room_id}/{job_id}/"},
 		S3:         S3{RequestTimeout: 30 * time.Second, MaxAttempts: 5},
 		Scoring:    scoring.DefaultConfig(),
+		Role:       "all",
+		Pipeline: Pipeline{
+			CloseReasons:      []string{"CR_UNKNOWN", "CR_ERROR", "CR_PARTICIPANT_DISCONNECTED", "CR_USER_INITIATED", "CR_COMPLETED"},
+			Pool:              "default",
+			Concurrency:       4,
+			RecordingDeadline: 30 * time.Minute,
+			DedupWindow:       24 * time.Hour,
+			AckWait:           2 * time.Minute,
+			MaxDeliver:        50,
+			RetryBase:         5 * time.Second,
+			SweepRate:         50,
+			ReconcileInterval: 5 * time.Minute,
+		},
 	}
 }
 
@@ -209,6 +252,19 @@ func (c *Config) applyEnv(getenv func(string) string) error {
 	str("LKSCORE_NATS_URL", &c.NATS.URL)
 	str("LKSCORE_NATS_CREDS_FILE", &c.NATS.CredsFile)
 	str("LKSCORE_KEYS_FILE", &c.LiveKit.KeysFile)
+	str("LKSCORE_ROLE", &c.Role)
+	str("LKSCORE_LIVEKIT_URL", &c.Pipeline.LiveKitURL)
+	str("LKSCORE_POOL", &c.Pipeline.Pool)
+	if v := getenv("LKSCORE_CLOSE_REASONS"); v != "" {
+		c.Pipeline.CloseReasons = splitList(v)
+	}
+	if v := getenv("LKSCORE_CONCURRENCY"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("LKSCORE_CONCURRENCY: %q is not an integer", v))
+		}
+		c.Pipeline.Concurrency = n
+	}
 	errs = append(errs, c.S3.applyEnv(getenv))
 	if v := getenv("LKSCORE_NATS_REPLICAS"); v != "" {
 		n, err := strconv.Atoi(v)

@@ -21,6 +21,9 @@ var knownEvents = map[string]bool{
 	"agent_job_pending": true, "agent_job_started": true, "agent_job_ended": true,
 }
 
+var closeReasons = map[string]bool{"CR_UNKNOWN": true, "CR_ERROR": true, "CR_JOB_SHUTDOWN": true,
+	"CR_PARTICIPANT_DISCONNECTED": true, "CR_USER_INITIATED": true, "CR_COMPLETED": true}
+
 // KnownEvent reports whether name is a LiveKit webhook event name.
 func KnownEvent(name string) bool { return knownEvents[name] }
 
@@ -129,6 +132,52 @@ func (c Config) Validate() error {
 	}
 	if err := c.Scoring.Validate(); err != nil {
 		errs = append(errs, err)
+	}
+	switch c.Role {
+	case "all", "ingest", "worker":
+	default:
+		add("role: %q is not all, ingest or worker", c.Role)
+	}
+	p := c.Pipeline
+	if len(p.CloseReasons) == 0 {
+		add("pipeline.close_reasons: at least one close reason is required")
+	}
+	seen := map[string]bool{}
+	for i, r := range p.CloseReasons {
+		if !closeReasons[r] {
+			add("pipeline.close_reasons[%d]: %q is not a proto close reason name (CR_UNKNOWN, CR_ERROR, CR_JOB_SHUTDOWN, CR_PARTICIPANT_DISCONNECTED, CR_USER_INITIATED, CR_COMPLETED)", i, r)
+		}
+		if seen[r] {
+			add("pipeline.close_reasons[%d]: %q listed twice", i, r)
+		}
+		seen[r] = true
+	}
+	if !streamPrefixRE.MatchString(p.Pool) {
+		add("pipeline.pool: %q may hold only letters, digits, '-' and '_'", p.Pool)
+	}
+	if p.Concurrency < 1 || p.Concurrency > 1024 {
+		add("pipeline.concurrency: must be 1..1024, got %d", p.Concurrency)
+	}
+	positive("pipeline.recording_deadline", p.RecordingDeadline)
+	positive("pipeline.ack_wait", p.AckWait)
+	positive("pipeline.retry_base", p.RetryBase)
+	if p.DedupWindow < n.DuplicateWindow || p.DedupWindow > n.MaxAge {
+		add("pipeline.dedup_window: %s must lie between nats.duplicate_window (%s) and nats.max_age (%s)", p.DedupWindow, n.DuplicateWindow, n.MaxAge)
+	}
+	if p.MaxDeliver < 2 {
+		add("pipeline.max_deliver: must be at least 2, got %d", p.MaxDeliver)
+	}
+	if p.SweepInterval < 0 {
+		add("pipeline.sweep_interval: must not be negative")
+	}
+	if p.SweepRate < 1 {
+		add("pipeline.sweep_rate: must be at least 1 per second, got %d", p.SweepRate)
+	}
+	if p.LiveKitURL != "" {
+		positive("pipeline.reconcile_interval", p.ReconcileInterval)
+		if !strings.HasPrefix(p.LiveKitURL, "http://") && !strings.HasPrefix(p.LiveKitURL, "https://") && !strings.HasPrefix(p.LiveKitURL, "ws") {
+			add("pipeline.livekit_url: %q must be an http(s):// or ws(s):// URL", p.LiveKitURL)
+		}
 	}
 	positive("s3.request_timeout", c.S3.RequestTimeout)
 	if c.S3.MaxAttempts < 1 || c.S3.MaxAttempts > 20 {

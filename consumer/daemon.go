@@ -35,7 +35,9 @@ type Daemon struct {
 	reg      prometheus.Registerer
 	gatherer prometheus.Gatherer
 	metrics  *metrics
+	pmetrics *pipelineMetrics
 	subjects Subjects
+	pipeline *pipeline
 
 	ready    atomic.Bool
 	embedded *server.Server
@@ -59,6 +61,7 @@ func New(cfg config.Config, log *slog.Logger, reg prometheus.Registerer, gathere
 	return &Daemon{
 		cfg: cfg, log: log, reg: reg, gatherer: gatherer,
 		metrics:  newMetrics(reg),
+		pmetrics: newPipelineMetrics(reg),
 		subjects: NewSubjects(cfg.NATS.SubjectPrefix, cfg.NATS.StreamPrefix),
 		serveErr: make(chan error, 2),
 	}, nil
@@ -94,24 +97,34 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	if err != nil {
 		return fmt.Errorf("jetstream: %w", err)
 	}
-	if err := EnsureStreams(ctx, js, d.subjects, d.cfg.NATS); err != nil {
+	if err := EnsureStreams(ctx, js, d.subjects, d.cfg.NATS, d.cfg.Pipeline); err != nil {
 		return err
 	}
 	store, err := OpenStore(ctx, d.cfg)
 	if err != nil {
 		return err
 	}
-	h, err := d.ingestHandler(js, store)
-	if err != nil {
-		return err
+	if d.cfg.Role == "all" || d.cfg.Role == "worker" {
+		d.pipeline, err = startPipeline(ctx, pipelineDeps{cfg: d.cfg, nc: d.nc, js: js, store: store, metrics: d.pmetrics, log: d.log, now: time.Now})
+		if err != nil {
+			return err
+		}
 	}
-	if d.ingestLn, err = net.Listen("tcp", d.cfg.Listen); err != nil {
-		return fmt.Errorf("listen %s: %w", d.cfg.Listen, err)
+	listen := ""
+	if d.cfg.Role == "all" || d.cfg.Role == "ingest" {
+		h, err := d.ingestHandler(js, store)
+		if err != nil {
+			return err
+		}
+		if d.ingestLn, err = net.Listen("tcp", d.cfg.Listen); err != nil {
+			return fmt.Errorf("listen %s: %w", d.cfg.Listen, err)
+		}
+		d.ingest = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+		go d.serve(d.ingest, d.ingestLn)
+		listen = d.ingestLn.Addr().String()
 	}
-	d.ingest = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
-	go d.serve(d.ingest, d.ingestLn)
 	d.ready.Store(true)
-	d.log.Info("lkscore ingest ready", "listen", d.ingestLn.Addr().String(), "ops_listen", d.opsLn.Addr().String(), "config", d.cfg)
+	d.log.Info("lkscore ready", "role", d.cfg.Role, "listen", listen, "ops_listen", d.opsLn.Addr().String(), "config", d.cfg)
 	return nil
 }
 
@@ -139,10 +152,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 	return errors.Join(runErr, d.Shutdown(sctx))
 }
 
-// Shutdown stops in order, all under ctx's deadline: readiness off, the
+// Shutdown stops in order, all under ctx's deadline: readiness off; the
 // ingest server stops accepting and finishes in-flight requests (they may
-// still publish), NATS drains, the embedded server stops, and the ops server
-// goes last so probes see "not ready" throughout.
+// still publish); the pipeline stops taking work and finishes, acks and
+// publishes what it holds; NATS drains; the embedded server stops; the ops
+// server goes last so probes see "not ready" throughout.
 func (d *Daemon) Shutdown(ctx context.Context) error {
 	var errs []error
 	d.stopOnce.Do(func() {
@@ -151,6 +165,9 @@ func (d *Daemon) Shutdown(ctx context.Context) error {
 			if err := d.ingest.Shutdown(ctx); err != nil {
 				errs = append(errs, fmt.Errorf("ingest server: %w", err))
 			}
+		}
+		if d.pipeline != nil {
+			errs = append(errs, d.pipeline.stop(ctx))
 		}
 		if d.nc != nil {
 			errs = append(errs, drain(ctx, d.nc))
@@ -189,7 +206,7 @@ func drain(ctx context.Context, nc *nats.Conn) error {
 type Store interface {
 	recording.ObjectReader
 	recordingWriter
-	List(ctx context.Context, prefix string) ([]string, error)
+	List(ctx context.Context, prefix string) ([]ObjectInfo, error)
 }
 
 // OpenStore returns the S3 store when a bucket is configured, else the

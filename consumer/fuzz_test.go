@@ -34,7 +34,7 @@ func fuzzJS(t testing.TB) (jetstream.JetStream, Subjects) {
 	n := config.Default().NATS
 	n.Storage = "memory"
 	subj := NewSubjects(n.SubjectPrefix, n.StreamPrefix)
-	if err := EnsureStreams(context.Background(), js, subj, n); err != nil {
+	if err := EnsureStreams(context.Background(), js, subj, n, config.Default().Pipeline); err != nil {
 		t.Fatal(err)
 	}
 	return js, subj

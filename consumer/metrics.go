@@ -56,3 +56,46 @@ func eventLabel(event string) string {
 	}
 	return "other"
 }
+
+// pipelineMetrics are the locator's and workers' metrics, per stage.
+type pipelineMetrics struct {
+	received     *prometheus.CounterVec   // stage
+	done         *prometheus.CounterVec   // stage, outcome
+	retried      *prometheus.CounterVec   // stage, reason
+	deadLettered *prometheus.CounterVec   // stage, reason
+	sessions     *prometheus.CounterVec   // close_reason, selected
+	duration     *prometheus.HistogramVec // stage
+	pending      *prometheus.GaugeVec     // consumer
+	ackPending   *prometheus.GaugeVec     // consumer
+}
+
+func newPipelineMetrics(reg prometheus.Registerer) *pipelineMetrics {
+	f := promauto.With(reg)
+	return &pipelineMetrics{
+		received: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "lkscore_pipeline_received_total", Help: "Messages delivered to a pipeline stage (redeliveries included).",
+		}, []string{"stage"}),
+		done: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "lkscore_pipeline_done_total", Help: "Messages a stage finished with, by outcome.",
+		}, []string{"stage", "outcome"}),
+		retried: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "lkscore_pipeline_retried_total", Help: "Messages handed back for a delayed retry, by reason.",
+		}, []string{"stage", "reason"}),
+		deadLettered: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "lkscore_pipeline_dead_lettered_total", Help: "Messages dead-lettered, by stage and reason.",
+		}, []string{"stage", "reason"}),
+		sessions: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "lkscore_sessions_located_total", Help: "Session work items published by close reason; selected=false when this deployment's pool does not score that reason (the stream keeps them).",
+		}, []string{"close_reason", "selected"}),
+		duration: f.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "lkscore_pipeline_duration_seconds", Help: "Time to process one message, by stage.",
+			Buckets: []float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+		}, []string{"stage"}),
+		pending: f.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "lkscore_consumer_pending_messages", Help: "Messages not yet delivered to a durable consumer (its lag).",
+		}, []string{"consumer"}),
+		ackPending: f.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "lkscore_consumer_ack_pending_messages", Help: "Messages delivered to a durable consumer and not yet acknowledged.",
+		}, []string{"consumer"}),
+	}
+}

@@ -59,13 +59,14 @@ func TestS3StoreRoundTrip(t *testing.T) {
 			t.Fatalf("write %s: %d %v", name, n, err)
 		}
 	}
-	if keys, _ := st.List(ctx, "RM_s3/"); strings.Contains(strings.Join(keys, ","), recording.ObjectHeader) {
+	if objs, _ := st.List(ctx, "RM_s3/"); strings.Contains(strings.Join(Keys(objs), ","), recording.ObjectHeader) {
 		t.Fatal("header visible before Commit")
 	}
 	if err := up.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
-	keys, err := st.List(ctx, "RM_s3/")
+	objs, err := st.List(ctx, "RM_s3/")
+	keys := Keys(objs)
 	if err != nil || strings.Join(keys, ",") != "RM_s3/AJ_s3/chat_history.json,RM_s3/AJ_s3/header.binpb,RM_s3/AJ_s3/recording.ogg" {
 		t.Fatalf("list: %v %v", keys, err)
 	}

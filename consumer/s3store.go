@@ -108,8 +108,8 @@ type closeFunc func() error
 func (f closeFunc) Close() error { return f() }
 
 // List implements listing for the locator and inspect: every key under prefix.
-func (s *S3Store) List(ctx context.Context, prefix string) ([]string, error) {
-	var keys []string
+func (s *S3Store) List(ctx context.Context, prefix string) ([]ObjectInfo, error) {
+	var out []ObjectInfo
 	p := s3.NewListObjectsV2Paginator(s.client, &s3.ListObjectsV2Input{Bucket: aws.String(s.bucket), Prefix: aws.String(prefix)})
 	for p.HasMorePages() {
 		rctx, cancel := context.WithTimeout(ctx, s.timeout)
@@ -119,10 +119,10 @@ func (s *S3Store) List(ctx context.Context, prefix string) ([]string, error) {
 			return nil, classifyS3("list", s.bucket, prefix, err)
 		}
 		for _, o := range page.Contents {
-			keys = append(keys, aws.ToString(o.Key))
+			out = append(out, ObjectInfo{Key: aws.ToString(o.Key), Size: aws.ToInt64(o.Size), Modified: aws.ToTime(o.LastModified)})
 		}
 	}
-	return keys, nil
+	return out, nil
 }
 
 // Begin implements recordingWriter. Objects go straight to their final keys,

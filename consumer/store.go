@@ -110,11 +110,35 @@ type readCloser struct {
 	io.Closer
 }
 
-// List returns every key under prefix, sorted; staging is never listed.
-func (s *LocalStore) List(_ context.Context, prefix string) ([]string, error) {
-	var keys []string
-	err := filepath.WalkDir(s.root, func(path string, d fs.DirEntry, err error) error {
+// ObjectInfo describes a listed object.
+type ObjectInfo struct {
+	Key      string
+	Size     int64
+	Modified time.Time
+}
+
+// Keys returns the keys of objs.
+func Keys(objs []ObjectInfo) []string {
+	out := make([]string, len(objs))
+	for i, o := range objs {
+		out[i] = o.Key
+	}
+	return out
+}
+
+// List returns every object under prefix, sorted by key; staging is never
+// listed. It walks only the directory the prefix names.
+func (s *LocalStore) List(_ context.Context, prefix string) ([]ObjectInfo, error) {
+	start := s.root
+	if i := strings.LastIndex(prefix, "/"); i > 0 {
+		start = filepath.Join(s.root, filepath.FromSlash(prefix[:i]))
+	}
+	var out []ObjectInfo
+	err := filepath.WalkDir(start, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
 			return err
 		}
 		rel := filepath.ToSlash(strings.TrimPrefix(path, s.root+string(filepath.Separator)))
@@ -125,15 +149,19 @@ func (s *LocalStore) List(_ context.Context, prefix string) ([]string, error) {
 			return nil
 		}
 		if strings.HasPrefix(rel, prefix) {
-			keys = append(keys, rel)
+			info, err := d.Info()
+			if err != nil {
+				return nil // removed while listing
+			}
+			out = append(out, ObjectInfo{Key: rel, Size: info.Size(), Modified: info.ModTime()})
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list %q: %w", prefix, err)
 	}
-	sort.Strings(keys)
-	return keys, nil
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out, nil
 }
 
 // Begin implements recordingWriter.

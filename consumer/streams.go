@@ -28,14 +28,47 @@ func (s Subjects) Webhook(event string) string { return s.prefix + "webhook." + 
 // UploadStored is the subject announcing a stored recording upload.
 func (s Subjects) UploadStored() string { return s.prefix + "upload.stored" }
 
+// Session is the subject of session work with the given close reason.
+func (s Subjects) Session(closeReason string) string { return s.prefix + "session." + closeReason }
+
+// Result is the subject of a scorecard for a session with the given close reason.
+func (s Subjects) Result(closeReason string) string { return s.prefix + "result." + closeReason }
+
+// DLQ is the dead-letter subject of a stage (locate, score).
+func (s Subjects) DLQ(stage string) string { return s.prefix + "dlq." + stage }
+
+// DLQAll matches every dead letter.
+func (s Subjects) DLQAll() string { return s.prefix + "dlq.>" }
+
+// SessionStream holds session work, one message per session.
+func (s Subjects) SessionStream() string { return s.streamPrefix + "_SESSIONS" }
+
+// ResultStream holds scorecards, replayable by any number of consumers.
+func (s Subjects) ResultStream() string { return s.streamPrefix + "_RESULTS" }
+
+// DLQStream holds dead letters.
+func (s Subjects) DLQStream() string { return s.streamPrefix + "_DLQ" }
+
+// EgressLinks is the key-value bucket of egress files by room.
+func (s Subjects) EgressLinks() string { return s.streamPrefix + "_EGRESS_LINKS" }
+
+// LocatorConsumers names the locator's durable consumers.
+const (
+	LocatorWebhooks = "locator-webhooks"
+	LocatorUploads  = "locator-uploads"
+)
+
+// ScoreConsumer names a worker pool's durable consumer.
+func ScoreConsumer(pool string) string { return "score-" + pool }
+
 // WebhookStream is the stream holding received webhooks.
 func (s Subjects) WebhookStream() string { return s.streamPrefix + "_WEBHOOKS" }
 
 // UploadStream is the stream holding upload notices.
 func (s Subjects) UploadStream() string { return s.streamPrefix + "_UPLOADS" }
 
-// streamConfigs returns the streams ingest owns, with explicit settings.
-func streamConfigs(s Subjects, n config.NATS) []jetstream.StreamConfig {
+// streamConfigs returns lkscore's streams, with explicit settings.
+func streamConfigs(s Subjects, n config.NATS, p config.Pipeline) []jetstream.StreamConfig {
 	storage := jetstream.FileStorage
 	if n.Storage == "memory" {
 		storage = jetstream.MemoryStorage
@@ -58,12 +91,27 @@ func streamConfigs(s Subjects, n config.NATS) []jetstream.StreamConfig {
 	uploads.Name = s.UploadStream()
 	uploads.Description = "Recording uploads stored by the lkscore collector, one message per session"
 	uploads.Subjects = []string{s.prefix + "upload.>"}
-	return []jetstream.StreamConfig{webhooks, uploads}
+	// Sessions and results deduplicate on the session key over a longer
+	// window: a replayed webhook a day later must not score a session twice.
+	sessions := base
+	sessions.Name = s.SessionStream()
+	sessions.Description = "Session work by close reason, one message per session key"
+	sessions.Subjects = []string{s.prefix + "session.>"}
+	sessions.Duplicates = p.DedupWindow
+	results := sessions
+	results.Name = s.ResultStream()
+	results.Description = "Scorecards by close reason, one per session key and scoring version"
+	results.Subjects = []string{s.prefix + "result.>"}
+	dlq := base
+	dlq.Name = s.DLQStream()
+	dlq.Description = "Dead letters by stage: the original message, the error, the stage, the delivery count"
+	dlq.Subjects = []string{s.DLQAll()}
+	return []jetstream.StreamConfig{webhooks, uploads, sessions, results, dlq}
 }
 
 // EnsureStreams creates or updates lkscore's streams idempotently.
-func EnsureStreams(ctx context.Context, js jetstream.JetStream, s Subjects, n config.NATS) error {
-	for _, cfg := range streamConfigs(s, n) {
+func EnsureStreams(ctx context.Context, js jetstream.JetStream, s Subjects, n config.NATS, p config.Pipeline) error {
+	for _, cfg := range streamConfigs(s, n, p) {
 		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		_, err := js.CreateOrUpdateStream(ctx, cfg)
 		cancel()

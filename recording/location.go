@@ -20,7 +20,7 @@ type Location struct {
 }
 
 // LocationParser turns location URLs into bucket + key. Endpoint (a host,
-// optionally with port) is the custom S3 endpoint in use, if any: it tells
+// optionally with port, or a URL) is the custom S3 endpoint in use, if any: it tells
 // path-style (endpoint/bucket/key) from virtual-hosted (bucket.endpoint/key)
 // URLs on hosts that are not AWS's.
 type LocationParser struct {
@@ -91,7 +91,7 @@ func (lp LocationParser) Parse(raw string) (Location, error) {
 	if b, ok := strings.CutSuffix(host, ".storage.googleapis.com"); ok {
 		return virtual(b, path, "", "storage.googleapis.com", fail)
 	}
-	if ep := strings.ToLower(lp.Endpoint); ep != "" {
+	if ep := endpointHost(strings.ToLower(lp.Endpoint)); ep != "" {
 		switch {
 		case hostPort == ep || host == ep:
 			return pathStyle(path, "", hostPort, fail)
@@ -123,4 +123,12 @@ func pathStyle(path, region, endpoint string, fail func(string, ...any) (Locatio
 		return fail("no bucket or key in a path-style URL")
 	}
 	return Location{Scheme: "s3", Bucket: bucket, Key: key, Region: region, Endpoint: endpoint}, nil
+}
+
+// endpointHost strips the scheme from an endpoint URL ("http://minio:9000" → "minio:9000").
+func endpointHost(endpoint string) string {
+	if _, rest, ok := strings.Cut(endpoint, "://"); ok {
+		endpoint = rest
+	}
+	return strings.TrimSuffix(endpoint, "/")
 }

@@ -96,7 +96,7 @@ func inspectS3(ctx context.Context, src string, getenv func(string) string, lim 
 	if err != nil {
 		return nil, err
 	}
-	loc, err := recording.LocationParser{Endpoint: endpointHost(s3cfg.Endpoint), ForcePathStyle: s3cfg.ForcePathStyle}.Parse(src)
+	loc, err := recording.LocationParser{Endpoint: s3cfg.Endpoint, ForcePathStyle: s3cfg.ForcePathStyle}.Parse(src)
 	if err != nil {
 		return nil, err
 	}
@@ -150,12 +150,4 @@ func output(src string, s *recording.Session, audio *int64) *inspectOutput {
 		out.Chat = &chatSummary{Items: len(s.Chat.Items), Counts: s.Chat.Counts, TimestampUnit: s.Chat.TimestampUnit, KeyStyle: s.Chat.KeyStyle}
 	}
 	return out
-}
-
-// endpointHost strips the scheme from an endpoint URL ("http://minio:9000" → "minio:9000").
-func endpointHost(endpoint string) string {
-	if _, rest, ok := strings.Cut(endpoint, "://"); ok {
-		return strings.TrimSuffix(rest, "/")
-	}
-	return endpoint
 }

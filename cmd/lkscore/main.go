@@ -71,6 +71,8 @@ func serveCommand(getenv func(string) string, stderr io.Writer) *cli.Command {
 			&cli.StringFlag{Name: "nats-url", Usage: "NATS URL; empty starts an embedded server (env LKSCORE_NATS_URL)"},
 			&cli.StringFlag{Name: "data-dir", Usage: "embedded NATS store and local recordings (env LKSCORE_DATA_DIR, default ./lkscore-data)"},
 			&cli.StringFlag{Name: "log-level", Usage: "debug, info, warn or error (env LKSCORE_LOG_LEVEL)"},
+			&cli.StringFlag{Name: "role", Usage: "all, ingest (webhook and collector) or worker (locator and scoring) (env LKSCORE_ROLE, default all)"},
+			&cli.IntFlag{Name: "concurrency", Usage: "sessions a worker handles at once (env LKSCORE_CONCURRENCY, default 4)"},
 		},
 		Action: func(ctx context.Context, c *cli.Command) error {
 			cfg, err := loadConfig(c, getenv)
@@ -110,6 +112,10 @@ func loadConfig(c *cli.Command, getenv func(string) string) (config.Config, erro
 		set("nats-url", &cfg.NATS.URL)
 		set("data-dir", &cfg.DataDir)
 		set("log-level", &cfg.LogLevel)
+		set("role", &cfg.Role)
+		if c.IsSet("concurrency") {
+			cfg.Pipeline.Concurrency = int(c.Int("concurrency"))
+		}
 	})
 }
 

@@ -43,7 +43,7 @@ func TestServeEmbeddedStartsAndStops(t *testing.T) {
 		done <- run(ctx, []string{"lkscore", "serve", "--config", cfgFile}, func(k string) string { return env[k] }, &bytes.Buffer{}, &stderr)
 	}()
 	deadline := time.Now().Add(20 * time.Second)
-	for !strings.Contains(stderr.String(), "lkscore ingest ready") {
+	for !strings.Contains(stderr.String(), "lkscore ready") {
 		if time.Now().After(deadline) {
 			t.Fatalf("not ready; log:\n%s", stderr.String())
 		}

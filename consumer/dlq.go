@@ -1,0 +1,138 @@
+package consumer
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Stages of the pipeline, as named in dead letters and metrics.
+const (
+	StageLocate = "locate"
+	StageScore  = "score"
+)
+
+// Headers of a dead letter. The body is the original message's body.
+const (
+	HeaderDLQStage      = "Lk-Dlq-Stage"
+	HeaderDLQError      = "Lk-Dlq-Error"
+	HeaderDLQSubject    = "Lk-Dlq-Subject"
+	HeaderDLQStream     = "Lk-Dlq-Stream"
+	HeaderDLQSeq        = "Lk-Dlq-Seq"
+	HeaderDLQDeliveries = "Lk-Dlq-Deliveries"
+	HeaderDLQAt         = "Lk-Dlq-At"
+	HeaderDLQMsgID      = "Lk-Dlq-Msg-Id"
+)
+
+// deadLetters publishes messages that could not be processed to
+// lkscore.dlq.<stage>, with why.
+type deadLetters struct {
+	js       jetstream.JetStream
+	subjects Subjects
+	metrics  *pipelineMetrics
+	log      *slog.Logger
+	now      func() time.Time
+}
+
+// letter is one dead letter's content.
+type letter struct {
+	stage, subject, stream string
+	seq, deliveries        uint64
+	header                 nats.Header
+	data                   []byte
+	reason                 string
+	kind                   string // bounded metric label: recording_not_found, malformed, bad_message, store, max_deliveries
+}
+
+// send publishes l; its msg id (stream + sequence) makes it idempotent, so
+// a crash between the publish and the Term, or two workers reacting to the
+// same advisory, leave one dead letter.
+func (d *deadLetters) send(ctx context.Context, l letter) error {
+	msg := nats.NewMsg(d.subjects.DLQ(l.stage))
+	msg.Data = l.data
+	for k, v := range l.header {
+		if k == jetstream.MsgIDHeader {
+			msg.Header.Set(HeaderDLQMsgID, v[0]) // kept for replay, not reused: it would be deduplicated
+			continue
+		}
+		msg.Header[k] = v
+	}
+	msg.Header.Set(HeaderDLQStage, l.stage)
+	msg.Header.Set(HeaderDLQError, truncateHeader(l.reason))
+	msg.Header.Set(HeaderDLQSubject, l.subject)
+	msg.Header.Set(HeaderDLQStream, l.stream)
+	msg.Header.Set(HeaderDLQSeq, strconv.FormatUint(l.seq, 10))
+	msg.Header.Set(HeaderDLQDeliveries, strconv.FormatUint(l.deliveries, 10))
+	msg.Header.Set(HeaderDLQAt, d.now().UTC().Format(time.RFC3339Nano))
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	id := fmt.Sprintf("dlq/%s/%d", l.stream, l.seq)
+	if _, err := d.js.PublishMsg(ctx, msg, jetstream.WithMsgID(id)); err != nil {
+		return fmt.Errorf("publish dead letter: %w", err)
+	}
+	d.metrics.deadLettered.WithLabelValues(l.stage, l.kind).Inc()
+	d.log.Warn("dead-lettered", "stage", l.stage, "subject", l.subject, "stream_seq", l.seq, "deliveries", l.deliveries, "reason", l.reason)
+	return nil
+}
+
+// letterFrom builds a dead letter for a delivered message.
+func letterFrom(stage string, m jetstream.Msg, kind, reason string) letter {
+	l := letter{stage: stage, subject: m.Subject(), header: m.Headers(), data: m.Data(), kind: kind, reason: reason}
+	if meta, err := m.Metadata(); err == nil {
+		l.stream, l.seq, l.deliveries = meta.Stream, meta.Sequence.Stream, meta.NumDelivered
+	}
+	return l
+}
+
+func truncateHeader(s string) string {
+	if len(s) > 1024 {
+		return s[:1024] + "…"
+	}
+	return s
+}
+
+// maxDeliveriesAdvisory is the JetStream advisory sent when a message has
+// been delivered MaxDeliver times without an ack.
+type maxDeliveriesAdvisory struct {
+	Stream     string `json:"stream"`
+	Consumer   string `json:"consumer"`
+	StreamSeq  uint64 `json:"stream_seq"`
+	Deliveries uint64 `json:"deliveries"`
+}
+
+// watchMaxDeliveries turns max-delivery advisories for a consumer into dead
+// letters. Advisories are core NATS messages: one sent while no lkscore
+// process listens is lost, but the message stays in its stream.
+func (d *deadLetters) watchMaxDeliveries(nc *nats.Conn, stream, consumer, stage string) (*nats.Subscription, error) {
+	subject := fmt.Sprintf("$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.%s.%s", stream, consumer)
+	return nc.Subscribe(subject, func(m *nats.Msg) {
+		var adv maxDeliveriesAdvisory
+		if err := json.Unmarshal(m.Data, &adv); err != nil {
+			d.log.Error("bad max-deliveries advisory", "err", err)
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		s, err := d.js.Stream(ctx, adv.Stream)
+		if err != nil {
+			d.log.Error("max deliveries: stream", "stream", adv.Stream, "err", err)
+			return
+		}
+		raw, err := s.GetMsg(ctx, adv.StreamSeq)
+		if err != nil {
+			d.log.Error("max deliveries: get message", "stream", adv.Stream, "seq", adv.StreamSeq, "err", err)
+			return
+		}
+		l := letter{stage: stage, subject: raw.Subject, stream: adv.Stream, seq: adv.StreamSeq, deliveries: adv.Deliveries,
+			header: raw.Header, data: raw.Data, kind: "max_deliveries", reason: fmt.Sprintf("max deliveries (%d) exceeded", adv.Deliveries)}
+		if err := d.send(ctx, l); err != nil {
+			d.log.Error("max deliveries: dead letter", "err", err)
+		}
+	})
+}
