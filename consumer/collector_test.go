@@ -69,10 +69,14 @@ func pythonUpload(t testing.TB, parts []uploadPart) (body []byte, contentType st
 }
 
 func testHeader(t testing.TB, roomID, jobID string) []byte {
+	return testHeaderSummary(t, roomID, jobID, `{"close_reason":"CR_PARTICIPANT_DISCONNECTED"}`)
+}
+
+func testHeaderSummary(t testing.TB, roomID, jobID, summary string) []byte {
 	t.Helper()
 	b, err := proto.Marshal(&livekit.MetricsRecordingHeader{
 		RoomId: roomID, JobId: jobID, StartTime: timestamppb.New(time.Unix(1764417600, 0)),
-		SessionSummary: `{"close_reason":"CR_PARTICIPANT_DISCONNECTED"}`,
+		SessionSummary: summary,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -57,11 +58,14 @@ func (d *deadLetters) send(ctx context.Context, l letter) error {
 	msg := nats.NewMsg(d.subjects.DLQ(l.stage))
 	msg.Data = l.data
 	for k, v := range l.header {
-		if k == jetstream.MsgIDHeader {
+		switch {
+		case k == jetstream.MsgIDHeader:
 			msg.Header.Set(HeaderDLQMsgID, v[0]) // kept for replay, not reused: it would be deduplicated
-			continue
+		case strings.HasPrefix(k, "Nats-"):
+			// Publish expectations (Nats-Expected-Stream…) were for the original stream.
+		default:
+			msg.Header[k] = v
 		}
-		msg.Header[k] = v
 	}
 	msg.Header.Set(HeaderDLQStage, l.stage)
 	msg.Header.Set(HeaderDLQError, truncateHeader(l.reason))

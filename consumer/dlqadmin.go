@@ -1,0 +1,113 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// DeadLetter is one message in the dead-letter stream, for operators.
+type DeadLetter struct {
+	Seq        uint64    `json:"seq"`
+	Stage      string    `json:"stage"`
+	Error      string    `json:"error"`
+	Subject    string    `json:"subject"`
+	Stream     string    `json:"stream"`
+	StreamSeq  uint64    `json:"stream_seq"`
+	Deliveries uint64    `json:"deliveries"`
+	At         time.Time `json:"at"`
+	SessionKey string    `json:"session_key,omitempty"`
+	Bytes      int       `json:"bytes"`
+}
+
+// DeadLetterAdmin lists and re-drives dead letters (`lkscore dlq`).
+type DeadLetterAdmin struct {
+	js       jetstream.JetStream
+	subjects Subjects
+}
+
+// NewDeadLetterAdmin works on the DLQ stream named by subjects.
+func NewDeadLetterAdmin(js jetstream.JetStream, subjects Subjects) *DeadLetterAdmin {
+	return &DeadLetterAdmin{js: js, subjects: subjects}
+}
+
+// List returns up to limit dead letters of stage ("" = all), oldest first.
+func (a *DeadLetterAdmin) List(ctx context.Context, stage string, limit int) ([]DeadLetter, error) {
+	s, err := a.js.Stream(ctx, a.subjects.DLQStream())
+	if err != nil {
+		return nil, fmt.Errorf("dead-letter stream: %w", err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("dead-letter stream: %w", err)
+	}
+	var out []DeadLetter
+	for seq := info.State.FirstSeq; info.State.Msgs > 0 && seq <= info.State.LastSeq && len(out) < limit; seq++ {
+		raw, err := s.GetMsg(ctx, seq)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue // replayed and deleted
+		}
+		if err != nil {
+			return nil, fmt.Errorf("get dead letter %d: %w", seq, err)
+		}
+		dl := parseDeadLetter(raw)
+		if stage == "" || dl.Stage == stage {
+			out = append(out, dl)
+		}
+	}
+	return out, nil
+}
+
+func parseDeadLetter(raw *jetstream.RawStreamMsg) DeadLetter {
+	h := raw.Header
+	u := func(k string) uint64 { v, _ := strconv.ParseUint(h.Get(k), 10, 64); return v }
+	at, _ := time.Parse(time.RFC3339Nano, h.Get(HeaderDLQAt))
+	return DeadLetter{Seq: raw.Sequence, Stage: h.Get(HeaderDLQStage), Error: h.Get(HeaderDLQError), Subject: h.Get(HeaderDLQSubject),
+		Stream: h.Get(HeaderDLQStream), StreamSeq: u(HeaderDLQSeq), Deliveries: u(HeaderDLQDeliveries), At: at,
+		SessionKey: h.Get(HeaderSessionKey), Bytes: len(raw.Data)}
+}
+
+// Replay re-publishes dead letter seq to its original subject, then deletes
+// it from the dead-letter stream. The copy gets a fresh msg id: the old one
+// may still be inside the dedup window. Work that already produced a
+// scorecard cannot produce a second one: results deduplicate on session key
+// and scoring version.
+func (a *DeadLetterAdmin) Replay(ctx context.Context, seq uint64) error {
+	s, err := a.js.Stream(ctx, a.subjects.DLQStream())
+	if err != nil {
+		return fmt.Errorf("dead-letter stream: %w", err)
+	}
+	raw, err := s.GetMsg(ctx, seq)
+	if err != nil {
+		return fmt.Errorf("get dead letter %d: %w", seq, err)
+	}
+	subject := raw.Header.Get(HeaderDLQSubject)
+	if subject == "" || strings.HasPrefix(subject, a.subjects.DLQ("")) {
+		return fmt.Errorf("dead letter %d has no original subject to replay to", seq)
+	}
+	msg := nats.NewMsg(subject)
+	msg.Data = raw.Data
+	for k, v := range raw.Header {
+		if !strings.HasPrefix(k, "Lk-Dlq-") && !strings.HasPrefix(k, "Nats-") {
+			msg.Header[k] = v
+		}
+	}
+	msg.Header.Set("Lk-Replayed-From", strconv.FormatUint(seq, 10))
+	id := fmt.Sprintf("replay/%s/%d", a.subjects.DLQStream(), seq)
+	if orig := raw.Header.Get(HeaderDLQMsgID); orig != "" {
+		id = orig + "/" + id
+	}
+	if _, err := a.js.PublishMsg(ctx, msg, jetstream.WithMsgID(id)); err != nil {
+		return fmt.Errorf("replay dead letter %d to %s: %w", seq, subject, err)
+	}
+	if err := s.DeleteMsg(ctx, seq); err != nil {
+		return fmt.Errorf("replayed dead letter %d but could not delete it: %w", seq, err)
+	}
+	return nil
+}

@@ -1,0 +1,245 @@
+package consumer
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/livekit/protocol/livekit"
+	"github.com/livekit/protocol/utils/protojson"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/lkscore/lkscore/config"
+	"github.com/lkscore/lkscore/scoring"
+)
+
+const scenarioDir = "../scoring/testdata/scenarios/"
+
+// pipelineConfig is testConfig with retries fast enough for tests.
+func pipelineConfig(t testing.TB, url string) config.Config {
+	cfg := testConfig(t, url)
+	cfg.Pipeline.RetryBase = 100 * time.Millisecond
+	cfg.Pipeline.AckWait = 5 * time.Second
+	return cfg
+}
+
+// uploadScenario posts a scenario's recording exactly as the Python SDK would.
+func uploadScenario(t *testing.T, d *Daemon, name string, chat []byte) {
+	t.Helper()
+	header := mustReadFile(t, filepath.Join(scenarioDir, name, "header.binpb"))
+	if chat == nil {
+		chat = mustReadFile(t, filepath.Join(scenarioDir, name, "chat_history.json"))
+	}
+	body, ct := pythonUpload(t, fullParts(header, chat, nil)[:2])
+	resp, msg := post(t, "http://"+d.IngestAddr()+"/observability/recordings/v0", bearer(pythonToken(t, testKey, testSecret, true)), ct, bytes.NewReader(body))
+	if resp.StatusCode != 200 {
+		t.Fatalf("upload %s: %d %s", name, resp.StatusCode, msg)
+	}
+}
+
+// sendWebhook signs and posts an event exactly as LiveKit's notifier does.
+func sendWebhook(t *testing.T, d *Daemon, ev *livekit.WebhookEvent) {
+	t.Helper()
+	body, err := protojson.Marshal(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, msg := post(t, "http://"+d.IngestAddr()+"/webhook", signWebhook(t, testKey, testSecret, body, 5*time.Minute), "application/webhook+json", bytes.NewReader(body))
+	if resp.StatusCode != 200 {
+		t.Fatalf("webhook %s: %d %s", ev.Event, resp.StatusCode, msg)
+	}
+}
+
+func jobEnded(id, roomSid, jobID, agent string, status livekit.JobStatus) *livekit.WebhookEvent {
+	return &livekit.WebhookEvent{Event: "agent_job_ended", Id: id, CreatedAt: time.Now().Unix(),
+		Job: &livekit.Job{Id: jobID, AgentName: agent, Room: &livekit.Room{Sid: roomSid, Name: "room-" + roomSid},
+			State: &livekit.JobState{Status: status}}}
+}
+
+// quiesce waits until every pipeline consumer has nothing pending or unacked.
+func quiesce(t *testing.T, url string, consumers map[string]string) {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	waitFor(t, "the pipeline to settle", func() bool {
+		for cons, stream := range consumers {
+			info, err := js.Consumer(context.Background(), stream, cons)
+			if err != nil {
+				return false
+			}
+			ci, err := info.Info(context.Background())
+			if err != nil || ci.NumPending > 0 || ci.NumAckPending > 0 {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+var defaultConsumers = map[string]string{
+	LocatorWebhooks: "LKSCORE_WEBHOOKS", LocatorUploads: "LKSCORE_UPLOADS", ScoreConsumer("default"): "LKSCORE_SESSIONS",
+}
+
+func results(t *testing.T, url string) []scoring.Scorecard {
+	t.Helper()
+	var out []scoring.Scorecard
+	for _, m := range streamMsgs(t, url, "LKSCORE_RESULTS") {
+		var sc scoring.Scorecard
+		if err := json.Unmarshal(m.Data, &sc); err != nil {
+			t.Fatalf("result is not a scorecard: %v", err)
+		}
+		if m.Header.Get(jetstream.MsgIDHeader) != sc.Session.Key+"@"+sc.ScoringVersion || m.Header.Get(HeaderVerdict) != sc.Overall.Verdict ||
+			m.Subject != "lkscore.result."+sc.Completion.CloseReason || m.Header.Get(HeaderScoringVersion) != sc.ScoringVersion {
+			t.Errorf("result %s: subject %s, headers %v", sc.Session.Key, m.Subject, m.Header)
+		}
+		out = append(out, sc)
+	}
+	return out
+}
+
+// TestPipelineEndToEnd: uploads and webhooks, duplicated and in both
+// orders, give exactly one scorecard per session, identical to the golden.
+func TestPipelineEndToEnd(t *testing.T) {
+	ns := startNATS(t)
+	d, reg := startDaemon(t, pipelineConfig(t, ns.URL()))
+	// Webhook first, then the upload (the locator waits for it), twice each.
+	sendWebhook(t, d, jobEnded("EV_job1", "RM_CleanCall01", "AJ_CleanCall01", "booking-agent", livekit.JobStatus_JS_SUCCESS))
+	uploadScenario(t, d, "1_clean_call", nil)
+	uploadScenario(t, d, "1_clean_call", nil)
+	sendWebhook(t, d, jobEnded("EV_job2", "RM_CleanCall01", "AJ_CleanCall01", "booking-agent", livekit.JobStatus_JS_SUCCESS))
+	// Upload first for the second session, then room_finished.
+	uploadScenario(t, d, "4_tool_trouble", nil)
+	sendWebhook(t, d, &livekit.WebhookEvent{Event: "room_finished", Id: "EV_room4", Room: &livekit.Room{Sid: "RM_ToolTrouble04", Name: "r4"}})
+
+	waitFor(t, "two scorecards", func() bool { return len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")) >= 2 })
+	quiesce(t, ns.URL(), defaultConsumers)
+	cards := results(t, ns.URL())
+	if len(cards) != 2 {
+		t.Fatalf("%d scorecards, want exactly 2", len(cards))
+	}
+	for _, sc := range cards {
+		name := map[string]string{"RM_CleanCall01/AJ_CleanCall01": "1_clean_call", "RM_ToolTrouble04/AJ_ToolTrouble04": "4_tool_trouble"}[sc.Session.Key]
+		var want scoring.Scorecard
+		_ = json.Unmarshal(mustReadFile(t, filepath.Join(scenarioDir, name, "scorecard.golden.json")), &want)
+		if fmt.Sprint(sc.Overall) != fmt.Sprint(want.Overall) || fmt.Sprint(sc.Components) != fmt.Sprint(want.Components) || sc.ScoringVersion != want.ScoringVersion {
+			t.Errorf("%s: pipeline scorecard differs from the golden: %+v", name, sc.Overall)
+		}
+		if !strings.HasPrefix(sc.Session.Source, "file://") {
+			t.Errorf("source %q does not point back at the recording", sc.Session.Source)
+		}
+	}
+	if v := counter(t, reg, "lkscore_pipeline_dead_lettered_total", nil); v != 0 {
+		t.Errorf("%v dead letters", v)
+	}
+}
+
+// TestPipelineCloseReasonFilter: a session no pool selects stays in the
+// session stream; a pool added later for its reason scores the backlog.
+func TestPipelineCloseReasonFilter(t *testing.T) {
+	ns := startNATS(t)
+	cfg := pipelineConfig(t, ns.URL())
+	d, reg := startDaemon(t, cfg) // default pool: everything but CR_JOB_SHUTDOWN
+	dir := t.TempDir()
+	writeScenarioCopy(t, dir, "1_clean_call", "RM_Shutdown01", "AJ_Shutdown01", `{"close_reason":"job_shutdown"}`)
+	uploadDir(t, d, dir)
+	quiesce(t, ns.URL(), defaultConsumers)
+	if n := len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")); n != 0 {
+		t.Fatalf("%d scorecards for an unselected close reason", n)
+	}
+	sessions := streamMsgs(t, ns.URL(), "LKSCORE_SESSIONS")
+	if len(sessions) != 1 || sessions[0].Subject != "lkscore.session.CR_JOB_SHUTDOWN" {
+		t.Fatalf("session stream: %d messages", len(sessions))
+	}
+	if v := counter(t, reg, "lkscore_sessions_located_total", map[string]string{"close_reason": "CR_JOB_SHUTDOWN", "selected": "false"}); v != 1 {
+		t.Errorf("unselected sessions counted %v", v)
+	}
+
+	// A second pool for shutdowns, as a worker-only deployment.
+	wcfg := pipelineConfig(t, ns.URL())
+	wcfg.Role, wcfg.Pipeline.Pool, wcfg.Pipeline.CloseReasons = "worker", "shutdowns", []string{"CR_JOB_SHUTDOWN"}
+	wcfg.DataDir = cfg.DataDir // the same local store
+	startDaemon(t, wcfg)
+	waitFor(t, "the backlog to be scored", func() bool { return len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")) == 1 })
+	cards := results(t, ns.URL())
+	if cards[0].Completion.CloseReason != "CR_JOB_SHUTDOWN" {
+		t.Fatalf("scored %s", cards[0].Completion.CloseReason)
+	}
+}
+
+// writeScenarioCopy writes a scenario's recording under new ids and summary.
+func writeScenarioCopy(t *testing.T, dir, name, roomID, jobID, summary string) {
+	t.Helper()
+	header := testHeaderSummary(t, roomID, jobID, summary)
+	_ = os.WriteFile(filepath.Join(dir, "header.binpb"), header, 0o644)
+	_ = os.WriteFile(filepath.Join(dir, "chat_history.json"), mustReadFile(t, filepath.Join(scenarioDir, name, "chat_history.json")), 0o644)
+}
+
+func uploadDir(t *testing.T, d *Daemon, dir string) {
+	t.Helper()
+	body, ct := pythonUpload(t, fullParts(mustReadFile(t, filepath.Join(dir, "header.binpb")), mustReadFile(t, filepath.Join(dir, "chat_history.json")), nil)[:2])
+	resp, msg := post(t, "http://"+d.IngestAddr()+"/observability/recordings/v0", bearer(pythonToken(t, testKey, testSecret, true)), ct, bytes.NewReader(body))
+	if resp.StatusCode != 200 {
+		t.Fatalf("upload: %d %s", resp.StatusCode, msg)
+	}
+}
+
+// TestPipelineDeadLetters: a job whose recording never arrives, and a
+// malformed recording, end in the DLQ with the reason; a replay after the
+// fix scores the session.
+func TestPipelineDeadLetters(t *testing.T) {
+	ns := startNATS(t)
+	cfg := pipelineConfig(t, ns.URL())
+	cfg.Pipeline.RecordingDeadline = 1500 * time.Millisecond
+	d, _ := startDaemon(t, cfg)
+
+	sendWebhook(t, d, jobEnded("EV_lost", "RM_Lost", "AJ_Lost", "a", livekit.JobStatus_JS_SUCCESS))
+	uploadScenario(t, d, "2_slow_agent", []byte(`{"items": [{"id": "x", "type": "message", "role": "user", "content": ["hi"]}`))
+
+	nc, _ := nats.Connect(ns.URL())
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	admin := NewDeadLetterAdmin(js, NewSubjects("lkscore.", "LKSCORE"))
+	var dls []DeadLetter
+	waitFor(t, "two dead letters", func() bool {
+		dls, _ = admin.List(context.Background(), "", 10)
+		return len(dls) == 2
+	})
+	byStage := map[string]DeadLetter{}
+	for _, dl := range dls {
+		byStage[dl.Stage] = dl
+	}
+	if l := byStage[StageLocate]; !strings.Contains(l.Error, "recording not found") || l.Subject != "lkscore.webhook.agent_job_ended" || l.Deliveries < 2 {
+		t.Errorf("locate dead letter %+v", l)
+	}
+	s := byStage[StageScore]
+	if !strings.Contains(s.Error, "chat_history") || s.Deliveries != 1 || s.SessionKey != "RM_SlowAgent02/AJ_SlowAgent02" {
+		t.Errorf("score dead letter %+v: a malformed recording must be dead-lettered at once", s)
+	}
+	if n := len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")); n != 0 {
+		t.Fatalf("%d scorecards", n)
+	}
+
+	// Fix the recording in the store, then re-drive the dead letter.
+	fixed := mustReadFile(t, filepath.Join(scenarioDir, "2_slow_agent", "chat_history.json"))
+	if err := os.WriteFile(filepath.Join(cfg.DataDir, "recordings", "RM_SlowAgent02", "AJ_SlowAgent02", "chat_history.json"), fixed, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.Replay(context.Background(), s.Seq); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the replayed session to be scored", func() bool { return len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")) == 1 })
+	if left, _ := admin.List(context.Background(), StageScore, 10); len(left) != 0 {
+		t.Errorf("replayed dead letter still listed: %+v", left)
+	}
+}
