@@ -70,6 +70,9 @@ type Pipeline struct {
 	// LiveKitURL, when set, enables the egress reconciler (ListEgress every ReconcileInterval).
 	LiveKitURL        string        `yaml:"livekit_url"`
 	ReconcileInterval time.Duration `yaml:"reconcile_interval"`
+	// LiveKitAPIKey picks the key (from the configured keys) the reconciler
+	// signs with; empty takes the first key in sort order.
+	LiveKitAPIKey string `yaml:"livekit_api_key"`
 }
 
 // LiveKit holds the API keys that sign webhooks and recording uploads.

@@ -173,6 +173,9 @@ func (c Config) Validate() error {
 	if p.SweepRate < 1 {
 		add("pipeline.sweep_rate: must be at least 1 per second, got %d", p.SweepRate)
 	}
+	if p.LiveKitAPIKey != "" && c.LiveKit.Keys != nil && c.LiveKit.Keys[p.LiveKitAPIKey] == "" {
+		add("pipeline.livekit_api_key: %q is not one of the configured API keys", p.LiveKitAPIKey)
+	}
 	if p.LiveKitURL != "" {
 		positive("pipeline.reconcile_interval", p.ReconcileInterval)
 		if !strings.HasPrefix(p.LiveKitURL, "http://") && !strings.HasPrefix(p.LiveKitURL, "https://") && !strings.HasPrefix(p.LiveKitURL, "ws") {

@@ -67,6 +67,7 @@ type pipelineMetrics struct {
 	duration     *prometheus.HistogramVec // stage
 	pending      *prometheus.GaugeVec     // consumer
 	ackPending   *prometheus.GaugeVec     // consumer
+	recoveryRuns *prometheus.CounterVec   // kind: sweep, reconcile
 }
 
 func newPipelineMetrics(reg prometheus.Registerer) *pipelineMetrics {
@@ -94,6 +95,9 @@ func newPipelineMetrics(reg prometheus.Registerer) *pipelineMetrics {
 		pending: f.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "lkscore_consumer_pending_messages", Help: "Messages not yet delivered to a durable consumer (its lag).",
 		}, []string{"consumer"}),
+		recoveryRuns: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "lkscore_recovery_runs_total", Help: "Completed store sweeps and egress reconciles, by kind.",
+		}, []string{"kind"}),
 		ackPending: f.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "lkscore_consumer_ack_pending_messages", Help: "Messages delivered to a durable consumer and not yet acknowledged.",
 		}, []string{"consumer"}),

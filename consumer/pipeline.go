@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sort"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -18,10 +19,10 @@ import (
 // pipeline runs the worker role: the locator's two consumers, the scoring
 // pool's consumer, and max-delivery advisories turned into dead letters.
 type pipeline struct {
-	stages []*stage
-	subs   []*nats.Subscription
-	cancel context.CancelFunc // abandons in-flight work past the deadline
-	lagCtx context.CancelFunc
+	stages     []*stage
+	subs       []*nats.Subscription
+	cancel     context.CancelFunc // abandons in-flight work past the deadline
+	background context.CancelFunc // stops lag polling, sweep and reconcile
 }
 
 // locatorEvents are the webhooks the locator consumes.
@@ -122,24 +123,48 @@ func startPipeline(ctx context.Context, d pipelineDeps) (*pipeline, error) {
 		p.subs = append(p.subs, sub)
 		p.stages = append(p.stages, st)
 	}
-	lagCtx, lagCancel := context.WithCancel(context.WithoutCancel(ctx))
-	p.lagCtx = lagCancel
+	bgCtx, bgCancel := context.WithCancel(context.WithoutCancel(ctx))
+	p.background = bgCancel
 	for _, st := range p.stages {
 		if err := st.start(workCtx); err != nil {
 			p.stop(context.Background())
 			return nil, err
 		}
-		go st.watchLag(lagCtx, 15*time.Second)
+		go st.watchLag(bgCtx, 15*time.Second)
+	}
+	pc := cfg.Pipeline
+	if pc.SweepInterval > 0 {
+		go (&sweeper{loc: loc, interval: pc.SweepInterval, rate: pc.SweepRate, window: pc.DedupWindow, log: d.log}).run(bgCtx)
+	}
+	if pc.LiveKitURL != "" {
+		key := pc.LiveKitAPIKey
+		if key == "" {
+			key = firstKey(cfg.LiveKit.Keys)
+		}
+		client := newEgressClient(pc.LiveKitURL, key, cfg.LiveKit.Keys[key])
+		go (&reconciler{loc: loc, client: client, interval: pc.ReconcileInterval, rate: pc.SweepRate, window: pc.DedupWindow, log: d.log}).run(bgCtx)
 	}
 	return p, nil
+}
+
+func firstKey(keys map[string]string) string {
+	ks := make([]string, 0, len(keys))
+	for k := range keys {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	if len(ks) == 0 {
+		return ""
+	}
+	return ks[0]
 }
 
 // stop stops taking work, lets in-flight messages finish (and be acked)
 // until ctx ends, then abandons what is left: unacked messages are
 // redelivered after AckWait, so nothing is lost.
 func (p *pipeline) stop(ctx context.Context) error {
-	if p.lagCtx != nil {
-		p.lagCtx()
+	if p.background != nil {
+		p.background()
 	}
 	var errs []error
 	for _, st := range p.stages {

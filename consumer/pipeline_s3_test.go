@@ -1,0 +1,197 @@
+package consumer
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/livekit/protocol/auth"
+	"github.com/livekit/protocol/livekit"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/lkscore/lkscore/internal/testenv"
+)
+
+// TestPipelineMaxDeliveries: a store outage that outlasts MaxDeliver ends
+// in the DLQ through JetStream's max-deliveries advisory.
+func TestPipelineMaxDeliveries(t *testing.T) {
+	srv := testenv.StartS3(t)
+	s3Env(t, testenv.S3SecretKey)
+	newTestS3Store(t, srv, "rec")
+	ns := startNATS(t)
+	cfg := pipelineConfig(t, ns.URL())
+	cfg.S3 = s3Config(srv, "rec")
+	cfg.S3.MaxAttempts = 1
+	cfg.Pipeline.MaxDeliver = 3
+	d, reg := startDaemon(t, cfg)
+	srv.Stop()
+	sendWebhook(t, d, &livekit.WebhookEvent{Event: "room_finished", Id: "EV_down", Room: &livekit.Room{Sid: "RM_Down", Name: "down"}})
+
+	nc, _ := nats.Connect(ns.URL())
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	admin := NewDeadLetterAdmin(js, NewSubjects("lkscore.", "LKSCORE"))
+	var dls []DeadLetter
+	waitFor(t, "a max-deliveries dead letter", func() bool {
+		dls, _ = admin.List(context.Background(), StageLocate, 10)
+		return len(dls) == 1
+	})
+	if dl := dls[0]; !strings.Contains(dl.Error, "max deliveries (3)") || dl.Subject != "lkscore.webhook.room_finished" || dl.Deliveries != 3 {
+		t.Fatalf("dead letter %+v", dl)
+	}
+	if v := counter(t, reg, "lkscore_pipeline_retried_total", map[string]string{"stage": StageLocate, "reason": "transient"}); v < 3 {
+		t.Errorf("retries counted %v", v)
+	}
+}
+
+// TestPipelineEgressEnded: an egress file holding a raw multipart upload is
+// located and scored; an audio file is linked to its room.
+func TestPipelineEgressEnded(t *testing.T) {
+	srv := testenv.StartS3(t)
+	s3Env(t, testenv.S3SecretKey)
+	newTestS3Store(t, srv, "rec")
+	egress := newTestS3Store(t, srv, "egress-out")
+	ctx := context.Background()
+	header := mustReadFile(t, filepath.Join(scenarioDir, "5_bad_hearing", "header.binpb"))
+	chat := mustReadFile(t, filepath.Join(scenarioDir, "5_bad_hearing", "chat_history.json"))
+	body, _ := pythonUpload(t, fullParts(header, chat, []byte("OggS"))[:3])
+	up, _ := egress.Begin(ctx, "uploads/")
+	if _, err := up.Write(ctx, "RM_BadHearing05.upload", bytes.NewReader(body), 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	_ = up.Commit(ctx)
+
+	ns := startNATS(t)
+	cfg := pipelineConfig(t, ns.URL())
+	cfg.S3 = s3Config(srv, "rec")
+	d, _ := startDaemon(t, cfg)
+	sendWebhook(t, d, &livekit.WebhookEvent{Event: "egress_ended", Id: "EV_eg", EgressInfo: &livekit.EgressInfo{
+		EgressId: "EG_1", RoomId: "RM_BadHearing05", RoomName: "hearing", Status: livekit.EgressStatus_EGRESS_COMPLETE,
+		FileResults: []*livekit.FileInfo{
+			{Location: srv.Endpoint + "/egress-out/uploads/RM_BadHearing05.upload"},
+			{Location: "https://egress-out.s3.amazonaws.com/audio/RM_BadHearing05.ogg"},
+		}}})
+	waitFor(t, "the egress upload to be scored", func() bool { return len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")) == 1 })
+	cards := results(t, ns.URL())
+	if cards[0].Session.Key != "RM_BadHearing05/AJ_BadHearing05" || cards[0].Session.Source != "s3://egress-out/uploads/RM_BadHearing05.upload" {
+		t.Fatalf("scorecard session %+v", cards[0].Session)
+	}
+	nc, _ := nats.Connect(ns.URL())
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	kv, err := js.KeyValue(ctx, "LKSCORE_EGRESS_LINKS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	entry, err := kv.Get(ctx, "RM_BadHearing05.EG_1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var link EgressLink
+	_ = json.Unmarshal(entry.Value(), &link)
+	if len(link.Locations) != 1 || !strings.HasSuffix(link.Locations[0], ".ogg") || link.Status != "EGRESS_COMPLETE" {
+		t.Fatalf("egress link %+v", link)
+	}
+}
+
+// fakeEgressAPI serves LiveKit's Twirp Egress API (the protocol's generated
+// server) with a fixed ListEgress answer; other methods are not served.
+type fakeEgressAPI struct {
+	livekit.Egress
+	t     *testing.T
+	items []*livekit.EgressInfo
+	calls atomic.Int32
+}
+
+func (f *fakeEgressAPI) ListEgress(ctx context.Context, _ *livekit.ListEgressRequest) (*livekit.ListEgressResponse, error) {
+	f.calls.Add(1)
+	return &livekit.ListEgressResponse{Items: f.items}, nil
+}
+
+// requireRecordGrant checks requests the way LiveKit does: a token signed
+// by a known key with the roomRecord grant.
+func requireRecordGrant(t *testing.T, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		v, err := auth.ParseAPIToken(strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))
+		if err == nil && v.APIKey() == testKey {
+			if _, grants, err := v.Verify(testSecret); err == nil && grants.Video != nil && grants.Video.RoomRecord {
+				h.ServeHTTP(w, r)
+				return
+			}
+		}
+		t.Errorf("ListEgress without a valid roomRecord token")
+		http.Error(w, "unauthorized", http.StatusUnauthorized)
+	})
+}
+
+// TestPipelineEgressReconciler: an egress_ended webhook LiveKit dropped is
+// recovered through ListEgress (server-sdk-go's EgressClient).
+func TestPipelineEgressReconciler(t *testing.T) {
+	srv := testenv.StartS3(t)
+	s3Env(t, testenv.S3SecretKey)
+	newTestS3Store(t, srv, "rec")
+	egress := newTestS3Store(t, srv, "egress-out")
+	ctx := context.Background()
+	header := mustReadFile(t, filepath.Join(scenarioDir, "3_barge_in", "header.binpb"))
+	chat := mustReadFile(t, filepath.Join(scenarioDir, "3_barge_in", "chat_history.json"))
+	body, _ := pythonUpload(t, fullParts(header, chat, nil)[:2])
+	up, _ := egress.Begin(ctx, "uploads/")
+	_, _ = up.Write(ctx, "barge.upload", bytes.NewReader(body), 1<<20)
+	_ = up.Commit(ctx)
+
+	api := &fakeEgressAPI{t: t, items: []*livekit.EgressInfo{
+		{EgressId: "EG_done", RoomId: "RM_BargeIn03", Status: livekit.EgressStatus_EGRESS_COMPLETE, EndedAt: time.Now().UnixNano(),
+			FileResults: []*livekit.FileInfo{{Location: srv.Endpoint + "/egress-out/uploads/barge.upload"}}},
+		{EgressId: "EG_active", RoomId: "RM_Other", Status: livekit.EgressStatus_EGRESS_ACTIVE,
+			FileResults: []*livekit.FileInfo{{Location: srv.Endpoint + "/egress-out/uploads/missing.upload"}}},
+	}}
+	lk := httptest.NewServer(requireRecordGrant(t, livekit.NewEgressServer(api)))
+	defer lk.Close()
+
+	ns := startNATS(t)
+	cfg := pipelineConfig(t, ns.URL())
+	cfg.S3 = s3Config(srv, "rec")
+	cfg.Pipeline.LiveKitURL, cfg.Pipeline.ReconcileInterval = lk.URL, 200*time.Millisecond
+	startDaemon(t, cfg)
+	waitFor(t, "the reconciled egress to be scored", func() bool { return len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")) == 1 })
+	waitFor(t, "another reconcile round", func() bool { return api.calls.Load() >= 3 })
+	cards := results(t, ns.URL())
+	if len(cards) != 1 || cards[0].Session.Key != "RM_BargeIn03/AJ_BargeIn03" {
+		t.Fatalf("scorecards %+v", cards)
+	}
+}
+
+// TestPipelineSweep: a session written to the store without any
+// announcement is found by the sweep, and scored once however often it runs.
+func TestPipelineSweep(t *testing.T) {
+	ns := startNATS(t)
+	cfg := pipelineConfig(t, ns.URL())
+	cfg.Pipeline.SweepInterval = 100 * time.Millisecond
+	dir := filepath.Join(cfg.DataDir, "recordings", "RM_Swept", "AJ_Swept")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeScenarioCopy(t, dir, "1_clean_call", "RM_Swept", "AJ_Swept", `{"close_reason":"CR_COMPLETED"}`)
+	_, reg := startDaemon(t, cfg)
+	waitFor(t, "the swept session to be scored", func() bool { return len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")) == 1 })
+	runs := counter(t, reg, "lkscore_recovery_runs_total", map[string]string{"kind": "sweep"})
+	waitFor(t, "three more sweeps", func() bool {
+		return counter(t, reg, "lkscore_recovery_runs_total", map[string]string{"kind": "sweep"}) >= runs+3
+	})
+	quiesce(t, ns.URL(), defaultConsumers)
+	if n := len(streamMsgs(t, ns.URL(), "LKSCORE_SESSIONS")); n != 1 {
+		t.Fatalf("%d session messages, want 1", n)
+	}
+	if n := len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")); n != 1 {
+		t.Fatalf("%d scorecards, want 1", n)
+	}
+}

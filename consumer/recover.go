@@ -1,0 +1,152 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sort"
+	"time"
+
+	"github.com/livekit/protocol/livekit"
+	lksdk "github.com/livekit/server-sdk-go/v2"
+
+	"github.com/lkscore/lkscore/recording"
+)
+
+// LiveKit's notifier drops webhooks under load (FORMATS.md §5). Two loops
+// recover what it dropped, both feeding the locator's usual path, so the
+// session stream's dedup (session key) absorbs anything already announced,
+// and both bounded in rate.
+
+// sweeper lists the recording store for sessions never announced.
+type sweeper struct {
+	loc      *Locator
+	interval time.Duration
+	rate     int
+	// window bounds how old a session may be: older ones may already have
+	// left the session stream's dedup window and would be scored twice.
+	window time.Duration
+	log    *slog.Logger
+}
+
+func (s *sweeper) run(ctx context.Context) {
+	t := time.NewTicker(s.interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		n, err := s.sweep(ctx)
+		if err != nil && !errors.Is(err, context.Canceled) {
+			s.log.Warn("sweep failed", "err", err)
+			continue
+		}
+		s.loc.metrics.recoveryRuns.WithLabelValues("sweep").Inc()
+		s.log.Info("sweep done", "sessions_checked", n)
+	}
+}
+
+// sweep submits every recent session in the store once; it returns how many.
+func (s *sweeper) sweep(ctx context.Context) (int, error) {
+	objs, err := s.loc.store.List(ctx, s.loc.layout.RoomPrefix(recording.Vars{}))
+	if err != nil {
+		return 0, err
+	}
+	cutoff := s.loc.now().Add(-s.window)
+	limiter := time.NewTicker(time.Second / time.Duration(s.rate))
+	defer limiter.Stop()
+	n := 0
+	for _, o := range objs {
+		if _, ok := s.loc.layout.Match(o.Key); !ok || o.Modified.Before(cutoff) {
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return n, ctx.Err()
+		case <-limiter.C:
+		}
+		n++
+		err := s.loc.publish(ctx, located{dir: recording.SessionDir(o.Key), origin: "sweep"})
+		if err != nil && !errors.Is(err, errNotYet) {
+			s.log.Warn("sweep: session not submitted", "dir", recording.SessionDir(o.Key), "err", err)
+		}
+	}
+	return n, nil
+}
+
+// egressLister is the LiveKit API the reconciler needs (lksdk.EgressClient).
+type egressLister interface {
+	ListEgress(ctx context.Context, req *livekit.ListEgressRequest) (*livekit.ListEgressResponse, error)
+}
+
+// reconciler asks LiveKit for ended egresses and handles each like an
+// egress_ended webhook, in case that webhook never arrived.
+type reconciler struct {
+	loc      *Locator
+	client   egressLister
+	interval time.Duration
+	rate     int
+	window   time.Duration
+	log      *slog.Logger
+}
+
+func newEgressClient(url, key, secret string) egressLister {
+	return lksdk.NewEgressClient(url, key, secret)
+}
+
+func (r *reconciler) run(ctx context.Context) {
+	t := time.NewTicker(r.interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		n, err := r.reconcile(ctx)
+		if err != nil && !errors.Is(err, context.Canceled) {
+			r.log.Warn("egress reconcile failed", "err", err)
+			continue
+		}
+		r.loc.metrics.recoveryRuns.WithLabelValues("reconcile").Inc()
+		r.log.Info("egress reconcile done", "egresses", n)
+	}
+}
+
+// ended are the terminal egress states.
+var ended = map[livekit.EgressStatus]bool{livekit.EgressStatus_EGRESS_COMPLETE: true, livekit.EgressStatus_EGRESS_FAILED: true,
+	livekit.EgressStatus_EGRESS_ABORTED: true, livekit.EgressStatus_EGRESS_LIMIT_REACHED: true}
+
+// reconcile handles every egress that ended within the window; it returns how many.
+func (r *reconciler) reconcile(ctx context.Context) (int, error) {
+	lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	resp, err := r.client.ListEgress(lctx, &livekit.ListEgressRequest{})
+	cancel()
+	if err != nil {
+		return 0, err
+	}
+	items := resp.GetItems()
+	sort.Slice(items, func(i, j int) bool { return items[i].GetEgressId() < items[j].GetEgressId() })
+	cutoff := r.loc.now().Add(-r.window).UnixNano()
+	limiter := time.NewTicker(time.Second / time.Duration(r.rate))
+	defer limiter.Stop()
+	n := 0
+	for _, info := range items {
+		if !ended[info.GetStatus()] || info.GetEndedAt() < cutoff {
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return n, ctx.Err()
+		case <-limiter.C:
+		}
+		n++
+		ev := &livekit.WebhookEvent{Event: "egress_ended", Id: "reconcile/" + info.GetEgressId(), EgressInfo: info}
+		if err := r.loc.egressEnded(ctx, ev); err != nil && !errors.Is(err, errNotYet) {
+			r.log.Warn("reconcile: egress not handled", "egress_id", info.GetEgressId(), "err", err)
+		}
+	}
+	return n, nil
+}
