@@ -243,3 +243,55 @@ func TestPipelineDeadLetters(t *testing.T) {
 		t.Errorf("replayed dead letter still listed: %+v", left)
 	}
 }
+
+// TestPipelineRestart: a daemon stopped while work is in flight loses
+// nothing, and its successor scores every session exactly once.
+func TestPipelineRestart(t *testing.T) {
+	ns := startNATS(t)
+	cfg := pipelineConfig(t, ns.URL())
+	d, _ := startDaemon(t, cfg)
+	const n = 8
+	for i := 0; i < n; i++ {
+		dir := t.TempDir()
+		writeScenarioCopy(t, dir, "3_barge_in", fmt.Sprintf("RM_Restart%02d", i), fmt.Sprintf("AJ_Restart%02d", i), `{"close_reason":"CR_USER_INITIATED"}`)
+		uploadDir(t, d, dir)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := d.Shutdown(ctx); err != nil {
+		t.Fatalf("shutdown: %v", err)
+	}
+	cfg2 := pipelineConfig(t, ns.URL())
+	cfg2.DataDir = cfg.DataDir
+	startDaemon(t, cfg2)
+	waitFor(t, "every session scored", func() bool { return len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")) >= n })
+	quiesce(t, ns.URL(), defaultConsumers)
+	if got := len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")); got != n {
+		t.Fatalf("%d scorecards for %d sessions", got, n)
+	}
+}
+
+// TestPipelineInferredCloseReason: with no session summary, a failed job's
+// end state stands in for the close reason, and the scorecard says so.
+func TestPipelineInferredCloseReason(t *testing.T) {
+	ns := startNATS(t)
+	cfg := pipelineConfig(t, ns.URL())
+	// The recording is in the store but was never announced: only the
+	// webhook locates it.
+	dir := filepath.Join(cfg.DataDir, "recordings", "RM_Inferred", "AJ_Inferred")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeScenarioCopy(t, dir, "1_clean_call", "RM_Inferred", "AJ_Inferred", "")
+	d, _ := startDaemon(t, cfg)
+	sendWebhook(t, d, jobEnded("EV_fail", "RM_Inferred", "AJ_Inferred", "agent-x", livekit.JobStatus_JS_FAILED))
+	waitFor(t, "a scorecard", func() bool { return len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")) == 1 })
+	sessions := streamMsgs(t, ns.URL(), "LKSCORE_SESSIONS")
+	if len(sessions) != 1 || sessions[0].Subject != "lkscore.session.CR_ERROR" {
+		t.Fatalf("session messages: %d", len(sessions))
+	}
+	cards := results(t, ns.URL())
+	if c := cards[0]; c.Completion.CloseReason != "CR_ERROR" || c.Completion.CloseReasonSource != "inferred" || c.Session.AgentName != "agent-x" || c.Overall.Verdict != scoring.Fail {
+		t.Fatalf("scorecard %+v %+v", c.Completion, c.Session)
+	}
+}

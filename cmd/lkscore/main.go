@@ -44,7 +44,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		Version:   version,
 		Writer:    stdout,
 		ErrWriter: stderr,
-		Commands:  []*cli.Command{serveCommand(getenv, stderr), inspectCommand(getenv, stdout), scoreCommand(getenv, stdout)},
+		Commands:  []*cli.Command{serveCommand(getenv, stderr), inspectCommand(getenv, stdout), scoreCommand(getenv, stdout), dlqCommand(getenv, stdout)},
 		// Errors are printed once, by run.
 		ExitErrHandler: func(context.Context, *cli.Command, error) {},
 	}
@@ -124,3 +124,5 @@ func newLogger(w io.Writer, level string) *slog.Logger {
 	_ = l.UnmarshalText([]byte(level)) // validated by config
 	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))
 }
+
+func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

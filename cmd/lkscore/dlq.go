@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/urfave/cli/v3"
+
+	"github.com/lkscore/lkscore/config"
+	"github.com/lkscore/lkscore/consumer"
+)
+
+func dlqCommand(getenv func(string) string, stdout io.Writer) *cli.Command {
+	flags := []cli.Flag{
+		&cli.StringFlag{Name: "config", Usage: "config file (env LKSCORE_CONFIG)"},
+		&cli.StringFlag{Name: "nats-url", Usage: "NATS URL (env LKSCORE_NATS_URL; empty: the embedded server on 127.0.0.1:<nats.embedded_port>)"},
+		&cli.StringFlag{Name: "stage", Usage: "only dead letters of this stage (locate, score)"},
+	}
+	return &cli.Command{
+		Name:  "dlq",
+		Usage: "inspect and re-drive dead letters",
+		Commands: []*cli.Command{
+			{
+				Name: "list", Usage: "list dead letters, oldest first",
+				Flags: append(flags, &cli.IntFlag{Name: "limit", Value: 100}, &cli.BoolFlag{Name: "json", Usage: "one JSON object per line"}),
+				Action: func(ctx context.Context, c *cli.Command) error {
+					admin, closeFn, err := dlqAdmin(ctx, c, getenv)
+					if err != nil {
+						return err
+					}
+					defer closeFn()
+					dls, err := admin.List(ctx, c.String("stage"), int(c.Int("limit")))
+					if err != nil {
+						return exitError{code: 1, err: err}
+					}
+					return printDeadLetters(stdout, dls, c.Bool("json"))
+				},
+			},
+			{
+				Name: "replay", Usage: "re-publish dead letters to their original subject (after a fix), then delete them",
+				Flags: append(flags, &cli.Uint64SliceFlag{Name: "seq", Usage: "dead letter sequence numbers"}, &cli.BoolFlag{Name: "all", Usage: "every dead letter (of --stage)"}),
+				Action: func(ctx context.Context, c *cli.Command) error {
+					admin, closeFn, err := dlqAdmin(ctx, c, getenv)
+					if err != nil {
+						return err
+					}
+					defer closeFn()
+					seqs := c.Uint64Slice("seq")
+					if c.Bool("all") == (len(seqs) > 0) {
+						return exitError{code: 2, err: errors.New("dlq replay: give --seq N… or --all")}
+					}
+					if c.Bool("all") {
+						dls, err := admin.List(ctx, c.String("stage"), 1<<30)
+						if err != nil {
+							return exitError{code: 1, err: err}
+						}
+						for _, dl := range dls {
+							seqs = append(seqs, dl.Seq)
+						}
+					}
+					for _, seq := range seqs {
+						if err := admin.Replay(ctx, seq); err != nil {
+							return exitError{code: 1, err: err}
+						}
+						fmt.Fprintf(stdout, "replayed %d\n", seq)
+					}
+					return nil
+				},
+			},
+		},
+	}
+}
+
+// dlqAdmin connects to NATS as the daemon's config says.
+func dlqAdmin(ctx context.Context, c *cli.Command, getenv func(string) string) (*consumer.DeadLetterAdmin, func(), error) {
+	path := c.String("config")
+	if path == "" {
+		path = getenv("LKSCORE_CONFIG")
+	}
+	cfg, err := config.LoadForTools(path, getenv, func(cfg *config.Config) {
+		if c.IsSet("nats-url") {
+			cfg.NATS.URL = c.String("nats-url")
+		}
+	})
+	if err != nil {
+		return nil, nil, exitError{code: 2, err: err}
+	}
+	url := cfg.NATS.URL
+	if url == "" {
+		url = fmt.Sprintf("nats://127.0.0.1:%d", cfg.NATS.EmbeddedPort)
+	}
+	nc, err := consumer.Connect(url, cfg.NATS, discardLogger())
+	if err != nil {
+		return nil, nil, exitError{code: 1, err: fmt.Errorf("%w (is lkscore serve running?)", err)}
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, nil, exitError{code: 1, err: err}
+	}
+	return consumer.NewDeadLetterAdmin(js, consumer.NewSubjects(cfg.NATS.SubjectPrefix, cfg.NATS.StreamPrefix)), nc.Close, nil
+}
+
+func printDeadLetters(w io.Writer, dls []consumer.DeadLetter, asJSON bool) error {
+	if asJSON {
+		enc := json.NewEncoder(w)
+		for _, dl := range dls {
+			if err := enc.Encode(dl); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SEQ\tSTAGE\tAT\tDELIVERIES\tSUBJECT\tSESSION\tERROR")
+	for _, dl := range dls {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\t%s\n", dl.Seq, dl.Stage, dl.At.Format(time.RFC3339), dl.Deliveries, dl.Subject, dl.SessionKey, dl.Error)
+	}
+	return tw.Flush()
+}
