@@ -92,6 +92,14 @@ type NATS struct {
 	URL string `yaml:"url"`
 	// CredsFile is a NATS credentials file (JWT + NKey seed).
 	CredsFile string `yaml:"creds_file"`
+	// NKeyFile is a file holding an NKey seed.
+	NKeyFile string `yaml:"nkey_file"`
+	// TLS client settings: a CA to trust, and a client certificate and key.
+	TLSCAFile   string `yaml:"tls_ca_file"`
+	TLSCertFile string `yaml:"tls_cert_file"`
+	TLSKeyFile  string `yaml:"tls_key_file"`
+	// Token authenticates with a token; from the env (LKSCORE_NATS_TOKEN) only.
+	Token string `yaml:"-"`
 	// EmbeddedPort is the loopback port of the embedded server (-1 = random).
 	EmbeddedPort int `yaml:"embedded_port"`
 	// SubjectPrefix prefixes every subject, e.g. "lkscore." gives lkscore.webhook.room_finished.
@@ -267,6 +275,8 @@ func (c *Config) applyEnv(getenv func(string) string) error {
 	str("LKSCORE_LOG_LEVEL", &c.LogLevel)
 	str("LKSCORE_NATS_URL", &c.NATS.URL)
 	str("LKSCORE_NATS_CREDS_FILE", &c.NATS.CredsFile)
+	str("LKSCORE_NATS_NKEY_FILE", &c.NATS.NKeyFile)
+	str("LKSCORE_NATS_TOKEN", &c.NATS.Token)
 	str("LKSCORE_KEYS_FILE", &c.LiveKit.KeysFile)
 	str("LKSCORE_ROLE", &c.Role)
 	str("LKSCORE_LIVEKIT_URL", &c.Pipeline.LiveKitURL)

@@ -76,6 +76,12 @@ func (c Config) Validate() error {
 	if n.EmbeddedPort < -1 || n.EmbeddedPort > 65535 {
 		add("nats.embedded_port: %d is not a port (-1 = random)", n.EmbeddedPort)
 	}
+	if (n.TLSCertFile == "") != (n.TLSKeyFile == "") {
+		add("nats.tls_cert_file and nats.tls_key_file: set both or neither")
+	}
+	if n.CredsFile != "" && n.NKeyFile != "" {
+		add("nats.nkey_file: set either nats.creds_file or nats.nkey_file, not both")
+	}
 	positive("nats.max_age", n.MaxAge)
 	positive("nats.publish_timeout", n.PublishTimeout)
 	if n.DuplicateWindow < TokenLifetime {

@@ -53,6 +53,22 @@ func Connect(url string, n config.NATS, log *slog.Logger) (*nats.Conn, error) {
 	if n.CredsFile != "" {
 		opts = append(opts, nats.UserCredentials(n.CredsFile))
 	}
+	if n.NKeyFile != "" {
+		opt, err := nats.NkeyOptionFromSeed(n.NKeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("nats nkey: %w", err)
+		}
+		opts = append(opts, opt)
+	}
+	if n.Token != "" {
+		opts = append(opts, nats.Token(n.Token))
+	}
+	if n.TLSCAFile != "" {
+		opts = append(opts, nats.RootCAs(n.TLSCAFile))
+	}
+	if n.TLSCertFile != "" {
+		opts = append(opts, nats.ClientCert(n.TLSCertFile, n.TLSKeyFile))
+	}
 	nc, err := nats.Connect(url, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("connect nats: %w", err)
