@@ -138,6 +138,10 @@ func (d *Daemon) serve(s *http.Server, ln net.Listener) {
 // shuts down within cfg.ShutdownTimeout.
 func (d *Daemon) Run(ctx context.Context) error {
 	if err := d.Start(ctx); err != nil {
+		if ctx.Err() != nil { // a signal during start-up: a normal stop
+			d.log.Info("stopped during start-up")
+			return nil
+		}
 		return err
 	}
 	var runErr error
