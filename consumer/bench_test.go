@@ -54,7 +54,9 @@ func setParallel(b *testing.B, goroutines int) {
 
 func BenchmarkWebhookHTTP(b *testing.B) {
 	ns := startNATS(b)
-	d, _ := startDaemon(b, testConfig(b, ns.URL()))
+	cfg := testConfig(b, ns.URL())
+	cfg.Role = "ingest" // the ingest path alone; no locator competing for the cores
+	d, _ := startDaemon(b, cfg)
 	url := "http://" + d.IngestAddr() + "/webhook"
 	client := &http.Client{Transport: &http.Transport{MaxIdleConns: 256, MaxIdleConnsPerHost: 256}}
 	evs := benchEvents(b, b.N)

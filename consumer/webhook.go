@@ -13,6 +13,7 @@ import (
 	"github.com/livekit/protocol/webhook"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/protobuf/encoding/protojson"
 )
 
@@ -20,7 +21,6 @@ import (
 const (
 	HeaderEvent      = "Lk-Event"
 	HeaderAPIKey     = "Lk-Api-Key"
-	HeaderReceivedAt = "Lk-Received-At"
 	HeaderSessionKey = "Lk-Session-Key"
 )
 
@@ -40,10 +40,16 @@ type WebhookHandler struct {
 	maxBody   int64
 	events    map[string]bool
 	timeout   time.Duration
-	now       func() time.Time
 	metrics   *metrics
 	log       *slog.Logger
+
+	// Metrics resolved once: label lookups cost on the hot path.
+	requests       map[string]prometheus.Counter
+	stored         map[eventOutcome]prometheus.Counter
+	publishLatency prometheus.Observer
 }
+
+type eventOutcome struct{ event, outcome string }
 
 // WebhookOptions configures a WebhookHandler.
 type WebhookOptions struct {
@@ -71,18 +77,33 @@ func newWebhookHandler(o WebhookOptions, m *metrics, log *slog.Logger) (*Webhook
 	if connected == nil {
 		connected = func() bool { return true }
 	}
-	return &WebhookHandler{
+	h := &WebhookHandler{
 		keys: o.Keys, pub: o.Publisher, connected: connected, subjects: o.Subjects,
-		maxBody: o.MaxBodyBytes, events: ev, timeout: o.PublishTimeout,
-		now: time.Now, metrics: m, log: log,
-	}, nil
+		maxBody: o.MaxBodyBytes, events: ev, timeout: o.PublishTimeout, metrics: m, log: log,
+		requests:       map[string]prometheus.Counter{},
+		stored:         map[eventOutcome]prometheus.Counter{},
+		publishLatency: m.publishLatency.WithLabelValues(o.Subjects.WebhookStream()),
+	}
+	for _, outcome := range []string{"stored", "duplicate", "ignored"} {
+		h.requests[outcome] = m.requests.WithLabelValues("webhook", outcome)
+	}
+	for e := range ev {
+		for _, outcome := range []string{"stored", "duplicate"} {
+			h.stored[eventOutcome{e, outcome}] = m.webhookEvents.WithLabelValues(e, outcome)
+		}
+	}
+	return h, nil
 }
 
 var unmarshalEvent = protojson.UnmarshalOptions{DiscardUnknown: true, AllowPartial: true}
 
 func (h *WebhookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	outcome := h.serve(w, r)
-	h.metrics.requests.WithLabelValues("webhook", outcome).Inc()
+	if c, ok := h.requests[outcome]; ok {
+		c.Inc()
+	} else {
+		h.metrics.requests.WithLabelValues("webhook", outcome).Inc()
+	}
 }
 
 // serve handles one request and returns its outcome label.
@@ -146,13 +167,12 @@ func (h *WebhookHandler) store(w http.ResponseWriter, ctx context.Context, ev *l
 	msg := nats.NewMsg(h.subjects.Webhook(ev.Event))
 	msg.Data = body
 	msg.Header.Set(HeaderEvent, ev.Event)
-	msg.Header.Set(HeaderReceivedAt, h.now().UTC().Format(time.RFC3339Nano))
 	msg.Header.Set(HeaderAPIKey, apiKey)
 	ctx, cancel := context.WithTimeout(ctx, h.timeout)
 	defer cancel()
 	start := time.Now()
 	ack, err := h.pub.PublishMsg(ctx, msg, jetstream.WithMsgID(ev.Id), jetstream.WithExpectStream(h.subjects.WebhookStream()))
-	h.metrics.publishLatency.WithLabelValues(h.subjects.WebhookStream()).Observe(time.Since(start).Seconds())
+	h.publishLatency.Observe(time.Since(start).Seconds())
 	if err != nil {
 		h.log.Warn("webhook not stored", "event_id", ev.Id, "event", ev.Event, "err", err)
 		h.metrics.webhookEvents.WithLabelValues(ev.Event, "unavailable").Inc()
@@ -163,8 +183,8 @@ func (h *WebhookHandler) store(w http.ResponseWriter, ctx context.Context, ev *l
 	if ack.Duplicate {
 		outcome = "duplicate"
 	}
-	h.metrics.webhookEvents.WithLabelValues(ev.Event, outcome).Inc()
-	if h.log.Enabled(ctx, slog.LevelDebug) { // skip boxing the attributes on the hot path
+	h.stored[eventOutcome{ev.Event, outcome}].Inc() // pre-resolved: kept events only reach here
+	if h.log.Enabled(ctx, slog.LevelDebug) {        // skip boxing the attributes on the hot path
 		h.log.Debug("webhook stored", "event_id", ev.Id, "event", ev.Event, "seq", ack.Sequence, "duplicate", ack.Duplicate)
 	}
 	w.WriteHeader(http.StatusOK)
