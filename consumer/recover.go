@@ -29,8 +29,10 @@ type sweeper struct {
 	log    *slog.Logger
 }
 
-func (s *sweeper) run(ctx context.Context) {
-	t := time.NewTicker(s.interval)
+// periodically runs round every interval until ctx ends, counting and
+// logging each round; kind names it (sweep, reconcile).
+func periodically(ctx context.Context, interval time.Duration, kind string, l *Locator, round func(context.Context) (int, error)) {
+	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
 		select {
@@ -38,15 +40,17 @@ func (s *sweeper) run(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		n, err := s.sweep(ctx)
+		n, err := round(ctx)
 		if err != nil && !errors.Is(err, context.Canceled) {
-			s.log.Warn("sweep failed", "err", err)
+			l.log.Warn(kind+" failed", "err", err)
 			continue
 		}
-		s.loc.metrics.recoveryRuns.WithLabelValues("sweep").Inc()
-		s.log.Info("sweep done", "sessions_checked", n)
+		l.metrics.recoveryRuns.WithLabelValues(kind).Inc()
+		l.log.Info(kind+" done", "submitted", n)
 	}
 }
+
+func (s *sweeper) run(ctx context.Context) { periodically(ctx, s.interval, "sweep", s.loc, s.sweep) }
 
 // sweep submits every recent session in the store once; it returns how many.
 func (s *sweeper) sweep(ctx context.Context) (int, error) {
@@ -97,22 +101,7 @@ func newEgressClient(url, key, secret string) egressLister {
 }
 
 func (r *reconciler) run(ctx context.Context) {
-	t := time.NewTicker(r.interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		n, err := r.reconcile(ctx)
-		if err != nil && !errors.Is(err, context.Canceled) {
-			r.log.Warn("egress reconcile failed", "err", err)
-			continue
-		}
-		r.loc.metrics.recoveryRuns.WithLabelValues("reconcile").Inc()
-		r.log.Info("egress reconcile done", "egresses", n)
-	}
+	periodically(ctx, r.interval, "reconcile", r.loc, r.reconcile)
 }
 
 // ended are the terminal egress states.
