@@ -103,12 +103,27 @@ func (l *Locator) jobEnded(ctx context.Context, ev *livekit.WebhookEvent) error 
 	if err != nil {
 		return err
 	}
+	var legacy []located
 	for _, f := range found {
-		if v, _ := l.layout.Match(f.dir + recording.ObjectHeader); v.JobID == job.GetId() {
-			f.agentName, f.origin = job.GetAgentName(), "agent_job_ended"
-			f.inferredError = job.GetState().GetStatus() == livekit.JobStatus_JS_FAILED
+		f.agentName, f.origin = job.GetAgentName(), "agent_job_ended"
+		f.inferredError = job.GetState().GetStatus() == livekit.JobStatus_JS_FAILED
+		v, _ := l.layout.Match(f.dir + recording.ObjectHeader)
+		if v.JobID == job.GetId() {
 			return l.publish(ctx, f)
 		}
+		if strings.HasPrefix(v.JobID, "h-") {
+			legacy = append(legacy, f)
+		}
+	}
+	// SDKs before 1.6.6 send no job_id: their sessions are keyed
+	// room_id/h-<hash>, and the room's job can only be matched by room.
+	for _, f := range legacy {
+		if err := l.publish(ctx, f); err != nil {
+			return err
+		}
+	}
+	if len(legacy) > 0 {
+		return nil
 	}
 	return errNotYet
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lkscore/lkscore/config"
+	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/scoring"
 )
 
@@ -293,5 +294,31 @@ func TestPipelineInferredCloseReason(t *testing.T) {
 	cards := results(t, ns.URL())
 	if c := cards[0]; c.Completion.CloseReason != "CR_ERROR" || c.Completion.CloseReasonSource != "inferred" || c.Session.AgentName != "agent-x" || c.Overall.Verdict != scoring.Fail {
 		t.Fatalf("scorecard %+v %+v", c.Completion, c.Session)
+	}
+}
+
+// TestPipelineLegacyUploadMatchesJob: an upload from an SDK before 1.6.6
+// (no job_id) is still matched by its room's agent_job_ended.
+func TestPipelineLegacyUploadMatchesJob(t *testing.T) {
+	ns := startNATS(t)
+	cfg := pipelineConfig(t, ns.URL())
+	cfg.Pipeline.RecordingDeadline = 2 * time.Second
+	header := testHeaderSummary(t, "RM_Legacy", "", `{"close_reason":"CR_COMPLETED"}`)
+	key := recording.SessionKey("RM_Legacy", "", header)
+	dir := filepath.Join(cfg.DataDir, "recordings", filepath.FromSlash(key))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_ = os.WriteFile(filepath.Join(dir, "chat_history.json"), mustReadFile(t, filepath.Join(scenarioDir, "1_clean_call", "chat_history.json")), 0o644)
+	_ = os.WriteFile(filepath.Join(dir, "header.binpb"), header, 0o644)
+	d, _ := startDaemon(t, cfg)
+	sendWebhook(t, d, jobEnded("EV_legacy", "RM_Legacy", "AJ_Unknown", "legacy-agent", livekit.JobStatus_JS_SUCCESS))
+	waitFor(t, "the legacy session to be scored", func() bool { return len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")) == 1 })
+	quiesce(t, ns.URL(), defaultConsumers)
+	if c := results(t, ns.URL())[0]; c.Session.Key != key || c.Session.AgentName != "legacy-agent" {
+		t.Fatalf("scorecard session %+v", c.Session)
+	}
+	if n := len(streamMsgs(t, ns.URL(), "LKSCORE_DLQ")); n != 0 {
+		t.Fatalf("%d dead letters", n)
 	}
 }
