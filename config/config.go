@@ -238,7 +238,9 @@ func load(path string, getenv func(string) string, set func(*Config), requireKey
 		set(&cfg)
 	}
 	keysErr := cfg.LiveKit.loadKeys(getenv)
-	if !requireKeys && len(cfg.LiveKit.Keys) == 0 {
+	// Only signature checks (ingest) and the reconciler need a key.
+	needKeys := requireKeys && (cfg.Role != "worker" || cfg.Pipeline.LiveKitURL != "")
+	if !needKeys && len(cfg.LiveKit.Keys) == 0 {
 		keysErr = nil
 	}
 	if err := errors.Join(envErr, keysErr, cfg.Validate()); err != nil {

@@ -92,6 +92,15 @@ func TestLoadErrors(t *testing.T) {
 	}
 }
 
+func TestWorkerNeedsNoKeys(t *testing.T) {
+	if _, err := Load("", env(map[string]string{"LKSCORE_ROLE": "worker"}), nil); err != nil {
+		t.Fatalf("a worker without the reconciler needs no LiveKit key: %v", err)
+	}
+	if _, err := Load("", env(map[string]string{"LKSCORE_ROLE": "worker", "LKSCORE_LIVEKIT_URL": "https://x.livekit.cloud"}), nil); err == nil {
+		t.Fatal("the reconciler needs a key to sign ListEgress")
+	}
+}
+
 func TestSecretsNotLogged(t *testing.T) {
 	e := map[string]string{"LIVEKIT_API_KEY": "devkey", "LIVEKIT_API_SECRET": "s3cr3t-value", "LKSCORE_NATS_URL": "nats://user:pa55@nats:4222"}
 	cfg, err := Load("", env(e), nil)
