@@ -19,10 +19,8 @@ import (
 	"time"
 
 	"github.com/livekit/protocol/auth"
-	"github.com/livekit/protocol/livekit"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/recording"
@@ -163,9 +161,9 @@ func (c *CollectorHandler) receive(ctx context.Context, mr *multipart.Reader) (*
 	if err != nil {
 		return nil, readErr("header", err)
 	}
-	var hdr livekit.MetricsRecordingHeader
-	if err := proto.Unmarshal(headerBytes, &hdr); err != nil {
-		return nil, refuse(http.StatusBadRequest, "bad_request", "header is not a MetricsRecordingHeader: %v", err)
+	hdr, err := recording.ParseHeader(headerBytes, int(c.limits.HeaderBytes))
+	if err != nil {
+		return nil, refuse(http.StatusBadRequest, "bad_request", "%v", err)
 	}
 	if !idRE.MatchString(hdr.RoomId) {
 		return nil, refuse(http.StatusBadRequest, "bad_request", "header room_id %q is missing or invalid", hdr.RoomId)

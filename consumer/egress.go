@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"path"
 	"strings"
 
@@ -77,11 +78,10 @@ func (l *Locator) egressEnded(ctx context.Context, ev *livekit.WebhookEvent) err
 
 // multipartObject locates a session stored as one raw multipart body.
 func (l *Locator) multipartObject(ctx context.Context, loc recording.Location) error {
-	br, ok := l.store.(bucketReader)
-	if !ok {
+	if _, ok := l.store.(bucketReader); !ok {
 		return permanent(fmt.Errorf("egress location s3://%s/%s: the recording store is not S3", loc.Bucket, loc.Key))
 	}
-	rc, err := br.OpenBucket(ctx, loc.Bucket, loc.Key, int64(l.lim.HeaderBytes)+l.lim.Chat.MaxBytes+maxMultipartAudio)
+	rc, err := openObject(ctx, l.store, loc.Bucket, loc.Key, l.lim)
 	if errors.Is(err, recording.ErrNotFound) {
 		return errNotYet
 	}
@@ -97,17 +97,23 @@ func (l *Locator) multipartObject(ctx context.Context, loc recording.Location) e
 	if err != nil {
 		return err
 	}
-	item := WorkItem{
-		SessionKey: s.Key, RoomID: s.RoomID, RoomName: s.RoomName, JobID: s.JobID,
-		CloseReason: s.CloseReason, CloseReasonSource: s.CloseReasonSource,
-		Object: loc.Key, Bucket: loc.Bucket, Location: "s3://" + loc.Bucket + "/" + loc.Key,
-		Origin: "egress_ended", Problems: s.Problems, LocatedAt: l.now().UTC(),
-	}
+	item := l.workItem(s, "egress_ended")
+	item.Object, item.Bucket, item.Location = loc.Key, loc.Bucket, "s3://"+loc.Bucket+"/"+loc.Key
 	return l.submit(ctx, item)
 }
 
 // maxMultipartAudio bounds the audio part read (and discarded) from a raw multipart object.
 const maxMultipartAudio = 2 << 30
+
+// openObject opens a raw multipart upload object, in another bucket when
+// one is named and the store can read it (S3), else in the store itself.
+func openObject(ctx context.Context, store storeReader, bucket, key string, lim recording.Limits) (io.ReadCloser, error) {
+	max := int64(lim.HeaderBytes) + lim.Chat.MaxBytes + maxMultipartAudio
+	if br, ok := store.(bucketReader); ok && bucket != "" {
+		return br.OpenBucket(ctx, bucket, key, max)
+	}
+	return store.Open(ctx, key, max)
+}
 
 // kvToken makes a string safe as one key-value key token.
 func kvToken(s string) string {

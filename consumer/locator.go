@@ -1,7 +1,6 @@
 package consumer
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -170,36 +169,29 @@ func (l *Locator) publish(ctx context.Context, f located) error {
 	if err != nil {
 		return err
 	}
-	item := WorkItem{
-		SessionKey: s.Key, RoomID: s.RoomID, RoomName: s.RoomName, JobID: s.JobID, AgentName: f.agentName,
-		CloseReason: s.CloseReason, CloseReasonSource: s.CloseReasonSource,
-		Dir: f.dir, Location: l.location(f.dir), Origin: f.origin, Problems: s.Problems, LocatedAt: l.now().UTC(),
-	}
+	item := l.workItem(s, f.origin)
+	item.AgentName, item.Dir, item.Location = f.agentName, f.dir, l.location(f.dir)
 	if item.CloseReasonSource == recording.SourceAbsent && f.inferredError {
 		item.CloseReason, item.CloseReasonSource = "CR_ERROR", recording.SourceInferred
 	}
 	return l.submit(ctx, item)
 }
 
+// workItem is the work for a parsed session; the caller says where it is.
+func (l *Locator) workItem(s *recording.Session, origin string) WorkItem {
+	return WorkItem{
+		SessionKey: s.Key, RoomID: s.RoomID, RoomName: s.RoomName, JobID: s.JobID,
+		CloseReason: s.CloseReason, CloseReasonSource: s.CloseReasonSource,
+		Origin: origin, Problems: s.Problems, LocatedAt: l.now().UTC(),
+	}
+}
+
 func (l *Locator) readHeader(ctx context.Context, dir string) (*recording.Session, error) {
-	rc, err := l.store.Open(ctx, dir+recording.ObjectHeader, int64(l.lim.HeaderBytes))
-	switch {
-	case errors.Is(err, recording.ErrNotFound):
+	s, err := recording.LoadHeader(ctx, l.store, dir, l.lim)
+	if errors.Is(err, recording.ErrNotFound) {
 		return nil, errNotYet
-	case errors.Is(err, recording.ErrLimit):
-		return nil, permanent(err)
-	case err != nil:
-		return nil, err
 	}
-	defer rc.Close()
-	var buf bytes.Buffer
-	if _, err := buf.ReadFrom(rc); err != nil {
-		if errors.Is(err, recording.ErrLimit) {
-			return nil, permanent(err)
-		}
-		return nil, fmt.Errorf("read %s: %w", dir+recording.ObjectHeader, err)
-	}
-	return recording.NewSession(buf.Bytes(), l.lim) // a ParseError is permanent
+	return s, err // parse errors and limits are permanent (isPermanent)
 }
 
 func (l *Locator) location(dir string) string {

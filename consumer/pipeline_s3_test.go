@@ -59,16 +59,8 @@ func TestPipelineEgressEnded(t *testing.T) {
 	srv := testenv.StartS3(t)
 	s3Env(t, testenv.S3SecretKey)
 	newTestS3Store(t, srv, "rec")
-	egress := newTestS3Store(t, srv, "egress-out")
+	putRawUpload(t, newTestS3Store(t, srv, "egress-out"), "5_bad_hearing", "RM_BadHearing05.upload")
 	ctx := context.Background()
-	header := mustReadFile(t, filepath.Join(scenarioDir, "5_bad_hearing", "header.binpb"))
-	chat := mustReadFile(t, filepath.Join(scenarioDir, "5_bad_hearing", "chat_history.json"))
-	body, _ := pythonUpload(t, fullParts(header, chat, []byte("OggS"))[:3])
-	up, _ := egress.Begin(ctx, "uploads/")
-	if _, err := up.Write(ctx, "RM_BadHearing05.upload", bytes.NewReader(body), 1<<20); err != nil {
-		t.Fatal(err)
-	}
-	_ = up.Commit(ctx)
 
 	ns := startNATS(t)
 	cfg := pipelineConfig(t, ns.URL())
@@ -139,14 +131,7 @@ func TestPipelineEgressReconciler(t *testing.T) {
 	srv := testenv.StartS3(t)
 	s3Env(t, testenv.S3SecretKey)
 	newTestS3Store(t, srv, "rec")
-	egress := newTestS3Store(t, srv, "egress-out")
-	ctx := context.Background()
-	header := mustReadFile(t, filepath.Join(scenarioDir, "3_barge_in", "header.binpb"))
-	chat := mustReadFile(t, filepath.Join(scenarioDir, "3_barge_in", "chat_history.json"))
-	body, _ := pythonUpload(t, fullParts(header, chat, nil)[:2])
-	up, _ := egress.Begin(ctx, "uploads/")
-	_, _ = up.Write(ctx, "barge.upload", bytes.NewReader(body), 1<<20)
-	_ = up.Commit(ctx)
+	putRawUpload(t, newTestS3Store(t, srv, "egress-out"), "3_barge_in", "barge.upload")
 
 	api := &fakeEgressAPI{t: t, items: []*livekit.EgressInfo{
 		{EgressId: "EG_done", RoomId: "RM_BargeIn03", Status: livekit.EgressStatus_EGRESS_COMPLETE, EndedAt: time.Now().UnixNano(),
@@ -193,5 +178,25 @@ func TestPipelineSweep(t *testing.T) {
 	}
 	if n := len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")); n != 1 {
 		t.Fatalf("%d scorecards, want 1", n)
+	}
+}
+
+// putRawUpload stores a scenario's upload as one raw multipart object under
+// uploads/, the way an egress-side recorder might keep the SDK's POST body.
+func putRawUpload(t *testing.T, st *S3Store, scenario, name string) {
+	t.Helper()
+	ctx := context.Background()
+	header := mustReadFile(t, filepath.Join(scenarioDir, scenario, "header.binpb"))
+	chat := mustReadFile(t, filepath.Join(scenarioDir, scenario, "chat_history.json"))
+	body, _ := pythonUpload(t, fullParts(header, chat, []byte("OggS")))
+	up, err := st.Begin(ctx, "uploads/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := up.Write(ctx, name, bytes.NewReader(body), 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	if err := up.Commit(ctx); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"time"
 
@@ -86,14 +85,7 @@ func (w *Worker) load(ctx context.Context, item WorkItem) (*recording.Session, e
 		}
 		return s, err
 	}
-	max := int64(w.lim.HeaderBytes) + w.lim.Chat.MaxBytes + maxMultipartAudio
-	var rc io.ReadCloser
-	var err error
-	if br, ok := w.store.(bucketReader); ok && item.Bucket != "" {
-		rc, err = br.OpenBucket(ctx, item.Bucket, item.Object, max)
-	} else {
-		rc, err = w.store.Open(ctx, item.Object, max)
-	}
+	rc, err := openObject(ctx, w.store, item.Bucket, item.Object, w.lim)
 	if errors.Is(err, recording.ErrNotFound) {
 		return nil, permanent(fmt.Errorf("recording gone from the store: %w", err))
 	}

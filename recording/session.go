@@ -107,11 +107,7 @@ func FromHeader(h *livekit.MetricsRecordingHeader, headerBytes []byte) *Session 
 // (ending in "/"): the header is required; a missing chat history is a
 // problem, not an error.
 func Load(ctx context.Context, src ObjectReader, dir string, lim Limits) (*Session, error) {
-	hb, err := readAll(ctx, src, dir+ObjectHeader, int64(lim.HeaderBytes))
-	if err != nil {
-		return nil, err
-	}
-	s, err := NewSession(hb, lim)
+	s, err := LoadHeader(ctx, src, dir, lim)
 	if err != nil {
 		return nil, err
 	}
@@ -132,6 +128,16 @@ func Load(ctx context.Context, src ObjectReader, dir string, lim Limits) (*Sessi
 	}
 	s.AttachChat(chat)
 	return s, nil
+}
+
+// LoadHeader reads and parses only the header (and its summary) of the
+// session under dir: the small read the locator needs.
+func LoadHeader(ctx context.Context, src ObjectReader, dir string, lim Limits) (*Session, error) {
+	hb, err := readAll(ctx, src, dir+ObjectHeader, int64(lim.HeaderBytes))
+	if err != nil {
+		return nil, err
+	}
+	return NewSession(hb, lim)
 }
 
 // AttachChat sets the chat history and carries its problems over.
