@@ -16,6 +16,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/scoring"
 )
 
@@ -32,6 +33,7 @@ type Config struct {
 	// ShutdownTimeout bounds the whole graceful shutdown.
 	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
 
+	HTTP       HTTP       `yaml:"http"`
 	LiveKit    LiveKit    `yaml:"livekit"`
 	NATS       NATS       `yaml:"nats"`
 	Webhook    Webhook    `yaml:"webhook"`
@@ -88,6 +90,10 @@ type NATS struct {
 	DuplicateWindow time.Duration `yaml:"duplicate_window"`
 	// PublishTimeout bounds one acknowledged publish.
 	PublishTimeout time.Duration `yaml:"publish_timeout"`
+	// RequestTimeout bounds one JetStream API request (stream, consumer and
+	// bucket management, message lookups, lag polls) and the embedded
+	// server's start-up.
+	RequestTimeout time.Duration `yaml:"request_timeout"`
 }
 
 // Webhook configures POST /webhook.
@@ -106,6 +112,30 @@ type Limits struct {
 	AudioBytes       int64 `yaml:"audio_bytes"`
 	// OTLPBytes caps the OTLP bodies that are accepted and discarded.
 	OTLPBytes int64 `yaml:"otlp_bytes"`
+}
+
+// multipartOverhead is room for part headers and boundaries in a raw
+// multipart upload, on top of the parts' own limits.
+const multipartOverhead = 64 << 10
+
+// UploadBytes caps a whole multipart upload: every part at its limit plus
+// the framing. The collector, the egress path and inspect all use it.
+func (l Limits) UploadBytes() int64 {
+	return l.HeaderBytes + l.ChatHistoryBytes + l.AudioBytes + multipartOverhead
+}
+
+// Parser returns the limits the recording parser enforces.
+func (l Limits) Parser() recording.Limits {
+	return recording.Limits{HeaderBytes: int(l.HeaderBytes),
+		Chat: recording.ChatLimits{MaxBytes: l.ChatHistoryBytes, MaxItems: l.ChatItems}}
+}
+
+// HTTP configures both HTTP servers (ingest and ops).
+type HTTP struct {
+	// ReadHeaderTimeout bounds how long a client may take to send request headers.
+	ReadHeaderTimeout time.Duration `yaml:"read_header_timeout"`
+	// IdleTimeout closes keep-alive connections idle for this long.
+	IdleTimeout time.Duration `yaml:"idle_timeout"`
 }
 
 // Recordings configures where recording uploads live.
@@ -148,7 +178,9 @@ func Default() Config {
 			MaxBytes:        -1,
 			DuplicateWindow: 10 * time.Minute,
 			PublishTimeout:  3 * time.Second,
+			RequestTimeout:  10 * time.Second,
 		},
+		HTTP: HTTP{ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute},
 		Webhook: Webhook{
 			MaxBodyBytes: 1 << 20,
 			Events:       []string{"room_finished", "egress_ended", "agent_job_ended"},
@@ -165,7 +197,7 @@ func Default() Config {
 		Scoring:    scoring.DefaultConfig(),
 		Role:       "all",
 		Pipeline: Pipeline{
-			CloseReasons:      []string{"CR_UNKNOWN", "CR_ERROR", "CR_PARTICIPANT_DISCONNECTED", "CR_USER_INITIATED", "CR_COMPLETED"},
+			CloseReasons:      DefaultCloseReasons(),
 			Pool:              "default",
 			Concurrency:       4,
 			RecordingDeadline: 30 * time.Minute,
@@ -175,6 +207,7 @@ func Default() Config {
 			RetryBase:         5 * time.Second,
 			SweepRate:         50,
 			ReconcileInterval: 5 * time.Minute,
+			LiveKitTimeout:    30 * time.Second,
 		},
 	}
 }

@@ -1,6 +1,11 @@
 package config
 
-import "time"
+import (
+	"slices"
+	"time"
+
+	"github.com/livekit/protocol/livekit/agent"
+)
 
 // Pipeline configures the locator, the scoring workers and dead letters.
 type Pipeline struct {
@@ -27,7 +32,38 @@ type Pipeline struct {
 	// LiveKitURL, when set, enables the egress reconciler (ListEgress every ReconcileInterval).
 	LiveKitURL        string        `yaml:"livekit_url"`
 	ReconcileInterval time.Duration `yaml:"reconcile_interval"`
+	// LiveKitTimeout bounds one ListEgress call of the reconciler.
+	LiveKitTimeout time.Duration `yaml:"livekit_timeout"`
 	// LiveKitAPIKey picks the key (from the configured keys) the reconciler
 	// signs with; empty takes the first key in sort order.
 	LiveKitAPIKey string `yaml:"livekit_api_key"`
+}
+
+// CloseReasons are the proto close reason names (livekit.agent.CloseReason),
+// in enum order: the one list config, the locator and the workers share.
+func CloseReasons() []string {
+	nums := make([]int32, 0, len(agent.CloseReason_name))
+	for n := range agent.CloseReason_name {
+		nums = append(nums, n)
+	}
+	slices.Sort(nums)
+	out := make([]string, len(nums))
+	for i, n := range nums {
+		out[i] = agent.CloseReason_name[n]
+	}
+	return out
+}
+
+// ValidCloseReason reports whether name is a proto close reason name.
+func ValidCloseReason(name string) bool {
+	_, ok := agent.CloseReason_value[name]
+	return ok
+}
+
+// DefaultCloseReasons is every close reason but CR_JOB_SHUTDOWN: a job the
+// worker shut down (a deploy, a scale-in) says nothing about the agent.
+func DefaultCloseReasons() []string {
+	return slices.DeleteFunc(CloseReasons(), func(r string) bool {
+		return r == agent.CloseReason_CR_JOB_SHUTDOWN.String()
+	})
 }

@@ -21,9 +21,6 @@ var knownEvents = map[string]bool{
 	"agent_job_pending": true, "agent_job_started": true, "agent_job_ended": true,
 }
 
-var closeReasons = map[string]bool{"CR_UNKNOWN": true, "CR_ERROR": true, "CR_JOB_SHUTDOWN": true,
-	"CR_PARTICIPANT_DISCONNECTED": true, "CR_USER_INITIATED": true, "CR_COMPLETED": true}
-
 // KnownEvent reports whether name is a LiveKit webhook event name.
 func KnownEvent(name string) bool { return knownEvents[name] }
 
@@ -32,165 +29,200 @@ var (
 	streamPrefixRE  = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 )
 
+// problems collects validation errors, each naming its key.
+type problems []error
+
+func (p *problems) add(format string, a ...any) { *p = append(*p, fmt.Errorf(format, a...)) }
+
+func (p *problems) positive(key string, d time.Duration) {
+	if d <= 0 {
+		p.add("%s: must be positive, got %s", key, d)
+	}
+}
+
+func (p *problems) url(key, v string, schemes ...string) {
+	for _, s := range schemes {
+		if strings.HasPrefix(v, s) {
+			return
+		}
+	}
+	p.add("%s: %q must start with %s", key, v, strings.Join(schemes, " or "))
+}
+
 // Validate reports every problem at once, each naming its key.
 func (c Config) Validate() error {
-	var errs []error
-	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	var p problems
+	c.validateServer(&p)
+	c.NATS.validate(&p)
+	c.Webhook.validate(&p)
+	c.Limits.validate(&p)
+	c.validateStorage(&p)
+	if err := c.Scoring.Validate(); err != nil {
+		p = append(p, err)
+	}
+	c.validatePipeline(&p)
+	return errors.Join(p...)
+}
 
+func (c Config) validateServer(p *problems) {
 	for key, addr := range map[string]string{"listen": c.Listen, "ops_listen": c.OpsListen} {
 		if _, _, err := net.SplitHostPort(addr); err != nil {
-			add("%s: %q is not host:port", key, addr)
+			p.add("%s: %q is not host:port", key, addr)
 		}
 	}
 	if c.Listen == c.OpsListen && c.Listen != "" && !strings.HasSuffix(c.Listen, ":0") {
-		add("ops_listen: must differ from listen (%q)", c.Listen)
+		p.add("ops_listen: must differ from listen (%q)", c.Listen)
 	}
 	if c.DataDir == "" {
-		add("data_dir: required")
+		p.add("data_dir: required")
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
 	default:
-		add("log_level: %q is not one of debug, info, warn, error", c.LogLevel)
+		p.add("log_level: %q is not one of debug, info, warn, error", c.LogLevel)
 	}
-	positive := func(key string, d time.Duration) {
-		if d <= 0 {
-			add("%s: must be positive, got %s", key, d)
-		}
-	}
-	positive("shutdown_timeout", c.ShutdownTimeout)
-
-	n := c.NATS
-	if !subjectPrefixRE.MatchString(n.SubjectPrefix) {
-		add("nats.subject_prefix: %q must be dot-separated tokens ending in a dot, e.g. \"lkscore.\"", n.SubjectPrefix)
-	}
-	if !streamPrefixRE.MatchString(n.StreamPrefix) {
-		add("nats.stream_prefix: %q may hold only letters, digits, '-' and '_'", n.StreamPrefix)
-	}
-	if n.Replicas < 1 || n.Replicas > 5 {
-		add("nats.replicas: must be 1..5, got %d", n.Replicas)
-	}
-	if n.Storage != "file" && n.Storage != "memory" {
-		add("nats.storage: %q is not file or memory", n.Storage)
-	}
-	if n.EmbeddedPort < -1 || n.EmbeddedPort > 65535 {
-		add("nats.embedded_port: %d is not a port (-1 = random)", n.EmbeddedPort)
-	}
-	if (n.TLSCertFile == "") != (n.TLSKeyFile == "") {
-		add("nats.tls_cert_file and nats.tls_key_file: set both or neither")
-	}
-	if n.CredsFile != "" && n.NKeyFile != "" {
-		add("nats.nkey_file: set either nats.creds_file or nats.nkey_file, not both")
-	}
-	positive("nats.max_age", n.MaxAge)
-	positive("nats.publish_timeout", n.PublishTimeout)
-	if n.DuplicateWindow < TokenLifetime {
-		add("nats.duplicate_window: %s is shorter than a LiveKit token's lifetime (%s): replays would be stored twice", n.DuplicateWindow, TokenLifetime)
-	}
-	if n.MaxAge > 0 && n.DuplicateWindow > n.MaxAge {
-		add("nats.duplicate_window: %s exceeds nats.max_age %s", n.DuplicateWindow, n.MaxAge)
-	}
-	if n.MaxBytes == 0 || n.MaxBytes < -1 {
-		add("nats.max_bytes: must be positive or -1 (unlimited), got %d", n.MaxBytes)
-	}
-	if n.PublishTimeout >= 10*time.Second {
-		add("nats.publish_timeout: %s must stay under LiveKit's 10s webhook timeout", n.PublishTimeout)
-	}
-
-	if c.Webhook.MaxBodyBytes < 1024 {
-		add("webhook.max_body_bytes: must be at least 1024, got %d", c.Webhook.MaxBodyBytes)
-	}
-	if len(c.Webhook.Events) == 0 {
-		add("webhook.events: at least one event is required")
-	}
-	for i, e := range c.Webhook.Events {
-		if !knownEvents[e] {
-			add("webhook.events[%d]: %q is not a LiveKit webhook event", i, e)
-		}
-	}
-
-	limits := []struct {
-		key string
-		v   int64
-	}{
-		{"limits.header_bytes", c.Limits.HeaderBytes},
-		{"limits.chat_history_bytes", c.Limits.ChatHistoryBytes},
-		{"limits.chat_items", int64(c.Limits.ChatItems)},
-		{"limits.audio_bytes", c.Limits.AudioBytes},
-		{"limits.otlp_bytes", c.Limits.OTLPBytes},
-	}
-	for _, l := range limits {
-		if l.v <= 0 {
-			add("%s: must be positive, got %d", l.key, l.v)
-		}
-	}
-	if c.Limits.HeaderBytes > 1<<20 {
-		add("limits.header_bytes: %d is over 1 MiB; a header is ~16.5 KiB at most", c.Limits.HeaderBytes)
-	}
-	if _, err := recording.NewLayout(c.S3.Prefix, c.Recordings.KeyTemplate); err != nil {
-		add("recordings.key_template: %v", err)
-	}
-	if c.S3.Bucket == "" && (c.S3.Endpoint != "" || c.S3.Prefix != "") {
-		add("s3.bucket: required when s3.endpoint or s3.prefix is set")
-	}
-	if c.S3.Endpoint != "" && !strings.HasPrefix(c.S3.Endpoint, "http://") && !strings.HasPrefix(c.S3.Endpoint, "https://") {
-		add("s3.endpoint: %q must start with http:// or https://", c.S3.Endpoint)
-	}
-	if err := c.Scoring.Validate(); err != nil {
-		errs = append(errs, err)
-	}
+	p.positive("shutdown_timeout", c.ShutdownTimeout)
+	p.positive("http.read_header_timeout", c.HTTP.ReadHeaderTimeout)
+	p.positive("http.idle_timeout", c.HTTP.IdleTimeout)
 	switch c.Role {
 	case "all", "ingest", "worker":
 	default:
-		add("role: %q is not all, ingest or worker", c.Role)
+		p.add("role: %q is not all, ingest or worker", c.Role)
 	}
-	p := c.Pipeline
-	if len(p.CloseReasons) == 0 {
-		add("pipeline.close_reasons: at least one close reason is required")
+}
+
+func (n NATS) validate(p *problems) {
+	if !subjectPrefixRE.MatchString(n.SubjectPrefix) {
+		p.add("nats.subject_prefix: %q must be dot-separated tokens ending in a dot, e.g. \"lkscore.\"", n.SubjectPrefix)
+	}
+	if !streamPrefixRE.MatchString(n.StreamPrefix) {
+		p.add("nats.stream_prefix: %q may hold only letters, digits, '-' and '_'", n.StreamPrefix)
+	}
+	if n.Replicas < 1 || n.Replicas > 5 {
+		p.add("nats.replicas: must be 1..5, got %d", n.Replicas)
+	}
+	if n.Storage != "file" && n.Storage != "memory" {
+		p.add("nats.storage: %q is not file or memory", n.Storage)
+	}
+	if n.EmbeddedPort < -1 || n.EmbeddedPort > 65535 {
+		p.add("nats.embedded_port: %d is not a port (-1 = random)", n.EmbeddedPort)
+	}
+	if (n.TLSCertFile == "") != (n.TLSKeyFile == "") {
+		p.add("nats.tls_cert_file and nats.tls_key_file: set both or neither")
+	}
+	if n.CredsFile != "" && n.NKeyFile != "" {
+		p.add("nats.nkey_file: set either nats.creds_file or nats.nkey_file, not both")
+	}
+	p.positive("nats.max_age", n.MaxAge)
+	p.positive("nats.publish_timeout", n.PublishTimeout)
+	p.positive("nats.request_timeout", n.RequestTimeout)
+	if n.DuplicateWindow < TokenLifetime {
+		p.add("nats.duplicate_window: %s is shorter than a LiveKit token's lifetime (%s): replays would be stored twice", n.DuplicateWindow, TokenLifetime)
+	}
+	if n.MaxAge > 0 && n.DuplicateWindow > n.MaxAge {
+		p.add("nats.duplicate_window: %s exceeds nats.max_age %s", n.DuplicateWindow, n.MaxAge)
+	}
+	if n.MaxBytes == 0 || n.MaxBytes < -1 {
+		p.add("nats.max_bytes: must be positive or -1 (unlimited), got %d", n.MaxBytes)
+	}
+	if n.PublishTimeout >= 10*time.Second {
+		p.add("nats.publish_timeout: %s must stay under LiveKit's 10s webhook timeout", n.PublishTimeout)
+	}
+}
+
+func (w Webhook) validate(p *problems) {
+	if w.MaxBodyBytes < 1024 {
+		p.add("webhook.max_body_bytes: must be at least 1024, got %d", w.MaxBodyBytes)
+	}
+	if len(w.Events) == 0 {
+		p.add("webhook.events: at least one event is required")
+	}
+	for i, e := range w.Events {
+		if !knownEvents[e] {
+			p.add("webhook.events[%d]: %q is not a LiveKit webhook event", i, e)
+		}
+	}
+}
+
+func (l Limits) validate(p *problems) {
+	for _, v := range []struct {
+		key string
+		v   int64
+	}{
+		{"limits.header_bytes", l.HeaderBytes},
+		{"limits.chat_history_bytes", l.ChatHistoryBytes},
+		{"limits.chat_items", int64(l.ChatItems)},
+		{"limits.audio_bytes", l.AudioBytes},
+		{"limits.otlp_bytes", l.OTLPBytes},
+	} {
+		if v.v <= 0 {
+			p.add("%s: must be positive, got %d", v.key, v.v)
+		}
+	}
+	if l.HeaderBytes > 1<<20 {
+		p.add("limits.header_bytes: %d is over 1 MiB; a header is ~16.5 KiB at most", l.HeaderBytes)
+	}
+}
+
+// validateStorage checks the recording layout and the S3 settings.
+func (c Config) validateStorage(p *problems) {
+	if _, err := recording.NewLayout(c.S3.Prefix, c.Recordings.KeyTemplate); err != nil {
+		p.add("recordings.key_template: %v", err)
+	}
+	if c.S3.Bucket == "" && (c.S3.Endpoint != "" || c.S3.Prefix != "") {
+		p.add("s3.bucket: required when s3.endpoint or s3.prefix is set")
+	}
+	if c.S3.Endpoint != "" {
+		p.url("s3.endpoint", c.S3.Endpoint, "http://", "https://")
+	}
+	p.positive("s3.request_timeout", c.S3.RequestTimeout)
+	if c.S3.MaxAttempts < 1 || c.S3.MaxAttempts > 20 {
+		p.add("s3.max_attempts: must be 1..20, got %d", c.S3.MaxAttempts)
+	}
+}
+
+func (c Config) validatePipeline(p *problems) {
+	pl := c.Pipeline
+	if len(pl.CloseReasons) == 0 {
+		p.add("pipeline.close_reasons: at least one close reason is required")
 	}
 	seen := map[string]bool{}
-	for i, r := range p.CloseReasons {
-		if !closeReasons[r] {
-			add("pipeline.close_reasons[%d]: %q is not a proto close reason name (CR_UNKNOWN, CR_ERROR, CR_JOB_SHUTDOWN, CR_PARTICIPANT_DISCONNECTED, CR_USER_INITIATED, CR_COMPLETED)", i, r)
+	for i, r := range pl.CloseReasons {
+		if !ValidCloseReason(r) {
+			p.add("pipeline.close_reasons[%d]: %q is not a proto close reason name (%s)", i, r, strings.Join(CloseReasons(), ", "))
 		}
 		if seen[r] {
-			add("pipeline.close_reasons[%d]: %q listed twice", i, r)
+			p.add("pipeline.close_reasons[%d]: %q listed twice", i, r)
 		}
 		seen[r] = true
 	}
-	if !streamPrefixRE.MatchString(p.Pool) {
-		add("pipeline.pool: %q may hold only letters, digits, '-' and '_'", p.Pool)
+	if !streamPrefixRE.MatchString(pl.Pool) {
+		p.add("pipeline.pool: %q may hold only letters, digits, '-' and '_'", pl.Pool)
 	}
-	if p.Concurrency < 1 || p.Concurrency > 1024 {
-		add("pipeline.concurrency: must be 1..1024, got %d", p.Concurrency)
+	if pl.Concurrency < 1 || pl.Concurrency > 1024 {
+		p.add("pipeline.concurrency: must be 1..1024, got %d", pl.Concurrency)
 	}
-	positive("pipeline.recording_deadline", p.RecordingDeadline)
-	positive("pipeline.ack_wait", p.AckWait)
-	positive("pipeline.retry_base", p.RetryBase)
-	if p.DedupWindow < n.DuplicateWindow || p.DedupWindow > n.MaxAge {
-		add("pipeline.dedup_window: %s must lie between nats.duplicate_window (%s) and nats.max_age (%s)", p.DedupWindow, n.DuplicateWindow, n.MaxAge)
+	p.positive("pipeline.recording_deadline", pl.RecordingDeadline)
+	p.positive("pipeline.ack_wait", pl.AckWait)
+	p.positive("pipeline.retry_base", pl.RetryBase)
+	if n := c.NATS; pl.DedupWindow < n.DuplicateWindow || pl.DedupWindow > n.MaxAge {
+		p.add("pipeline.dedup_window: %s must lie between nats.duplicate_window (%s) and nats.max_age (%s)", pl.DedupWindow, n.DuplicateWindow, n.MaxAge)
 	}
-	if p.MaxDeliver < 2 {
-		add("pipeline.max_deliver: must be at least 2, got %d", p.MaxDeliver)
+	if pl.MaxDeliver < 2 {
+		p.add("pipeline.max_deliver: must be at least 2, got %d", pl.MaxDeliver)
 	}
-	if p.SweepInterval < 0 {
-		add("pipeline.sweep_interval: must not be negative")
+	if pl.SweepInterval < 0 {
+		p.add("pipeline.sweep_interval: must not be negative")
 	}
-	if p.SweepRate < 1 {
-		add("pipeline.sweep_rate: must be at least 1 per second, got %d", p.SweepRate)
+	if pl.SweepRate < 1 {
+		p.add("pipeline.sweep_rate: must be at least 1 per second, got %d", pl.SweepRate)
 	}
-	if p.LiveKitAPIKey != "" && c.LiveKit.Keys != nil && c.LiveKit.Keys[p.LiveKitAPIKey] == "" {
-		add("pipeline.livekit_api_key: %q is not one of the configured API keys", p.LiveKitAPIKey)
+	if pl.LiveKitAPIKey != "" && c.LiveKit.Keys != nil && c.LiveKit.Keys[pl.LiveKitAPIKey] == "" {
+		p.add("pipeline.livekit_api_key: %q is not one of the configured API keys", pl.LiveKitAPIKey)
 	}
-	if p.LiveKitURL != "" {
-		positive("pipeline.reconcile_interval", p.ReconcileInterval)
-		if !strings.HasPrefix(p.LiveKitURL, "http://") && !strings.HasPrefix(p.LiveKitURL, "https://") && !strings.HasPrefix(p.LiveKitURL, "ws") {
-			add("pipeline.livekit_url: %q must be an http(s):// or ws(s):// URL", p.LiveKitURL)
-		}
+	if pl.LiveKitURL != "" {
+		p.positive("pipeline.reconcile_interval", pl.ReconcileInterval)
+		p.positive("pipeline.livekit_timeout", pl.LiveKitTimeout)
+		p.url("pipeline.livekit_url", pl.LiveKitURL, "http://", "https://", "ws")
 	}
-	positive("s3.request_timeout", c.S3.RequestTimeout)
-	if c.S3.MaxAttempts < 1 || c.S3.MaxAttempts > 20 {
-		add("s3.max_attempts: must be 1..20, got %d", c.S3.MaxAttempts)
-	}
-	return errors.Join(errs...)
 }

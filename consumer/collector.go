@@ -19,19 +19,27 @@ import (
 	"time"
 
 	"github.com/livekit/protocol/auth"
+	"github.com/livekit/protocol/livekit"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/recording"
+	"github.com/lkscore/lkscore/store"
 )
 
-// CollectorHandler serves POST /observability/recordings/v0, the endpoint
-// the Python agents SDK posts its recording upload to when
-// LIVEKIT_OBSERVABILITY_URL points at lkscore.
-type CollectorHandler struct {
+// uploadStore is what the collector needs from the recording store.
+type uploadStore interface {
+	Begin(ctx context.Context, dir string) (store.Upload, error)
+	Location(dir string) string
+}
+
+// collector serves POST /observability/recordings/v0, the endpoint the
+// agents SDKs post their recording upload to when LIVEKIT_OBSERVABILITY_URL
+// points at lkscore (docs/formats.md, "Recording upload").
+type collector struct {
 	keys      auth.KeyProvider
-	store     recordingWriter
+	store     uploadStore
 	pub       publisher
 	connected func() bool
 	subjects  Subjects
@@ -41,6 +49,35 @@ type CollectorHandler struct {
 	now       func() time.Time
 	metrics   *metrics
 	log       *slog.Logger
+}
+
+// collectorOptions configures newCollector.
+type collectorOptions struct {
+	keys      auth.KeyProvider
+	store     uploadStore
+	pub       publisher
+	connected func() bool // nil: always connected
+	subjects  Subjects
+	limits    config.Limits
+	layout    recording.Layout
+	timeout   time.Duration // one acknowledged publish
+	now       func() time.Time
+	metrics   *metrics
+	log       *slog.Logger
+}
+
+func newCollector(o collectorOptions) (*collector, error) {
+	if o.keys == nil || o.store == nil || o.pub == nil || o.metrics == nil || o.log == nil || o.now == nil {
+		return nil, errors.New("collector: keys, store, publisher, metrics, log and now are required")
+	}
+	if o.timeout <= 0 || o.limits.HeaderBytes <= 0 || o.limits.ChatHistoryBytes <= 0 || o.limits.AudioBytes <= 0 {
+		return nil, errors.New("collector: the publish timeout and part limits must be positive")
+	}
+	if o.connected == nil {
+		o.connected = func() bool { return true }
+	}
+	return &collector{keys: o.keys, store: o.store, pub: o.pub, connected: o.connected, subjects: o.subjects, limits: o.limits,
+		layout: o.layout, timeout: o.timeout, now: o.now, metrics: o.metrics, log: o.log}, nil
 }
 
 // UploadNotice is the message published on Subjects.UploadStored once an
@@ -65,21 +102,7 @@ type ObjectDigest struct {
 // idRE bounds what a room or job id may look like before it becomes a path.
 var idRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
 
-// collectorError carries the HTTP status and metric reason of a refusal.
-type collectorError struct {
-	status int
-	reason string
-	err    error
-}
-
-func (e *collectorError) Error() string { return e.err.Error() }
-func (e *collectorError) Unwrap() error { return e.err }
-
-func refuse(status int, reason, format string, a ...any) error {
-	return &collectorError{status: status, reason: reason, err: fmt.Errorf(format, a...)}
-}
-
-func (c *CollectorHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (c *collector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	outcome := "stored"
 	if err := c.serve(w, r); err != nil {
 		outcome = c.fail(w, err)
@@ -87,24 +110,24 @@ func (c *CollectorHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c.metrics.requests.WithLabelValues("recordings", outcome).Inc()
 }
 
-func (c *CollectorHandler) serve(w http.ResponseWriter, r *http.Request) error {
+func (c *collector) serve(w http.ResponseWriter, r *http.Request) error {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		return refuse(http.StatusMethodNotAllowed, "method_not_allowed", "use POST")
+		return refuse(http.StatusMethodNotAllowed, "use POST")
 	}
 	apiKey, err := verifyObservabilityToken(r.Header.Get("Authorization"), c.keys)
 	if err != nil {
 		c.log.Debug("upload refused", "err", err)
-		return refuse(http.StatusUnauthorized, "unauthorized", "invalid token")
+		return refuse(http.StatusUnauthorized, "invalid token")
 	}
 	mt, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || mt != "multipart/form-data" || params["boundary"] == "" {
-		return refuse(http.StatusBadRequest, "bad_request", "content type must be multipart/form-data with a boundary")
+		return refuse(http.StatusBadRequest, "content type must be multipart/form-data with a boundary")
 	}
 	// The whole body may not exceed the sum of the part limits plus room for part headers.
 	maxTotal := c.limits.HeaderBytes + c.limits.ChatHistoryBytes + c.limits.AudioBytes + 64<<10
 	if r.ContentLength > maxTotal {
-		return refuse(http.StatusRequestEntityTooLarge, "too_large", "body exceeds the upload size limit")
+		return refuse(http.StatusRequestEntityTooLarge, "body exceeds the upload size limit")
 	}
 	body := http.MaxBytesReader(w, r.Body, maxTotal)
 	notice, err := c.receive(r.Context(), multipart.NewReader(body, params["boundary"]))
@@ -145,31 +168,13 @@ func verifyObservabilityToken(header string, keys auth.KeyProvider) (string, err
 	return v.APIKey(), nil
 }
 
-// receive streams the parts into one store upload and commits it.
-func (c *CollectorHandler) receive(ctx context.Context, mr *multipart.Reader) (*UploadNotice, error) {
-	part, err := nextPart(mr)
-	if errors.Is(err, io.EOF) {
-		return nil, refuse(http.StatusBadRequest, "bad_request", "no parts in the upload")
-	}
+// receive streams the parts into one store upload and commits it: the
+// header first (parsed and checked), then each part, then the header is
+// written last and the upload committed.
+func (c *collector) receive(ctx context.Context, mr *multipart.Reader) (*UploadNotice, error) {
+	hdr, headerBytes, err := c.readHeader(mr)
 	if err != nil {
-		return nil, readErr("header", err)
-	}
-	if part.FormName() != "header" {
-		return nil, refuse(http.StatusBadRequest, "bad_request", "first part is %q, want \"header\"", part.FormName())
-	}
-	headerBytes, err := io.ReadAll(recording.LimitReader(bodyReader{part}, c.limits.HeaderBytes))
-	if err != nil {
-		return nil, readErr("header", err)
-	}
-	hdr, err := recording.ParseHeader(headerBytes, int(c.limits.HeaderBytes))
-	if err != nil {
-		return nil, refuse(http.StatusBadRequest, "bad_request", "%v", err)
-	}
-	if !idRE.MatchString(hdr.RoomId) {
-		return nil, refuse(http.StatusBadRequest, "bad_request", "header room_id %q is missing or invalid", hdr.RoomId)
-	}
-	if hdr.JobId != "" && !idRE.MatchString(hdr.JobId) {
-		return nil, refuse(http.StatusBadRequest, "bad_request", "header job_id %q is invalid", hdr.JobId)
+		return nil, err
 	}
 	key := recording.SessionKey(hdr.RoomId, hdr.JobId, headerBytes)
 	_, jobPart, _ := strings.Cut(key, "/")
@@ -186,31 +191,8 @@ func (c *CollectorHandler) receive(ctx context.Context, mr *multipart.Reader) (*
 		Location: c.store.Location(dir), Objects: map[string]ObjectDigest{},
 		ReceivedAt: now,
 	}
-	for {
-		part, err := nextPart(mr)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, readErr("multipart", err)
-		}
-		name, limit := c.objectFor(part.FormName())
-		if name == "" {
-			// Unknown parts (a newer SDK) are read and dropped, bounded by the body cap.
-			if _, err := io.Copy(io.Discard, bodyReader{part}); err != nil {
-				return nil, readErr(part.FormName(), err)
-			}
-			continue
-		}
-		if _, dup := notice.Objects[name]; dup {
-			return nil, refuse(http.StatusBadRequest, "bad_request", "part %q appears twice", part.FormName())
-		}
-		d, err := writeObject(ctx, up, name, bodyReader{part}, limit)
-		if err != nil {
-			return nil, readErr(part.FormName(), err)
-		}
-		notice.Objects[name] = d
-		c.metrics.bytesStored.WithLabelValues(part.FormName()).Add(float64(d.Size))
+	if err := c.writeParts(ctx, mr, up, notice); err != nil {
+		return nil, err
 	}
 	d, err := writeObject(ctx, up, recording.ObjectHeader, bytes.NewReader(headerBytes), c.limits.HeaderBytes)
 	if err != nil {
@@ -224,7 +206,67 @@ func (c *CollectorHandler) receive(ctx context.Context, mr *multipart.Reader) (*
 	return notice, nil
 }
 
-func (c *CollectorHandler) objectFor(part string) (string, int64) {
+// readHeader reads the first part, which must be the header, and checks
+// the ids that will become store paths.
+func (c *collector) readHeader(mr *multipart.Reader) (*livekit.MetricsRecordingHeader, []byte, error) {
+	part, err := nextPart(mr)
+	if errors.Is(err, io.EOF) {
+		return nil, nil, refuse(http.StatusBadRequest, "no parts in the upload")
+	}
+	if err != nil {
+		return nil, nil, readErr("header", err)
+	}
+	if part.FormName() != "header" {
+		return nil, nil, refuse(http.StatusBadRequest, "first part is %q, want \"header\"", part.FormName())
+	}
+	headerBytes, err := io.ReadAll(recording.LimitReader(bodyReader{part}, c.limits.HeaderBytes))
+	if err != nil {
+		return nil, nil, readErr("header", err)
+	}
+	hdr, err := recording.ParseHeader(headerBytes, int(c.limits.HeaderBytes))
+	if err != nil {
+		return nil, nil, refuse(http.StatusBadRequest, "%v", err)
+	}
+	if !idRE.MatchString(hdr.RoomId) {
+		return nil, nil, refuse(http.StatusBadRequest, "header room_id %q is missing or invalid", hdr.RoomId)
+	}
+	if hdr.JobId != "" && !idRE.MatchString(hdr.JobId) {
+		return nil, nil, refuse(http.StatusBadRequest, "header job_id %q is invalid", hdr.JobId)
+	}
+	return hdr, headerBytes, nil
+}
+
+// writeParts streams every remaining part into the upload, each within its
+// limit; parts lkscore does not know (a newer SDK) are read and dropped.
+func (c *collector) writeParts(ctx context.Context, mr *multipart.Reader, up store.Upload, notice *UploadNotice) error {
+	for {
+		part, err := nextPart(mr)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return readErr("multipart", err)
+		}
+		name, limit := c.objectFor(part.FormName())
+		if name == "" {
+			if _, err := io.Copy(io.Discard, bodyReader{part}); err != nil {
+				return readErr(part.FormName(), err)
+			}
+			continue
+		}
+		if _, dup := notice.Objects[name]; dup {
+			return refuse(http.StatusBadRequest, "part %q appears twice", part.FormName())
+		}
+		d, err := writeObject(ctx, up, name, bodyReader{part}, limit)
+		if err != nil {
+			return readErr(part.FormName(), err)
+		}
+		notice.Objects[name] = d
+		c.metrics.bytesStored.WithLabelValues(part.FormName()).Add(float64(d.Size))
+	}
+}
+
+func (c *collector) objectFor(part string) (string, int64) {
 	switch part {
 	case "chat_history":
 		return recording.ObjectChatHistory, c.limits.ChatHistoryBytes
@@ -234,7 +276,7 @@ func (c *CollectorHandler) objectFor(part string) (string, int64) {
 	return "", 0
 }
 
-func writeObject(ctx context.Context, up Upload, name string, r io.Reader, limit int64) (ObjectDigest, error) {
+func writeObject(ctx context.Context, up store.Upload, name string, r io.Reader, limit int64) (ObjectDigest, error) {
 	h := sha256.New()
 	n, err := up.Write(ctx, name, io.TeeReader(r, h), limit)
 	if err != nil {
@@ -245,30 +287,21 @@ func writeObject(ctx context.Context, up Upload, name string, r io.Reader, limit
 
 func hexSum(h hash.Hash) string { return hex.EncodeToString(h.Sum(nil)) }
 
-// readErr classifies an error met while reading the request: over a limit →
-// 413, a broken body (client gone, bad framing) → 400, anything else (the
-// store) is transient.
+// readErr names what failed while reading a part: the client's faults
+// (over a limit, a broken body) become refusals; anything else (the store)
+// stays as it is and classify calls it transient.
 func readErr(part string, err error) error {
-	var tooLarge *http.MaxBytesError
-	var ce *collectorError
-	var be *bodyError
-	switch {
+	var ce *clientError
+	switch f := classify(err); {
 	case errors.As(err, &ce):
 		return err
-	case errors.Is(err, recording.ErrLimit) || errors.As(err, &tooLarge):
-		return refuse(http.StatusRequestEntityTooLarge, "too_large", "part %q exceeds its size limit", part)
-	case errors.As(err, &be):
-		return refuse(http.StatusBadRequest, "bad_request", "read part %q: %v", part, be.err)
+	case f.status == http.StatusRequestEntityTooLarge:
+		return refuse(http.StatusRequestEntityTooLarge, "part %q exceeds its size limit", part)
+	case errors.As(err, new(*bodyError)):
+		return refuse(http.StatusBadRequest, "read part %q: %v", part, err)
 	}
 	return fmt.Errorf("store part %q: %w", part, err)
 }
-
-// bodyError marks an error that came from reading the request body, so it
-// is told apart from a store failure.
-type bodyError struct{ err error }
-
-func (e *bodyError) Error() string { return e.err.Error() }
-func (e *bodyError) Unwrap() error { return e.err }
 
 // bodyReader marks read errors other than io.EOF as bodyErrors.
 type bodyReader struct{ r io.Reader }
@@ -291,7 +324,7 @@ func nextPart(mr *multipart.Reader) (*multipart.Part, error) {
 }
 
 // announce publishes the upload notice, keyed by session.
-func (c *CollectorHandler) announce(ctx context.Context, n *UploadNotice) error {
+func (c *collector) announce(ctx context.Context, n *UploadNotice) error {
 	if !c.connected() {
 		return errors.New("nats not connected")
 	}
@@ -313,18 +346,18 @@ func (c *CollectorHandler) announce(ctx context.Context, n *UploadNotice) error 
 	return nil
 }
 
-// fail answers an error. Refusals get their status; anything else is
-// transient and gets the google.rpc.Status with RetryInfo the SDK retries on.
-func (c *CollectorHandler) fail(w http.ResponseWriter, err error) string {
-	var ce *collectorError
-	if errors.As(err, &ce) {
-		c.metrics.rejected.WithLabelValues("recordings", ce.reason).Inc()
+// fail answers an error as classify sorts it. Refusals get their status;
+// anything else gets the google.rpc.Status with RetryInfo the SDK retries on.
+func (c *collector) fail(w http.ResponseWriter, err error) string {
+	f := classify(err)
+	reason := httpReason(f.status)
+	c.metrics.rejected.WithLabelValues("recordings", reason).Inc()
+	if f.status != http.StatusServiceUnavailable {
 		// Never mention "disabled" here: the Python SDK stops uploading for good on it.
-		http.Error(w, ce.Error(), ce.status)
-		return ce.reason
+		http.Error(w, err.Error(), f.status)
+		return reason
 	}
 	c.log.Warn("upload not stored", "err", err)
-	c.metrics.rejected.WithLabelValues("recordings", "unavailable").Inc()
 	writeRetryableStatus(w, "upload not stored, retry later", 2*time.Second)
-	return "unavailable"
+	return reason
 }

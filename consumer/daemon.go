@@ -1,6 +1,8 @@
-// Package consumer holds everything in lkscore that does I/O: webhook ingest,
-// the recording collector, the recording store, NATS streams, and the health
-// and metrics endpoints.
+// Package consumer is lkscore's daemon: webhook ingest and the recording
+// collector (HTTP), the NATS streams, the pipeline that turns stored events
+// into session work and scorecards, and the health and metrics endpoints.
+// The recording store lives in package store; docs/architecture.md draws
+// the whole.
 package consumer
 
 import (
@@ -25,6 +27,7 @@ import (
 
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/recording"
+	"github.com/lkscore/lkscore/store"
 )
 
 // Daemon runs ingest: the webhook and collector server, the ops server, and
@@ -79,12 +82,12 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	if d.opsLn, err = net.Listen("tcp", d.cfg.OpsListen); err != nil {
 		return fmt.Errorf("listen ops %s: %w", d.cfg.OpsListen, err)
 	}
-	d.ops = &http.Server{Handler: d.opsHandler(), ReadHeaderTimeout: 5 * time.Second}
+	d.ops = d.httpServer(d.opsHandler())
 	go d.serve(d.ops, d.opsLn)
 
 	url := d.cfg.NATS.URL
 	if url == "" {
-		if d.embedded, err = StartEmbedded(d.cfg.DataDir, d.cfg.NATS.EmbeddedPort); err != nil {
+		if d.embedded, err = startEmbedded(d.cfg.DataDir, d.cfg.NATS.EmbeddedPort, d.cfg.NATS.RequestTimeout); err != nil {
 			return err
 		}
 		url = d.embedded.ClientURL()
@@ -100,26 +103,26 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	if err := EnsureStreams(ctx, js, d.subjects, d.cfg.NATS, d.cfg.Pipeline); err != nil {
 		return err
 	}
-	store, err := OpenStore(ctx, d.cfg)
+	st, err := store.Open(ctx, d.cfg)
 	if err != nil {
 		return err
 	}
 	if d.cfg.Role == "all" || d.cfg.Role == "worker" {
-		d.pipeline, err = startPipeline(ctx, pipelineDeps{cfg: d.cfg, nc: d.nc, js: js, store: store, metrics: d.pmetrics, log: d.log, now: time.Now})
+		d.pipeline, err = startPipeline(ctx, pipelineDeps{cfg: d.cfg, nc: d.nc, js: js, store: st, metrics: d.pmetrics, log: d.log, now: time.Now})
 		if err != nil {
 			return err
 		}
 	}
 	listen := ""
 	if d.cfg.Role == "all" || d.cfg.Role == "ingest" {
-		h, err := d.ingestHandler(js, store)
+		h, err := d.ingestHandler(js, st)
 		if err != nil {
 			return err
 		}
 		if d.ingestLn, err = net.Listen("tcp", d.cfg.Listen); err != nil {
 			return fmt.Errorf("listen %s: %w", d.cfg.Listen, err)
 		}
-		d.ingest = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+		d.ingest = d.httpServer(h)
 		go d.serve(d.ingest, d.ingestLn)
 		listen = d.ingestLn.Addr().String()
 	}
@@ -206,38 +209,21 @@ func drain(ctx context.Context, nc *nats.Conn) error {
 	}
 }
 
-// Store is a recording store: read, list and write.
-type Store interface {
-	recording.ObjectReader
-	recordingWriter
-	List(ctx context.Context, prefix string) ([]ObjectInfo, error)
-}
-
-// OpenStore returns the S3 store when a bucket is configured, else the
-// local store under DataDir/recordings.
-func OpenStore(ctx context.Context, cfg config.Config) (Store, error) {
-	if cfg.S3.Bucket != "" {
-		return NewS3Store(ctx, cfg.S3)
-	}
-	return NewLocalStore(filepath.Join(cfg.DataDir, "recordings"))
-}
-
 // IngestAddr is the bound address of the webhook/collector server.
 func (d *Daemon) IngestAddr() string { return d.ingestLn.Addr().String() }
 
-// OpsAddr is the bound address of the ops server.
-func (d *Daemon) OpsAddr() string { return d.opsLn.Addr().String() }
+// httpServer is an HTTP server with the configured timeouts.
+func (d *Daemon) httpServer(h http.Handler) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: d.cfg.HTTP.ReadHeaderTimeout, IdleTimeout: d.cfg.HTTP.IdleTimeout}
+}
 
-// NATSURL is the URL of the NATS server in use (the embedded one's if any).
-func (d *Daemon) NATSURL() string { return d.nc.ConnectedUrl() }
-
-func (d *Daemon) ingestHandler(js jetstream.JetStream, store recordingWriter) (http.Handler, error) {
+func (d *Daemon) ingestHandler(js jetstream.JetStream, st uploadStore) (http.Handler, error) {
 	keys := auth.NewFileBasedKeyProviderFromMap(d.cfg.LiveKit.Keys)
 	connected := d.nc.IsConnected
-	wh, err := newWebhookHandler(WebhookOptions{
-		Keys: keys, Publisher: js, Connected: connected, Subjects: d.subjects,
-		MaxBodyBytes: d.cfg.Webhook.MaxBodyBytes, Events: d.cfg.Webhook.Events,
-		PublishTimeout: d.cfg.NATS.PublishTimeout,
+	wh, err := newWebhookHandler(webhookOptions{
+		keys: keys, publisher: js, connected: connected, subjects: d.subjects,
+		maxBodyBytes: d.cfg.Webhook.MaxBodyBytes, events: d.cfg.Webhook.Events,
+		publishTimeout: d.cfg.NATS.PublishTimeout,
 	}, d.metrics, d.log)
 	if err != nil {
 		return nil, err
@@ -246,10 +232,13 @@ func (d *Daemon) ingestHandler(js jetstream.JetStream, store recordingWriter) (h
 	if err != nil {
 		return nil, err
 	}
-	col := &CollectorHandler{
-		keys: keys, store: store, pub: js, connected: connected, subjects: d.subjects,
+	col, err := newCollector(collectorOptions{
+		keys: keys, store: st, pub: js, connected: connected, subjects: d.subjects,
 		limits: d.cfg.Limits, layout: layout, timeout: d.cfg.NATS.PublishTimeout, now: time.Now,
 		metrics: d.metrics, log: d.log,
+	})
+	if err != nil {
+		return nil, err
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/webhook", wh)

@@ -36,6 +36,7 @@ const (
 type deadLetters struct {
 	js       jetstream.JetStream
 	subjects Subjects
+	timeouts timeouts
 	metrics  *pipelineMetrics
 	log      *slog.Logger
 	now      func() time.Time
@@ -74,7 +75,7 @@ func (d *deadLetters) send(ctx context.Context, l letter) error {
 	msg.Header.Set(HeaderDLQSeq, strconv.FormatUint(l.seq, 10))
 	msg.Header.Set(HeaderDLQDeliveries, strconv.FormatUint(l.deliveries, 10))
 	msg.Header.Set(HeaderDLQAt, d.now().UTC().Format(time.RFC3339Nano))
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, d.timeouts.publish)
 	defer cancel()
 	id := fmt.Sprintf("dlq/%s/%d", l.stream, l.seq)
 	if _, err := d.js.PublishMsg(ctx, msg, jetstream.WithMsgID(id)); err != nil {
@@ -94,13 +95,6 @@ func letterFrom(stage string, m jetstream.Msg, kind, reason string) letter {
 	return l
 }
 
-func truncateHeader(s string) string {
-	if len(s) > 1024 {
-		return s[:1024] + "…"
-	}
-	return s
-}
-
 // maxDeliveriesAdvisory is the JetStream advisory sent when a message has
 // been delivered MaxDeliver times without an ack.
 type maxDeliveriesAdvisory struct {
@@ -111,9 +105,10 @@ type maxDeliveriesAdvisory struct {
 }
 
 // watchMaxDeliveries turns max-delivery advisories for a consumer into dead
-// letters. Advisories are core NATS messages: one sent while no lkscore
+// letters, under ctx (the pipeline's work context, so shutdown can abandon
+// a lookup). Advisories are core NATS messages: one sent while no lkscore
 // process listens is lost, but the message stays in its stream.
-func (d *deadLetters) watchMaxDeliveries(nc *nats.Conn, stream, consumer, stage string) (*nats.Subscription, error) {
+func (d *deadLetters) watchMaxDeliveries(ctx context.Context, nc *nats.Conn, stream, consumer, stage string) (*nats.Subscription, error) {
 	subject := fmt.Sprintf("$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.%s.%s", stream, consumer)
 	return nc.Subscribe(subject, func(m *nats.Msg) {
 		var adv maxDeliveriesAdvisory
@@ -121,7 +116,7 @@ func (d *deadLetters) watchMaxDeliveries(nc *nats.Conn, stream, consumer, stage 
 			d.log.Error("bad max-deliveries advisory", "err", err)
 			return
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(ctx, d.timeouts.request)
 		defer cancel()
 		s, err := d.js.Stream(ctx, adv.Stream)
 		if err != nil {

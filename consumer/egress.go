@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"path"
 	"strings"
 
@@ -32,7 +31,7 @@ var mediaExt = map[string]bool{".ogg": true, ".oga": true, ".opus": true, ".mp4"
 
 // egressEnded links an egress's files to its room and locates any recording
 // upload among them (a session directory's header, or a raw multipart body).
-func (l *Locator) egressEnded(ctx context.Context, ev *livekit.WebhookEvent) error {
+func (l *locator) egressEnded(ctx context.Context, ev *livekit.WebhookEvent) error {
 	info := ev.GetEgressInfo()
 	if info.GetEgressId() == "" || info.GetRoomId() == "" {
 		return permanent(errors.New("egress_ended without egress_id or room_id"))
@@ -77,11 +76,8 @@ func (l *Locator) egressEnded(ctx context.Context, ev *livekit.WebhookEvent) err
 }
 
 // multipartObject locates a session stored as one raw multipart body.
-func (l *Locator) multipartObject(ctx context.Context, loc recording.Location) error {
-	if _, ok := l.store.(bucketReader); !ok {
-		return permanent(fmt.Errorf("egress location s3://%s/%s: the recording store is not S3", loc.Bucket, loc.Key))
-	}
-	rc, err := openObject(ctx, l.store, loc.Bucket, loc.Key, l.lim)
+func (l *locator) multipartObject(ctx context.Context, loc recording.Location) error {
+	rc, err := l.store.OpenBucket(ctx, loc.Bucket, loc.Key, l.maxUpload)
 	if errors.Is(err, recording.ErrNotFound) {
 		return errNotYet
 	}
@@ -100,19 +96,6 @@ func (l *Locator) multipartObject(ctx context.Context, loc recording.Location) e
 	item := l.workItem(s, "egress_ended")
 	item.Object, item.Bucket, item.Location = loc.Key, loc.Bucket, "s3://"+loc.Bucket+"/"+loc.Key
 	return l.submit(ctx, item)
-}
-
-// maxMultipartAudio bounds the audio part read (and discarded) from a raw multipart object.
-const maxMultipartAudio = 2 << 30
-
-// openObject opens a raw multipart upload object, in another bucket when
-// one is named and the store can read it (S3), else in the store itself.
-func openObject(ctx context.Context, store storeReader, bucket, key string, lim recording.Limits) (io.ReadCloser, error) {
-	max := int64(lim.HeaderBytes) + lim.Chat.MaxBytes + maxMultipartAudio
-	if br, ok := store.(bucketReader); ok && bucket != "" {
-		return br.OpenBucket(ctx, bucket, key, max)
-	}
-	return store.Open(ctx, key, max)
 }
 
 // kvToken makes a string safe as one key-value key token.

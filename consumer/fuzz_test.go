@@ -18,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lkscore/lkscore/config"
+	"github.com/lkscore/lkscore/store"
 	"github.com/lkscore/lkscore/recording"
 )
 
@@ -48,9 +49,9 @@ func FuzzWebhookHandler(f *testing.F) {
 	f.Add([]byte(`{"event":"room_finished","id":"EV_4","numDropped":"x"}`), true)
 	f.Add([]byte(`null`), false)
 	js, subj := fuzzJS(f)
-	h, err := newWebhookHandler(WebhookOptions{
-		Keys: auth.NewSimpleKeyProvider(testKey, testSecret), Publisher: js, Subjects: subj,
-		MaxBodyBytes: 4096, Events: config.Default().Webhook.Events, PublishTimeout: 2 * time.Second,
+	h, err := newWebhookHandler(webhookOptions{
+		keys: auth.NewSimpleKeyProvider(testKey, testSecret), publisher: js, subjects: subj,
+		maxBodyBytes: 4096, events: config.Default().Webhook.Events, publishTimeout: 2 * time.Second,
 	}, newMetrics(nil), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		f.Fatal(err)
@@ -97,16 +98,19 @@ func FuzzCollectorMultipart(f *testing.F) {
 	f.Add([]byte("--B\r\n\r\n--B--"))
 	js, subj := fuzzJS(f)
 	dir := f.TempDir()
-	store, err := NewLocalStore(dir)
+	st, err := store.NewLocal(dir)
 	if err != nil {
 		f.Fatal(err)
 	}
 	limits := config.Default().Limits
 	limits.ChatHistoryBytes, limits.AudioBytes = 4096, 4096
-	c := &CollectorHandler{
-		keys: auth.NewSimpleKeyProvider(testKey, testSecret), store: store, pub: js,
-		connected: func() bool { return true }, subjects: subj, limits: limits, timeout: 2 * time.Second,
+	c, err := newCollector(collectorOptions{
+		keys: auth.NewSimpleKeyProvider(testKey, testSecret), store: st, pub: js,
+		subjects: subj, limits: limits, timeout: 2 * time.Second,
 		layout: mustLayout(f), now: time.Now, metrics: newMetrics(nil), log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		f.Fatal(err)
 	}
 	tok := bearer(pythonToken(f, testKey, testSecret, true))
 	f.Fuzz(func(t *testing.T, body []byte) {

@@ -5,49 +5,78 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"strings"
 	"time"
 
 	"github.com/livekit/protocol/livekit"
+	"github.com/livekit/protocol/livekit/agent"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/recording"
+	"github.com/lkscore/lkscore/store"
 )
 
-// errNotYet means the recording a webhook announces is not in the store
-// (yet): the locator retries with growing delays until its deadline.
-var errNotYet = errors.New("recording not found (yet)")
-
-// storeReader is what the locator and workers need from the recording store.
-type storeReader interface {
+// recordings is what the pipeline needs from the recording store: read
+// and list it, read egress files in other buckets, and name locations.
+type recordings interface {
 	recording.ObjectReader
-	List(ctx context.Context, prefix string) ([]ObjectInfo, error)
+	store.Lister
+	store.BucketReader
+	Location(dir string) string
 }
 
-// bucketReader is implemented by stores that can read other buckets (S3).
-type bucketReader interface {
-	OpenBucket(ctx context.Context, bucket, key string, maxBytes int64) (io.ReadCloser, error)
-}
-
-// Locator turns stored webhooks and upload notices into session work: one
+// locator turns stored webhooks and upload notices into session work: one
 // message per session on lkscore.session.<CLOSE_REASON>, keyed by session.
-type Locator struct {
+type locator struct {
+	js        jetstream.JetStream
+	kv        jetstream.KeyValue // egress links by room; nil disables them
+	store     recordings
+	layout    recording.Layout
+	lp        recording.LocationParser
+	subjects  Subjects
+	cfg       config.Pipeline
+	lim       recording.Limits
+	maxUpload int64 // a raw multipart object's size cap (config.Limits.UploadBytes)
+	timeouts  timeouts
+	selected  map[string]bool // close reasons this deployment's pool scores
+	metrics   *pipelineMetrics
+	log       *slog.Logger
+	now       func() time.Time
+}
+
+// locatorOptions configures newLocator.
+type locatorOptions struct {
 	js       jetstream.JetStream
-	kv       jetstream.KeyValue // egress links by room; nil disables them
-	store    storeReader
+	kv       jetstream.KeyValue
+	store    recordings
 	layout   recording.Layout
 	lp       recording.LocationParser
 	subjects Subjects
 	cfg      config.Pipeline
-	lim      recording.Limits
-	selected map[string]bool // close reasons this deployment's pool scores
+	limits   config.Limits
+	timeouts timeouts
 	metrics  *pipelineMetrics
 	log      *slog.Logger
 	now      func() time.Time
+}
+
+func newLocator(o locatorOptions) (*locator, error) {
+	if o.js == nil || o.store == nil || o.metrics == nil || o.log == nil || o.now == nil {
+		return nil, errors.New("locator: js, store, metrics, log and now are required")
+	}
+	if o.timeouts.publish <= 0 || o.timeouts.request <= 0 {
+		return nil, errors.New("locator: timeouts must be positive")
+	}
+	selected := map[string]bool{}
+	for _, r := range o.cfg.CloseReasons {
+		selected[r] = true
+	}
+	return &locator{js: o.js, kv: o.kv, store: o.store, layout: o.layout, lp: o.lp, subjects: o.subjects, cfg: o.cfg,
+		lim: o.limits.Parser(), maxUpload: o.limits.UploadBytes(), timeouts: o.timeouts, selected: selected,
+		metrics: o.metrics, log: o.log, now: o.now}, nil
 }
 
 // located is a session the locator found in the store.
@@ -62,7 +91,7 @@ type located struct {
 
 // handle processes one message. It returns nil when done, errNotYet to
 // retry later, a permanent error to dead-letter, or any other error to retry.
-func (l *Locator) handle(ctx context.Context, m jetstream.Msg) error {
+func (l *locator) handle(ctx context.Context, m jetstream.Msg) error {
 	subj := m.Subject()
 	switch {
 	case subj == l.subjects.UploadStored():
@@ -89,7 +118,7 @@ func (l *Locator) handle(ctx context.Context, m jetstream.Msg) error {
 	return permanent(fmt.Errorf("locator: unexpected subject %s", subj))
 }
 
-func (l *Locator) jobEnded(ctx context.Context, ev *livekit.WebhookEvent) error {
+func (l *locator) jobEnded(ctx context.Context, ev *livekit.WebhookEvent) error {
 	job := ev.GetJob()
 	room := job.GetRoom()
 	if room == nil {
@@ -127,7 +156,7 @@ func (l *Locator) jobEnded(ctx context.Context, ev *livekit.WebhookEvent) error 
 	return errNotYet
 }
 
-func (l *Locator) roomFinished(ctx context.Context, ev *livekit.WebhookEvent) error {
+func (l *locator) roomFinished(ctx context.Context, ev *livekit.WebhookEvent) error {
 	room := ev.GetRoom()
 	if room.GetSid() == "" {
 		return permanent(errors.New("room_finished without room.sid"))
@@ -149,7 +178,7 @@ func (l *Locator) roomFinished(ctx context.Context, ev *livekit.WebhookEvent) er
 }
 
 // find lists the sessions stored under a room.
-func (l *Locator) find(ctx context.Context, roomID, roomName string) ([]located, error) {
+func (l *locator) find(ctx context.Context, roomID, roomName string) ([]located, error) {
 	objs, err := l.store.List(ctx, l.layout.RoomPrefix(recording.Vars{RoomID: roomID, RoomName: roomName}))
 	if err != nil {
 		return nil, fmt.Errorf("list room %s: %w", roomID, err)
@@ -164,21 +193,21 @@ func (l *Locator) find(ctx context.Context, roomID, roomName string) ([]located,
 }
 
 // publish reads a located session's header and publishes its work item.
-func (l *Locator) publish(ctx context.Context, f located) error {
+func (l *locator) publish(ctx context.Context, f located) error {
 	s, err := l.readHeader(ctx, f.dir)
 	if err != nil {
 		return err
 	}
 	item := l.workItem(s, f.origin)
-	item.AgentName, item.Dir, item.Location = f.agentName, f.dir, l.location(f.dir)
+	item.AgentName, item.Dir, item.Location = f.agentName, f.dir, l.store.Location(f.dir)
 	if item.CloseReasonSource == recording.SourceAbsent && f.inferredError {
-		item.CloseReason, item.CloseReasonSource = "CR_ERROR", recording.SourceInferred
+		item.CloseReason, item.CloseReasonSource = agent.CloseReason_CR_ERROR.String(), recording.SourceInferred
 	}
 	return l.submit(ctx, item)
 }
 
 // workItem is the work for a parsed session; the caller says where it is.
-func (l *Locator) workItem(s *recording.Session, origin string) WorkItem {
+func (l *locator) workItem(s *recording.Session, origin string) WorkItem {
 	return WorkItem{
 		SessionKey: s.Key, RoomID: s.RoomID, RoomName: s.RoomName, JobID: s.JobID,
 		CloseReason: s.CloseReason, CloseReasonSource: s.CloseReasonSource,
@@ -186,24 +215,17 @@ func (l *Locator) workItem(s *recording.Session, origin string) WorkItem {
 	}
 }
 
-func (l *Locator) readHeader(ctx context.Context, dir string) (*recording.Session, error) {
+func (l *locator) readHeader(ctx context.Context, dir string) (*recording.Session, error) {
 	s, err := recording.LoadHeader(ctx, l.store, dir, l.lim)
 	if errors.Is(err, recording.ErrNotFound) {
 		return nil, errNotYet
 	}
-	return s, err // parse errors and limits are permanent (isPermanent)
-}
-
-func (l *Locator) location(dir string) string {
-	if w, ok := l.store.(recordingWriter); ok {
-		return w.Location(dir)
-	}
-	return dir
+	return s, err // parse errors and limits are permanent (classify)
 }
 
 // submit publishes a work item with the session key as Nats-Msg-Id: the
 // stream drops the second of two locators' copies.
-func (l *Locator) submit(ctx context.Context, item WorkItem) error {
+func (l *locator) submit(ctx context.Context, item WorkItem) error {
 	data, err := json.Marshal(item)
 	if err != nil {
 		return permanent(err)
@@ -211,7 +233,7 @@ func (l *Locator) submit(ctx context.Context, item WorkItem) error {
 	msg := nats.NewMsg(l.subjects.Session(item.CloseReason))
 	msg.Data = data
 	msg.Header.Set(HeaderSessionKey, item.SessionKey)
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, l.timeouts.publish)
 	defer cancel()
 	ack, err := l.js.PublishMsg(ctx, msg, jetstream.WithMsgID(item.SessionKey), jetstream.WithExpectStream(l.subjects.SessionStream()))
 	if err != nil {

@@ -1,7 +1,6 @@
 package consumer
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"path/filepath"
@@ -13,9 +12,10 @@ import (
 	"github.com/lkscore/lkscore/config"
 )
 
-// StartEmbedded starts an in-process NATS server with JetStream on loopback,
-// storing under dataDir/nats. Shut it down with Shutdown + WaitForShutdown.
-func StartEmbedded(dataDir string, port int) (*server.Server, error) {
+// startEmbedded starts an in-process NATS server with JetStream on loopback,
+// storing under dataDir/nats, and waits up to ready for it to accept
+// connections. Shut it down with Shutdown + WaitForShutdown.
+func startEmbedded(dataDir string, port int, ready time.Duration) (*server.Server, error) {
 	opts := &server.Options{
 		ServerName: "lkscore-embedded",
 		Host:       "127.0.0.1",
@@ -30,9 +30,9 @@ func StartEmbedded(dataDir string, port int) (*server.Server, error) {
 		return nil, fmt.Errorf("embedded nats: %w", err)
 	}
 	go s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
+	if !s.ReadyForConnections(ready) {
 		s.Shutdown()
-		return nil, errors.New("embedded nats: not ready after 10s (is the port in use?)")
+		return nil, fmt.Errorf("embedded nats: not ready after %s (is the port in use?)", ready)
 	}
 	return s, nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -17,41 +18,73 @@ import (
 )
 
 // pipeline runs the worker role: the locator's two consumers, the scoring
-// pool's consumer, and max-delivery advisories turned into dead letters.
+// pool's consumer, max-delivery advisories turned into dead letters, and the
+// background loops (lag polling, sweep, reconcile).
 type pipeline struct {
 	stages     []*stage
 	subs       []*nats.Subscription
 	cancel     context.CancelFunc // abandons in-flight work past the deadline
 	background context.CancelFunc // stops lag polling, sweep and reconcile
+	loops      sync.WaitGroup     // the background loops
+}
+
+// timeouts bound NATS calls: an acknowledged publish, and a JetStream API
+// request (config nats.publish_timeout and nats.request_timeout).
+type timeouts struct {
+	publish, request time.Duration
+}
+
+func timeoutsFrom(n config.NATS) timeouts {
+	return timeouts{publish: n.PublishTimeout, request: n.RequestTimeout}
 }
 
 // locatorEvents are the webhooks the locator consumes.
 var locatorEvents = []string{"agent_job_ended", "room_finished", "egress_ended"}
 
-// consumerConfigs returns the durable consumers of the worker role, with
-// explicit ack settings: AckWait covers a message between progress signals,
-// MaxAckPending is the concurrency, MaxDeliver bounds retries before a
-// max-deliveries advisory dead-letters the message.
-func consumerConfigs(s Subjects, p config.Pipeline) map[string]jetstream.ConsumerConfig {
+// stageSpec is one row of the pipeline table: the stream and durable
+// consumer that feed a stage, and what handles and settles its messages.
+type stageSpec struct {
+	name     string // StageLocate, StageScore: dead letters and metrics
+	stream   string
+	consumer jetstream.ConsumerConfig
+	handle   func(ctx context.Context, m jetstream.Msg) error
+	// onGiveUp decides what happens when a recording never arrives: true
+	// dead-letters the message, false acks it (nothing was expected).
+	onGiveUp func(m jetstream.Msg) bool
+}
+
+// stageTable is the whole pipeline, in the order stages start. Every
+// consumer has explicit ack settings: AckWait covers a message between
+// progress signals, MaxAckPending is the concurrency, MaxDeliver bounds
+// retries before a max-deliveries advisory dead-letters the message.
+func stageTable(s Subjects, p config.Pipeline, loc *locator, w *worker) []stageSpec {
 	base := jetstream.ConsumerConfig{
 		AckPolicy: jetstream.AckExplicitPolicy, AckWait: p.AckWait, MaxDeliver: p.MaxDeliver,
 		MaxAckPending: p.Concurrency, DeliverPolicy: jetstream.DeliverAllPolicy,
 	}
-	hooks := base
-	hooks.Durable, hooks.Description = LocatorWebhooks, "lkscore locator: webhooks to session work"
+	with := func(durable, description string, filters []string) jetstream.ConsumerConfig {
+		c := base
+		c.Durable, c.Description, c.FilterSubjects = durable, description, filters
+		return c
+	}
+	var hooks, sessions []string
 	for _, e := range locatorEvents {
-		hooks.FilterSubjects = append(hooks.FilterSubjects, s.Webhook(e))
+		hooks = append(hooks, s.Webhook(e))
 	}
-	uploads := base
-	uploads.Durable, uploads.Description = LocatorUploads, "lkscore locator: collector uploads to session work"
-	uploads.FilterSubjects = []string{s.UploadStored()}
-	score := base
-	score.Durable = ScoreConsumer(p.Pool)
-	score.Description = "lkscore scoring pool " + p.Pool
 	for _, r := range p.CloseReasons {
-		score.FilterSubjects = append(score.FilterSubjects, s.Session(r))
+		sessions = append(sessions, s.Session(r))
 	}
-	return map[string]jetstream.ConsumerConfig{s.WebhookStream(): hooks, s.UploadStream(): uploads, s.SessionStream(): score}
+	// A finished room need not have had an agent: when no recording arrives,
+	// that is not an error. A finished job with none is.
+	roomMayBeEmpty := func(m jetstream.Msg) bool { return m.Subject() != s.Webhook("room_finished") }
+	return []stageSpec{
+		{name: StageLocate, stream: s.WebhookStream(), handle: loc.handle, onGiveUp: roomMayBeEmpty,
+			consumer: with(LocatorWebhooks, "lkscore locator: webhooks to session work", hooks)},
+		{name: StageLocate, stream: s.UploadStream(), handle: loc.handle, onGiveUp: roomMayBeEmpty,
+			consumer: with(LocatorUploads, "lkscore locator: collector uploads to session work", []string{s.UploadStored()})},
+		{name: StageScore, stream: s.SessionStream(), handle: w.handle,
+			consumer: with(ScoreConsumer(p.Pool), "lkscore scoring pool "+p.Pool, sessions)},
+	}
 }
 
 // pipelineDeps is what the worker role needs from the daemon.
@@ -59,7 +92,7 @@ type pipelineDeps struct {
 	cfg     config.Config
 	nc      *nats.Conn
 	js      jetstream.JetStream
-	store   storeReader
+	store   recordings
 	metrics *pipelineMetrics
 	log     *slog.Logger
 	now     func() time.Time
@@ -68,6 +101,7 @@ type pipelineDeps struct {
 func startPipeline(ctx context.Context, d pipelineDeps) (*pipeline, error) {
 	cfg := d.cfg
 	subj := NewSubjects(cfg.NATS.SubjectPrefix, cfg.NATS.StreamPrefix)
+	to := timeoutsFrom(cfg.NATS)
 	layout, err := recording.NewLayout(cfg.S3.Prefix, cfg.Recordings.KeyTemplate)
 	if err != nil {
 		return nil, err
@@ -76,75 +110,81 @@ func startPipeline(ctx context.Context, d pipelineDeps) (*pipeline, error) {
 	if err != nil {
 		return nil, err
 	}
-	kv, err := d.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	kctx, kcancel := context.WithTimeout(ctx, to.request)
+	kv, err := d.js.CreateOrUpdateKeyValue(kctx, jetstream.KeyValueConfig{
 		Bucket: subj.EgressLinks(), Description: "egress files by room (room_id.egress_id)",
 		TTL: cfg.NATS.MaxAge, Storage: storageType(cfg.NATS.Storage), Replicas: cfg.NATS.Replicas,
 	})
+	kcancel()
 	if err != nil {
 		return nil, fmt.Errorf("egress links bucket: %w", err)
 	}
-	lim := recording.Limits{HeaderBytes: int(cfg.Limits.HeaderBytes),
-		Chat: recording.ChatLimits{MaxBytes: cfg.Limits.ChatHistoryBytes, MaxItems: cfg.Limits.ChatItems}}
-	selected := map[string]bool{}
-	for _, r := range cfg.Pipeline.CloseReasons {
-		selected[r] = true
+	loc, err := newLocator(locatorOptions{js: d.js, kv: kv, store: d.store, layout: layout, subjects: subj, cfg: cfg.Pipeline,
+		limits: cfg.Limits, lp: recording.LocationParser{Endpoint: cfg.S3.Endpoint, ForcePathStyle: cfg.S3.ForcePathStyle},
+		timeouts: to, metrics: d.metrics, log: d.log, now: d.now})
+	if err != nil {
+		return nil, err
 	}
-	dlq := &deadLetters{js: d.js, subjects: subj, metrics: d.metrics, log: d.log, now: d.now}
-	loc := &Locator{js: d.js, kv: kv, store: d.store, layout: layout, subjects: subj, cfg: cfg.Pipeline, lim: lim,
-		lp:       recording.LocationParser{Endpoint: cfg.S3.Endpoint, ForcePathStyle: cfg.S3.ForcePathStyle},
-		selected: selected, metrics: d.metrics, log: d.log, now: d.now}
-	w := &Worker{js: d.js, store: d.store, scorer: scorer, lim: lim, subjects: subj, log: d.log}
+	w, err := newWorker(workerOptions{js: d.js, store: d.store, scorer: scorer, limits: cfg.Limits, subjects: subj, timeouts: to, log: d.log})
+	if err != nil {
+		return nil, err
+	}
+	dlq := &deadLetters{js: d.js, subjects: subj, timeouts: to, metrics: d.metrics, log: d.log, now: d.now}
 
 	workCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	p := &pipeline{cancel: cancel}
-	for stream, cc := range consumerConfigs(subj, cfg.Pipeline) {
-		cctx, ccancel := context.WithTimeout(ctx, 10*time.Second)
-		cons, err := d.js.CreateOrUpdateConsumer(cctx, stream, cc)
+	fail := func(err error) (*pipeline, error) {
+		_ = p.stop(context.Background())
+		return nil, err
+	}
+	for _, spec := range stageTable(subj, cfg.Pipeline, loc, w) {
+		cctx, ccancel := context.WithTimeout(ctx, to.request)
+		cons, err := d.js.CreateOrUpdateConsumer(cctx, spec.stream, spec.consumer)
 		ccancel()
 		if err != nil {
-			p.stop(context.Background())
-			return nil, fmt.Errorf("create consumer %s: %w", cc.Durable, err)
+			return fail(fmt.Errorf("create consumer %s: %w", spec.consumer.Durable, err))
 		}
-		st := &stage{consumerName: cc.Durable, cons: cons, concurrency: cfg.Pipeline.Concurrency, ackWait: cfg.Pipeline.AckWait,
-			deadline: cfg.Pipeline.RecordingDeadline, retryBase: cfg.Pipeline.RetryBase, dlq: dlq, metrics: d.metrics, log: d.log, now: d.now}
-		if stream == subj.SessionStream() {
-			st.name, st.handle = StageScore, w.handle
-		} else {
-			st.name, st.handle = StageLocate, loc.handle
-			// A finished room need not have had an agent: when no recording
-			// arrives, that is not an error. A finished job with none is.
-			st.onGiveUp = func(m jetstream.Msg) bool { return m.Subject() != subj.Webhook("room_finished") }
-		}
-		sub, err := dlq.watchMaxDeliveries(d.nc, stream, cc.Durable, st.name)
+		sub, err := dlq.watchMaxDeliveries(workCtx, d.nc, spec.stream, spec.consumer.Durable, spec.name)
 		if err != nil {
-			p.stop(context.Background())
-			return nil, fmt.Errorf("watch max deliveries: %w", err)
+			return fail(fmt.Errorf("watch max deliveries: %w", err))
 		}
 		p.subs = append(p.subs, sub)
-		p.stages = append(p.stages, st)
+		p.stages = append(p.stages, &stage{name: spec.name, consumerName: spec.consumer.Durable, cons: cons, handle: spec.handle,
+			onGiveUp: spec.onGiveUp, concurrency: cfg.Pipeline.Concurrency, ackWait: cfg.Pipeline.AckWait,
+			deadline: cfg.Pipeline.RecordingDeadline, retryBase: cfg.Pipeline.RetryBase, dlq: dlq, metrics: d.metrics, log: d.log, now: d.now})
 	}
 	bgCtx, bgCancel := context.WithCancel(context.WithoutCancel(ctx))
 	p.background = bgCancel
 	for _, st := range p.stages {
 		if err := st.start(workCtx); err != nil {
-			p.stop(context.Background())
-			return nil, err
+			return fail(err)
 		}
-		go st.watchLag(bgCtx, 15*time.Second)
+		p.goLoop(func() { st.watchLag(bgCtx, 15*time.Second, to.request) })
 	}
 	pc := cfg.Pipeline
 	if pc.SweepInterval > 0 {
-		go (&sweeper{loc: loc, interval: pc.SweepInterval, rate: pc.SweepRate, window: pc.DedupWindow, log: d.log}).run(bgCtx)
+		sw := &sweeper{loc: loc, interval: pc.SweepInterval, rate: pc.SweepRate, window: pc.DedupWindow, log: d.log}
+		p.goLoop(func() { sw.run(bgCtx) })
 	}
 	if pc.LiveKitURL != "" {
 		key := pc.LiveKitAPIKey
 		if key == "" {
 			key = firstKey(cfg.LiveKit.Keys)
 		}
-		client := newEgressClient(pc.LiveKitURL, key, cfg.LiveKit.Keys[key])
-		go (&reconciler{loc: loc, client: client, interval: pc.ReconcileInterval, rate: pc.SweepRate, window: pc.DedupWindow, log: d.log}).run(bgCtx)
+		rc := &reconciler{loc: loc, client: newEgressClient(pc.LiveKitURL, key, cfg.LiveKit.Keys[key]), interval: pc.ReconcileInterval,
+			timeout: pc.LiveKitTimeout, rate: pc.SweepRate, window: pc.DedupWindow, log: d.log}
+		p.goLoop(func() { rc.run(bgCtx) })
 	}
 	return p, nil
+}
+
+// goLoop runs a background loop that stop waits for.
+func (p *pipeline) goLoop(f func()) {
+	p.loops.Add(1)
+	go func() {
+		defer p.loops.Done()
+		f()
+	}()
 }
 
 func firstKey(keys map[string]string) string {
@@ -159,14 +199,20 @@ func firstKey(keys map[string]string) string {
 	return ks[0]
 }
 
-// stop stops taking work, lets in-flight messages finish (and be acked)
-// until ctx ends, then abandons what is left: unacked messages are
-// redelivered after AckWait, so nothing is lost.
+// stop shuts the pipeline down in order, within ctx:
+//  1. the background loops (lag polls, sweep, reconcile) are cancelled and
+//     waited for, so none publishes after this point;
+//  2. every stage stops taking work and finishes, publishes and acks what
+//     it holds;
+//  3. work still running at the deadline is abandoned: unacked messages
+//     are redelivered after AckWait, so nothing is lost;
+//  4. the advisory subscriptions end.
 func (p *pipeline) stop(ctx context.Context) error {
+	var errs []error
 	if p.background != nil {
 		p.background()
+		errs = append(errs, waitCtx(ctx, &p.loops, "background loops"))
 	}
-	var errs []error
 	for _, st := range p.stages {
 		errs = append(errs, st.drain(ctx))
 	}
@@ -177,9 +223,17 @@ func (p *pipeline) stop(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-func storageType(s string) jetstream.StorageType {
-	if s == "memory" {
-		return jetstream.MemoryStorage
+// waitCtx waits for wg, or fails when ctx ends first.
+func waitCtx(ctx context.Context, wg *sync.WaitGroup, what string) error {
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("wait for %s: %w", what, ctx.Err())
 	}
-	return jetstream.FileStorage
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lkscore/lkscore/internal/testenv"
+	"github.com/lkscore/lkscore/store"
 )
 
 // TestPipelineMaxDeliveries: a store outage that outlasts MaxDeliver ends
@@ -183,7 +184,7 @@ func TestPipelineSweep(t *testing.T) {
 
 // putRawUpload stores a scenario's upload as one raw multipart object under
 // uploads/, the way an egress-side recorder might keep the SDK's POST body.
-func putRawUpload(t *testing.T, st *S3Store, scenario, name string) {
+func putRawUpload(t *testing.T, st *store.S3, scenario, name string) {
 	t.Helper()
 	ctx := context.Background()
 	header := mustReadFile(t, filepath.Join(scenarioDir, scenario, "header.binpb"))

@@ -13,14 +13,14 @@ import (
 	"github.com/lkscore/lkscore/recording"
 )
 
-// LiveKit's notifier drops webhooks under load (FORMATS.md §5). Two loops
+// LiveKit's notifier drops webhooks under load (docs/formats.md, "Webhooks"). Two loops
 // recover what it dropped, both feeding the locator's usual path, so the
 // session stream's dedup (session key) absorbs anything already announced,
 // and both bounded in rate.
 
 // sweeper lists the recording store for sessions never announced.
 type sweeper struct {
-	loc      *Locator
+	loc      *locator
 	interval time.Duration
 	rate     int
 	// window bounds how old a session may be: older ones may already have
@@ -31,7 +31,7 @@ type sweeper struct {
 
 // periodically runs round every interval until ctx ends, counting and
 // logging each round; kind names it (sweep, reconcile).
-func periodically(ctx context.Context, interval time.Duration, kind string, l *Locator, round func(context.Context) (int, error)) {
+func periodically(ctx context.Context, interval time.Duration, kind string, l *locator, round func(context.Context) (int, error)) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -88,9 +88,10 @@ type egressLister interface {
 // reconciler asks LiveKit for ended egresses and handles each like an
 // egress_ended webhook, in case that webhook never arrived.
 type reconciler struct {
-	loc      *Locator
+	loc      *locator
 	client   egressLister
 	interval time.Duration
+	timeout  time.Duration // one ListEgress call
 	rate     int
 	window   time.Duration
 	log      *slog.Logger
@@ -110,7 +111,7 @@ var ended = map[livekit.EgressStatus]bool{livekit.EgressStatus_EGRESS_COMPLETE: 
 
 // reconcile handles every egress that ended within the window; it returns how many.
 func (r *reconciler) reconcile(ctx context.Context) (int, error) {
-	lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	lctx, cancel := context.WithTimeout(ctx, r.timeout)
 	resp, err := r.client.ListEgress(lctx, &livekit.ListEgressRequest{})
 	cancel()
 	if err != nil {

@@ -3,11 +3,7 @@ package consumer
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"errors"
-	"io"
 	"os"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +11,7 @@ import (
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/internal/testenv"
 	"github.com/lkscore/lkscore/recording"
+	"github.com/lkscore/lkscore/store"
 )
 
 func s3Env(t *testing.T, secret string) { testenv.SetAWSEnv(t, secret) }
@@ -26,127 +23,14 @@ func s3Config(srv *testenv.S3, bucket string) config.S3 {
 	return c
 }
 
-func newTestS3Store(t *testing.T, srv *testenv.S3, bucket string) *S3Store {
+func newTestS3Store(t *testing.T, srv *testenv.S3, bucket string) *store.S3 {
 	t.Helper()
 	srv.CreateBucket(t, bucket)
-	st, err := NewS3Store(context.Background(), s3Config(srv, bucket))
+	st, err := store.NewS3(context.Background(), s3Config(srv, bucket))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return st
-}
-func randomBytes(t testing.TB, n int) []byte {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return b
-}
-
-func TestS3StoreRoundTrip(t *testing.T) {
-	srv := testenv.StartS3(t)
-	s3Env(t, testenv.S3SecretKey)
-	st := newTestS3Store(t, srv, "recordings")
-	ctx := context.Background()
-
-	chat := mustReadFile(t, "../recording/testdata/chat_python.json")
-	audio := randomBytes(t, 20<<20) // > one 8 MiB part: a real multipart upload
-	header := testHeader(t, "RM_s3", "AJ_s3")
-	up, err := st.Begin(ctx, "RM_s3/AJ_s3/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name, b := range map[string][]byte{recording.ObjectChatHistory: chat, recording.ObjectAudio: audio, recording.ObjectHeader: header} {
-		if n, err := up.Write(ctx, name, bytes.NewReader(b), 64<<20); err != nil || n != int64(len(b)) {
-			t.Fatalf("write %s: %d %v", name, n, err)
-		}
-	}
-	if objs, _ := st.List(ctx, "RM_s3/"); strings.Contains(strings.Join(Keys(objs), ","), recording.ObjectHeader) {
-		t.Fatal("header visible before Commit")
-	}
-	if err := up.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
-	objs, err := st.List(ctx, "RM_s3/")
-	keys := Keys(objs)
-	if err != nil || strings.Join(keys, ",") != "RM_s3/AJ_s3/chat_history.json,RM_s3/AJ_s3/header.binpb,RM_s3/AJ_s3/recording.ogg" {
-		t.Fatalf("list: %v %v", keys, err)
-	}
-	rc, err := st.Open(ctx, "RM_s3/AJ_s3/"+recording.ObjectAudio, 64<<20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := io.ReadAll(rc)
-	_ = rc.Close()
-	if err != nil || !bytes.Equal(got, audio) {
-		t.Fatalf("audio round trip: %d bytes, %v", len(got), err)
-	}
-	s, err := recording.Load(ctx, st, "RM_s3/AJ_s3/", recording.DefaultLimits())
-	if err != nil || s.Key != "RM_s3/AJ_s3" || s.Chat == nil || len(s.Chat.Items) != 7 || s.CloseReason != "CR_PARTICIPANT_DISCONNECTED" {
-		t.Fatalf("load: %v %+v", err, s)
-	}
-}
-
-func TestS3StoreErrors(t *testing.T) {
-	srv := testenv.StartS3(t)
-	s3Env(t, testenv.S3SecretKey)
-	st := newTestS3Store(t, srv, "recordings")
-	ctx := context.Background()
-	up, _ := st.Begin(ctx, "RM_e/AJ_e/")
-	_, _ = up.Write(ctx, recording.ObjectChatHistory, strings.NewReader(strings.Repeat("x", 4096)), 1<<20)
-	_ = up.Commit(ctx)
-
-	t.Run("missing object is not found", func(t *testing.T) {
-		_, err := st.Open(ctx, "RM_e/nope/header.binpb", 1<<20)
-		if !errors.Is(err, recording.ErrNotFound) || errors.Is(err, ErrPermanent) {
-			t.Fatalf("err = %v", err)
-		}
-	})
-	t.Run("over the limit before reading", func(t *testing.T) {
-		_, err := st.Open(ctx, "RM_e/AJ_e/"+recording.ObjectChatHistory, 1024)
-		if !errors.Is(err, recording.ErrLimit) {
-			t.Fatalf("err = %v", err)
-		}
-	})
-	t.Run("write over the limit", func(t *testing.T) {
-		up, _ := st.Begin(ctx, "RM_e/AJ_big/")
-		_, err := up.Write(ctx, recording.ObjectAudio, bytes.NewReader(randomBytes(t, 9<<20)), 1<<20)
-		if !errors.Is(err, recording.ErrLimit) {
-			t.Fatalf("err = %v", err)
-		}
-		_ = up.Abort(ctx)
-		if keys, _ := st.List(ctx, "RM_e/AJ_big/"); len(keys) != 0 {
-			t.Fatalf("left behind %v", keys)
-		}
-	})
-	t.Run("abort deletes what was written", func(t *testing.T) {
-		up, _ := st.Begin(ctx, "RM_e/AJ_abort/")
-		if _, err := up.Write(ctx, recording.ObjectChatHistory, strings.NewReader("{}"), 1024); err != nil {
-			t.Fatal(err)
-		}
-		if err := up.Abort(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if keys, _ := st.List(ctx, "RM_e/AJ_abort/"); len(keys) != 0 {
-			t.Fatalf("left behind %v", keys)
-		}
-	})
-	t.Run("wrong credentials are permanent", func(t *testing.T) {
-		s3Env(t, "wrong-secret")
-		bad, err := NewS3Store(ctx, s3Config(srv, "recordings"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = bad.Open(ctx, "RM_e/AJ_e/"+recording.ObjectChatHistory, 1<<20)
-		if !errors.Is(err, ErrPermanent) || errors.Is(err, recording.ErrNotFound) {
-			t.Fatalf("err = %v", err)
-		}
-	})
-	t.Run("server down is transient", func(t *testing.T) {
-		srv.Stop()
-		_, err := st.Open(ctx, "RM_e/AJ_e/"+recording.ObjectChatHistory, 1<<20)
-		if err == nil || errors.Is(err, ErrPermanent) || errors.Is(err, recording.ErrNotFound) {
-			t.Fatalf("err = %v, want a transient error", err)
-		}
-	})
 }
 
 // TestCollectorToS3: the collector writes uploads through the S3 store.
@@ -183,74 +67,4 @@ func mustReadFile(t testing.TB, path string) []byte {
 		t.Fatal(err)
 	}
 	return b
-}
-
-// BenchmarkS3ReadAudio1GiB streams a 1 GiB object from the real S3 gateway
-// through S3Store.Open and reports the largest heap growth seen while it
-// streams (sampled every 5 ms): the audio must never be held in memory.
-func BenchmarkS3ReadAudio1GiB(b *testing.B) {
-	srv := testenv.StartS3(b)
-	b.Setenv("AWS_ACCESS_KEY_ID", testenv.S3AccessKey)
-	b.Setenv("AWS_SECRET_ACCESS_KEY", testenv.S3SecretKey)
-	b.Setenv("AWS_EC2_METADATA_DISABLED", "true")
-	srv.CreateBucket(b, "audio")
-	st, err := NewS3Store(context.Background(), s3Config(srv, "audio"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	const size = 1 << 30
-	ctx := context.Background()
-	up, _ := st.Begin(ctx, "RM_big/AJ_big/")
-	if _, err := up.Write(ctx, recording.ObjectAudio, io.LimitReader(zeroReader{}, size), size); err != nil {
-		b.Fatal(err)
-	}
-	_ = up.Commit(ctx)
-	b.SetBytes(size)
-	b.ResetTimer()
-	var worst float64
-	for i := 0; i < b.N; i++ {
-		runtime.GC()
-		var before runtime.MemStats
-		runtime.ReadMemStats(&before)
-		done := make(chan struct{})
-		peak := make(chan uint64)
-		go func() {
-			var m runtime.MemStats
-			var max uint64
-			for {
-				runtime.ReadMemStats(&m)
-				if m.HeapInuse > max {
-					max = m.HeapInuse
-				}
-				select {
-				case <-done:
-					peak <- max
-					return
-				case <-time.After(5 * time.Millisecond):
-				}
-			}
-		}()
-		rc, err := st.Open(ctx, "RM_big/AJ_big/"+recording.ObjectAudio, size)
-		if err != nil {
-			b.Fatal(err)
-		}
-		n, err := io.Copy(io.Discard, rc)
-		_ = rc.Close()
-		close(done)
-		p := <-peak
-		if err != nil || n != size {
-			b.Fatalf("read %d bytes: %v", n, err)
-		}
-		if g := float64(p) - float64(before.HeapInuse); g > worst {
-			worst = g
-		}
-	}
-	b.ReportMetric(worst/(1<<20), "heap-growth-MiB")
-}
-
-type zeroReader struct{}
-
-func (zeroReader) Read(p []byte) (int, error) {
-	clear(p)
-	return len(p), nil
 }

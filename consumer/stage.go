@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/lkscore/lkscore/recording"
 )
 
 // stage runs one durable pull consumer: bounded concurrency, a progress
@@ -22,7 +20,7 @@ type stage struct {
 	cons         jetstream.Consumer
 	concurrency  int
 	ackWait      time.Duration
-	deadline     time.Duration // errNotYet: how long after storage to keep retrying
+	deadline     time.Duration // kindNotYet: how long after storage to keep retrying
 	retryBase    time.Duration
 	handle       func(ctx context.Context, m jetstream.Msg) error
 	// onGiveUp decides what happens when errNotYet outlives the deadline:
@@ -104,17 +102,21 @@ func (s *stage) process(ctx context.Context, m jetstream.Msg) {
 	s.metrics.duration.WithLabelValues(s.name).Observe(time.Since(start).Seconds())
 }
 
-// settle is the only place a message is acked, retried or dead-lettered.
+// settle is the only place a message is acked, retried or dead-lettered;
+// classify decides which.
 func (s *stage) settle(ctx context.Context, m jetstream.Msg, err error) {
+	if err == nil {
+		s.ack(m, "done")
+		return
+	}
 	meta, merr := m.Metadata()
 	var delivered uint64 = 1
 	if merr == nil {
 		delivered = meta.NumDelivered
 	}
-	switch {
-	case err == nil:
-		s.ack(m, "done")
-	case errors.Is(err, errNotYet):
+	f := classify(err)
+	switch f.kind {
+	case kindNotYet:
 		age := time.Duration(0)
 		if merr == nil {
 			age = s.now().Sub(meta.Timestamp)
@@ -129,9 +131,9 @@ func (s *stage) settle(ctx context.Context, m jetstream.Msg, err error) {
 			s.ack(m, "no_recording")
 			return
 		}
-		s.deadLetter(ctx, m, "recording_not_found", fmt.Sprintf("recording not found after %s", age.Round(time.Second)))
-	case isPermanent(err):
-		s.deadLetter(ctx, m, deadLetterKind(err), err.Error())
+		s.deadLetter(ctx, m, f.label, fmt.Sprintf("recording not found after %s", age.Round(time.Second)))
+	case kindPermanent:
+		s.deadLetter(ctx, m, f.label, err.Error())
 	default:
 		s.log.Warn("retrying", "stage", s.name, "subject", m.Subject(), "deliveries", delivered, "err", err)
 		s.metrics.retried.WithLabelValues(s.name, "transient").Inc()
@@ -152,19 +154,20 @@ func (s *stage) ack(m jetstream.Msg, outcome string) {
 func (s *stage) deadLetter(ctx context.Context, m jetstream.Msg, kind, reason string) {
 	if err := s.dlq.send(ctx, letterFrom(s.name, m, kind, reason)); err != nil {
 		s.log.Error("dead letter failed; retrying the message", "err", err)
-		_ = m.NakWithDelay(30 * time.Second)
+		_ = m.NakWithDelay(backoff(s.retryBase, 1))
 		return
 	}
 	_ = m.TermWithReason(truncateHeader(reason))
 	s.metrics.done.WithLabelValues(s.name, "dead_lettered").Inc()
 }
 
-// watchLag polls the consumer's pending counts into gauges until ctx ends.
-func (s *stage) watchLag(ctx context.Context, every time.Duration) {
+// watchLag polls the consumer's pending counts into gauges until ctx ends;
+// each poll is bounded by timeout.
+func (s *stage) watchLag(ctx context.Context, every, timeout time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
-		ictx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		ictx, cancel := context.WithTimeout(ctx, timeout)
 		if info, err := s.cons.Info(ictx); err == nil {
 			s.metrics.pending.WithLabelValues(s.consumerName).Set(float64(info.NumPending))
 			s.metrics.ackPending.WithLabelValues(s.consumerName).Set(float64(info.NumAckPending))
@@ -176,18 +179,4 @@ func (s *stage) watchLag(ctx context.Context, every time.Duration) {
 		case <-t.C:
 		}
 	}
-}
-
-// deadLetterKind is the bounded reason label of a permanent error.
-func deadLetterKind(err error) string {
-	var parse *recording.ParseError
-	switch {
-	case errors.Is(err, recording.ErrNotFound):
-		return "recording_not_found"
-	case errors.Is(err, ErrPermanent):
-		return "store"
-	case errors.As(err, &parse) || errors.Is(err, recording.ErrLimit):
-		return "malformed_recording"
-	}
-	return "bad_message"
 }

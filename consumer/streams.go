@@ -3,7 +3,6 @@ package consumer
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -69,13 +68,9 @@ func (s Subjects) UploadStream() string { return s.streamPrefix + "_UPLOADS" }
 
 // streamConfigs returns lkscore's streams, with explicit settings.
 func streamConfigs(s Subjects, n config.NATS, p config.Pipeline) []jetstream.StreamConfig {
-	storage := jetstream.FileStorage
-	if n.Storage == "memory" {
-		storage = jetstream.MemoryStorage
-	}
 	base := jetstream.StreamConfig{
 		Retention:  jetstream.LimitsPolicy,
-		Storage:    storage,
+		Storage:    storageType(n.Storage),
 		Replicas:   n.Replicas,
 		MaxAge:     n.MaxAge,
 		MaxBytes:   n.MaxBytes,
@@ -109,10 +104,19 @@ func streamConfigs(s Subjects, n config.NATS, p config.Pipeline) []jetstream.Str
 	return []jetstream.StreamConfig{webhooks, uploads, sessions, results, dlq}
 }
 
+// storageType maps nats.storage to JetStream's storage type, for streams
+// and the key-value bucket alike.
+func storageType(s string) jetstream.StorageType {
+	if s == "memory" {
+		return jetstream.MemoryStorage
+	}
+	return jetstream.FileStorage
+}
+
 // EnsureStreams creates or updates lkscore's streams idempotently.
 func EnsureStreams(ctx context.Context, js jetstream.JetStream, s Subjects, n config.NATS, p config.Pipeline) error {
 	for _, cfg := range streamConfigs(s, n, p) {
-		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		ctx, cancel := context.WithTimeout(ctx, n.RequestTimeout)
 		_, err := js.CreateOrUpdateStream(ctx, cfg)
 		cancel()
 		if err != nil {

@@ -29,10 +29,10 @@ type publisher interface {
 	PublishMsg(ctx context.Context, msg *nats.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error)
 }
 
-// WebhookHandler serves POST /webhook: it verifies LiveKit's signature with
+// webhookHandler serves POST /webhook: it verifies LiveKit's signature with
 // livekit/protocol, stores the event on JetStream keyed by its id and answers
 // 200 only after the PubAck.
-type WebhookHandler struct {
+type webhookHandler struct {
 	keys      auth.KeyProvider
 	pub       publisher
 	connected func() bool
@@ -51,38 +51,38 @@ type WebhookHandler struct {
 
 type eventOutcome struct{ event, outcome string }
 
-// WebhookOptions configures a WebhookHandler.
-type WebhookOptions struct {
-	Keys           auth.KeyProvider
-	Publisher      publisher
-	Connected      func() bool // nil: always connected
-	Subjects       Subjects
-	MaxBodyBytes   int64
-	Events         []string
-	PublishTimeout time.Duration
+// webhookOptions configures a webhookHandler.
+type webhookOptions struct {
+	keys           auth.KeyProvider
+	publisher      publisher
+	connected      func() bool // nil: always connected
+	subjects       Subjects
+	maxBodyBytes   int64
+	events         []string
+	publishTimeout time.Duration
 }
 
-func newWebhookHandler(o WebhookOptions, m *metrics, log *slog.Logger) (*WebhookHandler, error) {
-	if o.Keys == nil || o.Publisher == nil {
+func newWebhookHandler(o webhookOptions, m *metrics, log *slog.Logger) (*webhookHandler, error) {
+	if o.keys == nil || o.publisher == nil {
 		return nil, errors.New("webhook handler: keys and publisher are required")
 	}
-	if o.MaxBodyBytes <= 0 || o.PublishTimeout <= 0 {
+	if o.maxBodyBytes <= 0 || o.publishTimeout <= 0 {
 		return nil, errors.New("webhook handler: max body and publish timeout must be positive")
 	}
-	ev := make(map[string]bool, len(o.Events))
-	for _, e := range o.Events {
+	ev := make(map[string]bool, len(o.events))
+	for _, e := range o.events {
 		ev[e] = true
 	}
-	connected := o.Connected
+	connected := o.connected
 	if connected == nil {
 		connected = func() bool { return true }
 	}
-	h := &WebhookHandler{
-		keys: o.Keys, pub: o.Publisher, connected: connected, subjects: o.Subjects,
-		maxBody: o.MaxBodyBytes, events: ev, timeout: o.PublishTimeout, metrics: m, log: log,
+	h := &webhookHandler{
+		keys: o.keys, pub: o.publisher, connected: connected, subjects: o.subjects,
+		maxBody: o.maxBodyBytes, events: ev, timeout: o.publishTimeout, metrics: m, log: log,
 		requests:       map[string]prometheus.Counter{},
 		stored:         map[eventOutcome]prometheus.Counter{},
-		publishLatency: m.publishLatency.WithLabelValues(o.Subjects.WebhookStream()),
+		publishLatency: m.publishLatency.WithLabelValues(o.subjects.WebhookStream()),
 	}
 	for _, outcome := range []string{"stored", "duplicate", "ignored"} {
 		h.requests[outcome] = m.requests.WithLabelValues("webhook", outcome)
@@ -97,7 +97,7 @@ func newWebhookHandler(o WebhookOptions, m *metrics, log *slog.Logger) (*Webhook
 
 var unmarshalEvent = protojson.UnmarshalOptions{DiscardUnknown: true, AllowPartial: true}
 
-func (h *WebhookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (h *webhookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	outcome := h.serve(w, r)
 	if c, ok := h.requests[outcome]; ok {
 		c.Inc()
@@ -107,13 +107,13 @@ func (h *WebhookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // serve handles one request and returns its outcome label.
-func (h *WebhookHandler) serve(w http.ResponseWriter, r *http.Request) string {
+func (h *webhookHandler) serve(w http.ResponseWriter, r *http.Request) string {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		return h.reject(w, http.StatusMethodNotAllowed, "method_not_allowed", "use POST")
+		return h.reject(w, http.StatusMethodNotAllowed, "use POST")
 	}
 	if r.ContentLength > h.maxBody {
-		return h.reject(w, http.StatusRequestEntityTooLarge, "too_large", "body exceeds the webhook size limit")
+		return h.reject(w, http.StatusRequestEntityTooLarge, "body exceeds the webhook size limit")
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, h.maxBody)
 	// LiveKit sends the raw token; accept a "Bearer " prefix as well.
@@ -125,17 +125,17 @@ func (h *WebhookHandler) serve(w http.ResponseWriter, r *http.Request) string {
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			return h.reject(w, http.StatusRequestEntityTooLarge, "too_large", "body exceeds the webhook size limit")
+			return h.reject(w, http.StatusRequestEntityTooLarge, "body exceeds the webhook size limit")
 		}
 		h.log.Debug("webhook refused", "err", err)
-		return h.reject(w, http.StatusUnauthorized, "unauthorized", "invalid or missing signature")
+		return h.reject(w, http.StatusUnauthorized, "invalid or missing signature")
 	}
 	var ev livekit.WebhookEvent
 	if err := unmarshalEvent.Unmarshal(body, &ev); err != nil {
-		return h.reject(w, http.StatusBadRequest, "bad_request", "body is not a LiveKit WebhookEvent")
+		return h.reject(w, http.StatusBadRequest, "body is not a LiveKit WebhookEvent")
 	}
 	if ev.Id == "" || ev.Event == "" {
-		return h.reject(w, http.StatusBadRequest, "bad_request", "webhook event lacks id or event")
+		return h.reject(w, http.StatusBadRequest, "webhook event lacks id or event")
 	}
 	if !h.events[ev.Event] {
 		h.metrics.webhookEvents.WithLabelValues(eventLabel(ev.Event), "ignored").Inc()
@@ -158,11 +158,11 @@ func (k *keyCapture) GetSecret(key string) string {
 }
 
 // store publishes the verified body and answers according to the PubAck.
-func (h *WebhookHandler) store(w http.ResponseWriter, ctx context.Context, ev *livekit.WebhookEvent, body []byte, apiKey string) string {
+func (h *webhookHandler) store(w http.ResponseWriter, ctx context.Context, ev *livekit.WebhookEvent, body []byte, apiKey string) string {
 	if !h.connected() {
 		h.metrics.webhookEvents.WithLabelValues(ev.Event, "unavailable").Inc()
 		w.Header().Set("Retry-After", "2")
-		return h.reject(w, http.StatusServiceUnavailable, "unavailable", "queue unavailable, retry later")
+		return h.reject(w, http.StatusServiceUnavailable, "queue unavailable, retry later")
 	}
 	msg := nats.NewMsg(h.subjects.Webhook(ev.Event))
 	msg.Data = body
@@ -177,7 +177,7 @@ func (h *WebhookHandler) store(w http.ResponseWriter, ctx context.Context, ev *l
 		h.log.Warn("webhook not stored", "event_id", ev.Id, "event", ev.Event, "err", err)
 		h.metrics.webhookEvents.WithLabelValues(ev.Event, "unavailable").Inc()
 		w.Header().Set("Retry-After", "2")
-		return h.reject(w, http.StatusServiceUnavailable, "unavailable", "queue unavailable, retry later")
+		return h.reject(w, http.StatusServiceUnavailable, "queue unavailable, retry later")
 	}
 	outcome := "stored"
 	if ack.Duplicate {
@@ -191,8 +191,10 @@ func (h *WebhookHandler) store(w http.ResponseWriter, ctx context.Context, ev *l
 	return outcome
 }
 
-// reject writes a short plain-text error and counts it.
-func (h *WebhookHandler) reject(w http.ResponseWriter, code int, reason, msg string) string {
+// reject writes a short plain-text error and counts it under the status's
+// reason (httpReason).
+func (h *webhookHandler) reject(w http.ResponseWriter, code int, msg string) string {
+	reason := httpReason(code)
 	h.metrics.rejected.WithLabelValues("webhook", reason).Inc()
 	http.Error(w, msg, code)
 	return reason

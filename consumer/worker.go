@@ -6,13 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/store"
 )
 
 // Headers on result messages.
@@ -23,19 +24,49 @@ const (
 	HeaderCloseReason    = "Lk-Close-Reason"
 )
 
-// Worker scores sessions: it fetches a work item's chat history, scores it
+// sessionReader is what a worker needs from the recording store.
+type sessionReader interface {
+	recording.ObjectReader
+	store.BucketReader
+}
+
+// worker scores sessions: it fetches a work item's chat history, scores it
 // and publishes the scorecard on lkscore.result.<CLOSE_REASON>.
-type Worker struct {
+type worker struct {
+	js        jetstream.JetStream
+	store     sessionReader
+	scorer    *scoring.Scorer
+	lim       recording.Limits
+	maxUpload int64
+	subjects  Subjects
+	timeouts  timeouts
+	log       *slog.Logger
+}
+
+// workerOptions configures newWorker.
+type workerOptions struct {
 	js       jetstream.JetStream
-	store    storeReader
+	store    sessionReader
 	scorer   *scoring.Scorer
-	lim      recording.Limits
+	limits   config.Limits
 	subjects Subjects
+	timeouts timeouts
 	log      *slog.Logger
 }
 
+func newWorker(o workerOptions) (*worker, error) {
+	if o.js == nil || o.store == nil || o.scorer == nil || o.log == nil {
+		return nil, errors.New("worker: js, store, scorer and log are required")
+	}
+	if o.timeouts.publish <= 0 {
+		return nil, errors.New("worker: the publish timeout must be positive")
+	}
+	return &worker{js: o.js, store: o.store, scorer: o.scorer, lim: o.limits.Parser(), maxUpload: o.limits.UploadBytes(),
+		subjects: o.subjects, timeouts: o.timeouts, log: o.log}, nil
+}
+
 // handle scores one work item; the caller acks only when it returns nil.
-func (w *Worker) handle(ctx context.Context, m jetstream.Msg) error {
+func (w *worker) handle(ctx context.Context, m jetstream.Msg) error {
 	var item WorkItem
 	if err := json.Unmarshal(m.Data(), &item); err != nil {
 		return permanent(fmt.Errorf("work item is not valid JSON: %w", err))
@@ -62,7 +93,7 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) error {
 	msg.Header.Set(HeaderAgentName, item.AgentName)
 	msg.Header.Set(HeaderScoringVersion, card.ScoringVersion)
 	msg.Header.Set(HeaderCloseReason, item.CloseReason)
-	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	pctx, cancel := context.WithTimeout(ctx, w.timeouts.publish)
 	defer cancel()
 	// Session key + scoring version: one scorecard per session and version,
 	// however often the work is delivered.
@@ -77,7 +108,7 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) error {
 }
 
 // load reads the session the item points at, directory layout or multipart object.
-func (w *Worker) load(ctx context.Context, item WorkItem) (*recording.Session, error) {
+func (w *worker) load(ctx context.Context, item WorkItem) (*recording.Session, error) {
 	if item.Dir != "" {
 		s, err := recording.Load(ctx, w.store, item.Dir, w.lim)
 		if errors.Is(err, recording.ErrNotFound) {
@@ -85,7 +116,7 @@ func (w *Worker) load(ctx context.Context, item WorkItem) (*recording.Session, e
 		}
 		return s, err
 	}
-	rc, err := openObject(ctx, w.store, item.Bucket, item.Object, w.lim)
+	rc, err := w.store.OpenBucket(ctx, item.Bucket, item.Object, w.maxUpload)
 	if errors.Is(err, recording.ErrNotFound) {
 		return nil, permanent(fmt.Errorf("recording gone from the store: %w", err))
 	}

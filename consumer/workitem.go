@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/recording"
 )
 
@@ -37,47 +38,8 @@ func (w WorkItem) validate() error {
 		return errors.New("work item lacks session_key or room_id")
 	case (w.Dir == "") == (w.Object == ""):
 		return errors.New("work item needs exactly one of dir and object")
-	case !validCloseReason(w.CloseReason):
+	case !config.ValidCloseReason(w.CloseReason):
 		return fmt.Errorf("work item close_reason %q is not a proto name", w.CloseReason)
 	}
 	return nil
-}
-
-func validCloseReason(r string) bool {
-	switch r {
-	case "CR_UNKNOWN", "CR_ERROR", "CR_JOB_SHUTDOWN", "CR_PARTICIPANT_DISCONNECTED", "CR_USER_INITIATED", "CR_COMPLETED":
-		return true
-	}
-	return false
-}
-
-// permanentError marks an error that retrying cannot fix: the message is
-// dead-lettered at once and terminated.
-type permanentError struct{ err error }
-
-func (e *permanentError) Error() string { return e.err.Error() }
-func (e *permanentError) Unwrap() error { return e.err }
-
-func permanent(err error) error {
-	if err == nil {
-		return nil
-	}
-	return &permanentError{err: err}
-}
-
-// isPermanent reports errors to dead-letter: marked ones, malformed
-// recordings and store errors retrying cannot fix.
-func isPermanent(err error) bool {
-	var pe *permanentError
-	var parse *recording.ParseError
-	return errors.As(err, &pe) || errors.As(err, &parse) || errors.Is(err, ErrPermanent) || errors.Is(err, recording.ErrLimit)
-}
-
-// backoff is the redelivery delay after n deliveries: base doubling, at most 5 min.
-func backoff(base time.Duration, n uint64) time.Duration {
-	d := base
-	for i := uint64(1); i < n && d < 5*time.Minute; i++ {
-		d *= 2
-	}
-	return min(d, 5*time.Minute)
 }

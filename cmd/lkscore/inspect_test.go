@@ -17,9 +17,9 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/lkscore/lkscore/config"
-	"github.com/lkscore/lkscore/consumer"
 	"github.com/lkscore/lkscore/internal/testenv"
 	"github.com/lkscore/lkscore/recording"
+	"github.com/lkscore/lkscore/store"
 )
 
 func headerBytes(t *testing.T, summary string) []byte {
@@ -110,19 +110,19 @@ func TestInspectS3(t *testing.T) {
 	env := map[string]string{"LKSCORE_S3_ENDPOINT": srv.Endpoint, "LKSCORE_S3_FORCE_PATH_STYLE": "true", "LKSCORE_S3_REGION": "us-east-1"}
 	s3cfg, _ := config.S3FromEnv(func(k string) string { return env[k] })
 	s3cfg.Bucket = "rec"
-	store, err := consumer.NewS3Store(context.Background(), s3cfg)
+	st, err := store.NewS3(context.Background(), s3cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	chat, _ := os.ReadFile("../../recording/testdata/chat_python.json")
 	ctx := context.Background()
-	up, _ := store.Begin(ctx, "lk/RM_i/AJ_i/")
+	up, _ := st.Begin(ctx, "lk/RM_i/AJ_i/")
 	_, _ = up.Write(ctx, recording.ObjectChatHistory, bytes.NewReader(chat), 1<<20)
 	_, _ = up.Write(ctx, recording.ObjectHeader, bytes.NewReader(headerBytes(t, `{"close_reason":"CR_USER_INITIATED"}`)), 1<<20)
 	if err := up.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
-	up2, _ := store.Begin(ctx, "raw/")
+	up2, _ := st.Begin(ctx, "raw/")
 	_, _ = up2.Write(ctx, "upload.multipart", bytes.NewReader(multipartBody(t, headerBytes(t, `{"close_reason":3}`), chat)), 1<<20)
 	_ = up2.Commit(ctx)
 

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/urfave/cli/v3"
 
+	"github.com/lkscore/lkscore/cmd/lkscore/offline"
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/consumer"
 )
@@ -35,6 +36,12 @@ type exitError struct {
 
 func (e exitError) Error() string { return e.err.Error() }
 
+// ExitCode is the process exit code.
+func (e exitError) ExitCode() int { return e.code }
+
+// exitCoder is an error that names its exit code (exitError, offline.ExitError).
+type exitCoder interface{ ExitCode() int }
+
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -44,7 +51,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		Version:   version,
 		Writer:    stdout,
 		ErrWriter: stderr,
-		Commands:  []*cli.Command{serveCommand(getenv, stderr), inspectCommand(getenv, stdout), scoreCommand(getenv, stdout), dlqCommand(getenv, stdout)},
+		Commands:  []*cli.Command{serveCommand(getenv, stderr), offline.Inspect(getenv, stdout), offline.Score(getenv, stdout), dlqCommand(getenv, stdout)},
 		// Errors are printed once, by run.
 		ExitErrHandler: func(context.Context, *cli.Command, error) {},
 	}
@@ -53,9 +60,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return 0
 	}
 	fmt.Fprintln(stderr, "lkscore:", err)
-	var ee exitError
+	var ee exitCoder
 	if errors.As(err, &ee) {
-		return ee.code
+		return ee.ExitCode()
 	}
 	return 2
 }

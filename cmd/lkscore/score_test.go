@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lkscore/lkscore/cmd/lkscore/offline"
 	"github.com/lkscore/lkscore/scoring"
 )
 
@@ -64,8 +65,8 @@ func TestScoreTableAndGate(t *testing.T) {
 		code   int
 	}{
 		{"fail", []string{clean, slow}, 0},
-		{"warn", []string{clean, slow}, exitGate},
-		{"fail", []string{clean, errorClose}, exitGate},
+		{"warn", []string{clean, slow}, offline.ExitGate},
+		{"fail", []string{clean, errorClose}, offline.ExitGate},
 		{"warn", []string{clean}, 0},
 	} {
 		code, _, stderr := runScore(t, append([]string{"--fail-on", tc.failOn}, tc.paths...)...)

@@ -1,4 +1,4 @@
-package main
+package offline
 
 import (
 	"context"
@@ -15,10 +15,11 @@ import (
 	"github.com/lkscore/lkscore/scoring"
 )
 
-// exitGate is the exit code when --fail-on trips.
-const exitGate = 3
+// ExitGate is the exit code when --fail-on trips.
+const ExitGate = 3
 
-func scoreCommand(getenv func(string) string, stdout io.Writer) *cli.Command {
+// Score is `lkscore score`.
+func Score(getenv func(string) string, stdout io.Writer) *cli.Command {
 	return &cli.Command{
 		Name:      "score",
 		Usage:     "score recording uploads and print their scorecards",
@@ -33,14 +34,14 @@ func scoreCommand(getenv func(string) string, stdout io.Writer) *cli.Command {
 		},
 		Action: func(ctx context.Context, c *cli.Command) error {
 			if c.Args().Len() == 0 {
-				return exitError{code: 2, err: errors.New("score: want at least one PATH")}
+				return ExitError{Code: 2, Err: errors.New("score: want at least one PATH")}
 			}
 			format, failOn := c.String("format"), c.String("fail-on")
 			if format != "json" && format != "table" {
-				return exitError{code: 2, err: fmt.Errorf("score: --format %q is not json or table", format)}
+				return ExitError{Code: 2, Err: fmt.Errorf("score: --format %q is not json or table", format)}
 			}
 			if failOn != "" && failOn != scoring.Warn && failOn != scoring.Fail {
-				return exitError{code: 2, err: fmt.Errorf("score: --fail-on %q is not warn or fail", failOn)}
+				return ExitError{Code: 2, Err: fmt.Errorf("score: --fail-on %q is not warn or fail", failOn)}
 			}
 			path := c.String("config")
 			if path == "" {
@@ -48,25 +49,25 @@ func scoreCommand(getenv func(string) string, stdout io.Writer) *cli.Command {
 			}
 			cfg, err := config.LoadScoring(path)
 			if err != nil {
-				return exitError{code: 2, err: err}
+				return ExitError{Code: 2, Err: err}
 			}
 			scorer, err := scoring.NewScorer(cfg)
 			if err != nil {
-				return exitError{code: 2, err: err}
+				return ExitError{Code: 2, Err: err}
 			}
 			var cards []scoring.Scorecard
 			for _, src := range c.Args().Slice() {
 				out, err := loadSession(ctx, src, getenv)
 				if err != nil {
-					return exitError{code: 1, err: fmt.Errorf("score %s: %w", src, err)}
+					return ExitError{Code: 1, Err: fmt.Errorf("score %s: %w", src, err)}
 				}
 				cards = append(cards, scorer.Score(out.Session.ScoringInput(src, c.String("agent-name"))))
 			}
 			if err := printScorecards(stdout, format, cards); err != nil {
-				return exitError{code: 1, err: err}
+				return ExitError{Code: 1, Err: err}
 			}
 			if tripped := gate(cards, failOn); tripped != "" {
-				return exitError{code: exitGate, err: errors.New(tripped)}
+				return ExitError{Code: ExitGate, Err: errors.New(tripped)}
 			}
 			return nil
 		},

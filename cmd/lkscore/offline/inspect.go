@@ -1,4 +1,8 @@
-package main
+// Package offline holds the commands that read recordings without the
+// daemon: `lkscore inspect` and `lkscore score`. It links the recording
+// parser, the store and the scoring model, never NATS or the daemon
+// (checked by .ci/run).
+package offline
 
 import (
 	"bufio"
@@ -14,8 +18,8 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/lkscore/lkscore/config"
-	"github.com/lkscore/lkscore/consumer"
 	"github.com/lkscore/lkscore/recording"
+	"github.com/lkscore/lkscore/store"
 )
 
 // inspectOutput is what `lkscore inspect` prints.
@@ -33,7 +37,8 @@ type chatSummary struct {
 	KeyStyle      string         `json:"key_style,omitempty"`
 }
 
-func inspectCommand(getenv func(string) string, stdout io.Writer) *cli.Command {
+// Inspect is `lkscore inspect`.
+func Inspect(getenv func(string) string, stdout io.Writer) *cli.Command {
 	return &cli.Command{
 		Name:      "inspect",
 		Usage:     "parse a recording upload and print it as JSON",
@@ -43,11 +48,11 @@ func inspectCommand(getenv func(string) string, stdout io.Writer) *cli.Command {
 			"credential chain and LKSCORE_S3_ENDPOINT / LKSCORE_S3_REGION / LKSCORE_S3_FORCE_PATH_STYLE.",
 		Action: func(ctx context.Context, c *cli.Command) error {
 			if c.Args().Len() != 1 {
-				return exitError{code: 2, err: errors.New("inspect: want exactly one PATH or URL")}
+				return ExitError{Code: 2, Err: errors.New("inspect: want exactly one PATH or URL")}
 			}
 			out, err := loadSession(ctx, c.Args().First(), getenv)
 			if err != nil {
-				return exitError{code: 1, err: fmt.Errorf("inspect %s: %w", c.Args().First(), err)}
+				return ExitError{Code: 1, Err: fmt.Errorf("inspect %s: %w", c.Args().First(), err)}
 			}
 			enc := json.NewEncoder(stdout)
 			enc.SetIndent("", "  ")
@@ -80,11 +85,11 @@ func loadSession(ctx context.Context, src string, getenv func(string) string) (*
 		}
 		dir = filepath.Dir(path)
 	}
-	store, err := consumer.OpenLocalDir(dir)
+	local, err := store.OpenLocalDir(dir)
 	if err != nil {
 		return nil, err
 	}
-	s, err := recording.Load(ctx, store, "", lim)
+	s, err := recording.Load(ctx, local, "", lim)
 	if err != nil {
 		return nil, err
 	}
@@ -104,22 +109,21 @@ func inspectS3(ctx context.Context, src string, getenv func(string) string, lim 
 		return nil, fmt.Errorf("%s is not an S3 location", src)
 	}
 	s3cfg.Bucket = loc.Bucket
-	store, err := consumer.NewS3Store(ctx, s3cfg)
+	st, err := store.NewS3(ctx, s3cfg)
 	if err != nil {
 		return nil, err
 	}
 	key := loc.Key
 	switch {
 	case strings.HasSuffix(key, "/"):
-		return loadDir(ctx, src, store, key, lim)
+		return loadDir(ctx, src, st, key, lim)
 	case strings.HasSuffix(key, "/"+recording.ObjectHeader) || key == recording.ObjectHeader:
-		return loadDir(ctx, src, store, recording.SessionDir(key), lim)
+		return loadDir(ctx, src, st, recording.SessionDir(key), lim)
 	}
-	l := config.Default().Limits
-	rc, err := store.Open(ctx, key, l.HeaderBytes+l.ChatHistoryBytes+l.AudioBytes+64<<10)
-	if errors.Is(err, recording.ErrNotFound) {
+	rc, err := st.Open(ctx, key, config.Default().Limits.UploadBytes())
+	if errors.Is(err, store.ErrNotFound) {
 		// Maybe a directory given without its trailing slash.
-		return loadDir(ctx, src, store, key+"/", lim)
+		return loadDir(ctx, src, st, key+"/", lim)
 	}
 	if err != nil {
 		return nil, err
@@ -151,3 +155,14 @@ func output(src string, s *recording.Session, audio *int64) *inspectOutput {
 	}
 	return out
 }
+
+// ExitError carries an exit code to main.
+type ExitError struct {
+	Code int
+	Err  error
+}
+
+func (e ExitError) Error() string { return e.Err.Error() }
+
+// ExitCode is the process exit code.
+func (e ExitError) ExitCode() int { return e.Code }

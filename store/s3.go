@@ -1,4 +1,4 @@
-package consumer
+package store
 
 import (
 	"context"
@@ -23,20 +23,20 @@ import (
 	"github.com/lkscore/lkscore/recording"
 )
 
-// S3Store keeps recordings in an S3 bucket (or any S3-compatible store).
+// S3 keeps recordings in an S3 bucket (or any S3-compatible store).
 // Keys are full object keys; the layout adds the configured prefix.
-type S3Store struct {
+type S3 struct {
 	bucket  string
 	client  *s3.Client
 	tm      *transfermanager.Client
 	timeout time.Duration
 }
 
-// NewS3Store builds the client from the default AWS credential chain (env,
+// NewS3 builds the client from the default AWS credential chain (env,
 // shared config, web identity for IRSA) with the configured region, endpoint,
 // path style, retries (standard: backoff on 5xx and throttling) and a
 // per-request timeout. It does no network I/O.
-func NewS3Store(ctx context.Context, c config.S3) (*S3Store, error) {
+func NewS3(ctx context.Context, c config.S3) (*S3, error) {
 	opts := []func(*awsconfig.LoadOptions) error{
 		awsconfig.WithRetryer(func() aws.Retryer {
 			return retry.NewStandard(func(o *retry.StandardOptions) { o.MaxAttempts = c.MaxAttempts })
@@ -66,24 +66,24 @@ func NewS3Store(ctx context.Context, c config.S3) (*S3Store, error) {
 		o.PartSizeBytes = 8 << 20
 		o.Concurrency = 2
 	})
-	return &S3Store{bucket: c.Bucket, client: client, tm: tm, timeout: c.RequestTimeout}, nil
+	return &S3{bucket: c.Bucket, client: client, tm: tm, timeout: c.RequestTimeout}, nil
 }
 
-// Bucket is the store's bucket.
-func (s *S3Store) Bucket() string { return s.bucket }
-
-// Location implements recordingWriter.
-func (s *S3Store) Location(dir string) string { return "s3://" + s.bucket + "/" + dir }
+// Location implements Writer.
+func (s *S3) Location(dir string) string { return "s3://" + s.bucket + "/" + dir }
 
 // Open implements recording.ObjectReader: it checks the object's length
 // before reading and enforces it while streaming. The request timeout covers
 // the response headers; the body may stream for longer.
-func (s *S3Store) Open(ctx context.Context, key string, maxBytes int64) (io.ReadCloser, error) {
+func (s *S3) Open(ctx context.Context, key string, maxBytes int64) (io.ReadCloser, error) {
 	return s.OpenBucket(ctx, s.bucket, key, maxBytes)
 }
 
 // OpenBucket is Open on another bucket (egress locations, inspect s3://…).
-func (s *S3Store) OpenBucket(ctx context.Context, bucket, key string, maxBytes int64) (io.ReadCloser, error) {
+func (s *S3) OpenBucket(ctx context.Context, bucket, key string, maxBytes int64) (io.ReadCloser, error) {
+	if bucket == "" {
+		bucket = s.bucket
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	timer := time.AfterFunc(s.timeout, cancel)
 	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
@@ -103,12 +103,8 @@ func (s *S3Store) OpenBucket(ctx context.Context, bucket, key string, maxBytes i
 	})}, nil
 }
 
-type closeFunc func() error
-
-func (f closeFunc) Close() error { return f() }
-
 // List implements listing for the locator and inspect: every key under prefix.
-func (s *S3Store) List(ctx context.Context, prefix string) ([]ObjectInfo, error) {
+func (s *S3) List(ctx context.Context, prefix string) ([]ObjectInfo, error) {
 	var out []ObjectInfo
 	p := s3.NewListObjectsV2Paginator(s.client, &s3.ListObjectsV2Input{Bucket: aws.String(s.bucket), Prefix: aws.String(prefix)})
 	for p.HasMorePages() {
@@ -125,11 +121,11 @@ func (s *S3Store) List(ctx context.Context, prefix string) ([]ObjectInfo, error)
 	return out, nil
 }
 
-// Begin implements recordingWriter. Objects go straight to their final keys,
+// Begin implements Writer. Objects go straight to their final keys,
 // header last: a reader treats a session as present only once its header
 // exists, so a half-written upload is never seen as one. Abort deletes what
 // was written.
-func (s *S3Store) Begin(_ context.Context, dir string) (Upload, error) {
+func (s *S3) Begin(_ context.Context, dir string) (Upload, error) {
 	if err := checkKey(strings.TrimSuffix(dir, "/")); err != nil {
 		return nil, err
 	}
@@ -137,7 +133,7 @@ func (s *S3Store) Begin(_ context.Context, dir string) (Upload, error) {
 }
 
 type s3Upload struct {
-	s       *S3Store
+	s       *S3
 	dir     string
 	written []string
 	header  []byte
@@ -219,12 +215,7 @@ func (u *s3Upload) Abort(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// ErrPermanent marks store errors that retrying cannot fix (denied, bad
-// bucket, bad request). Not-found errors wrap recording.ErrNotFound instead.
-// Anything unmarked (5xx after the SDK's retries, timeouts, network) is transient.
-var ErrPermanent = errors.New("permanent store error")
-
-// classifyS3 wraps an S3 error: 404 → recording.ErrNotFound; other 4xx →
+// classifyS3 wraps an S3 error: 404 → ErrNotFound; other 4xx →
 // ErrPermanent; the rest stays transient.
 func classifyS3(op, bucket, key string, err error) error {
 	var nsk *types.NoSuchKey
@@ -235,11 +226,11 @@ func classifyS3(op, bucket, key string, err error) error {
 	where := fmt.Sprintf("%s s3://%s/%s", op, bucket, key)
 	switch {
 	case errors.As(err, &nsk) || errors.As(err, &nf):
-		return fmt.Errorf("%s: %w", where, recording.ErrNotFound)
+		return fmt.Errorf("%s: %w", where, ErrNotFound)
 	case errors.As(err, &nsb):
 		return fmt.Errorf("%s: no such bucket: %w", where, ErrPermanent)
 	case errors.As(err, &re) && re.HTTPStatusCode() == http.StatusNotFound:
-		return fmt.Errorf("%s: %w", where, recording.ErrNotFound)
+		return fmt.Errorf("%s: %w", where, ErrNotFound)
 	case errors.As(err, &re) && re.HTTPStatusCode() >= 400 && re.HTTPStatusCode() < 500 &&
 		re.HTTPStatusCode() != http.StatusTooManyRequests && re.HTTPStatusCode() != http.StatusRequestTimeout:
 		code := ""

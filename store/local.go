@@ -1,4 +1,7 @@
-package consumer
+// Package store keeps recording uploads: a local directory (the embedded
+// default) or an S3 bucket. It classifies every failure as not found,
+// permanent or transient, and knows nothing of NATS or HTTP.
+package store
 
 import (
 	"context"
@@ -17,34 +20,16 @@ import (
 	"github.com/lkscore/lkscore/recording"
 )
 
-// Upload is one recording upload being written. Nothing is visible to
-// readers before Commit; Abort discards everything written.
-type Upload interface {
-	// Write streams r into the named object, failing with recording.ErrLimit beyond limit bytes.
-	Write(ctx context.Context, name string, r io.Reader, limit int64) (int64, error)
-	// Commit makes the upload visible, header last.
-	Commit(ctx context.Context) error
-	// Abort removes what was written. It is a no-op after Commit.
-	Abort(ctx context.Context) error
-}
-
-// recordingWriter starts uploads; the collector depends only on this.
-type recordingWriter interface {
-	Begin(ctx context.Context, dir string) (Upload, error)
-	// Location describes where dir lives, for upload notices (file:///… or s3://…).
-	Location(dir string) string
-}
-
-// LocalStore keeps recordings in a local directory (the embedded default).
+// Local keeps recordings in a local directory (the embedded default).
 // Keys are slash-separated paths relative to the root. Uploads are staged
 // under root/.staging and renamed into place on Commit.
-type LocalStore struct {
+type Local struct {
 	root string
 }
 
-// NewLocalStore opens root, creating it, and removes staging left by a
+// NewLocal opens root, creating it, and removes staging left by a
 // crash. Use OpenLocalDir to read a directory without writing to it.
-func NewLocalStore(root string) (*LocalStore, error) {
+func NewLocal(root string) (*Local, error) {
 	s, err := OpenLocalDir(root)
 	if err != nil {
 		return nil, err
@@ -67,30 +52,27 @@ func NewLocalStore(root string) (*LocalStore, error) {
 }
 
 // OpenLocalDir returns a store over root for reading only (no staging is created).
-func OpenLocalDir(root string) (*LocalStore, error) {
+func OpenLocalDir(root string) (*Local, error) {
 	abs, err := filepath.Abs(root)
 	if err != nil {
 		return nil, fmt.Errorf("local store %s: %w", root, err)
 	}
-	return &LocalStore{root: abs}, nil
+	return &Local{root: abs}, nil
 }
 
-// Root is the store's absolute directory.
-func (s *LocalStore) Root() string { return s.root }
-
-// Location implements recordingWriter.
-func (s *LocalStore) Location(dir string) string {
+// Location implements Writer.
+func (s *Local) Location(dir string) string {
 	return "file://" + filepath.ToSlash(filepath.Join(s.root, dir)) + "/"
 }
 
 // Open implements recording.ObjectReader.
-func (s *LocalStore) Open(_ context.Context, key string, maxBytes int64) (io.ReadCloser, error) {
+func (s *Local) Open(_ context.Context, key string, maxBytes int64) (io.ReadCloser, error) {
 	if err := checkKey(key); err != nil {
 		return nil, err
 	}
 	f, err := os.Open(filepath.Join(s.root, filepath.FromSlash(key)))
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("open %s: %w", key, recording.ErrNotFound)
+		return nil, fmt.Errorf("open %s: %w", key, ErrNotFound)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", key, err)
@@ -98,37 +80,16 @@ func (s *LocalStore) Open(_ context.Context, key string, maxBytes int64) (io.Rea
 	if st, err := f.Stat(); err == nil && (st.IsDir() || st.Size() > maxBytes) {
 		_ = f.Close()
 		if st.IsDir() {
-			return nil, fmt.Errorf("open %s: %w", key, recording.ErrNotFound)
+			return nil, fmt.Errorf("open %s: %w", key, ErrNotFound)
 		}
 		return nil, fmt.Errorf("open %s: %d bytes: %w", key, st.Size(), recording.ErrLimit)
 	}
 	return readCloser{Reader: recording.LimitReader(f, maxBytes), Closer: f}, nil
 }
 
-type readCloser struct {
-	io.Reader
-	io.Closer
-}
-
-// ObjectInfo describes a listed object.
-type ObjectInfo struct {
-	Key      string
-	Size     int64
-	Modified time.Time
-}
-
-// Keys returns the keys of objs.
-func Keys(objs []ObjectInfo) []string {
-	out := make([]string, len(objs))
-	for i, o := range objs {
-		out[i] = o.Key
-	}
-	return out
-}
-
 // List returns every object under prefix, sorted by key; staging is never
 // listed. It walks only the directory the prefix names.
-func (s *LocalStore) List(_ context.Context, prefix string) ([]ObjectInfo, error) {
+func (s *Local) List(_ context.Context, prefix string) ([]ObjectInfo, error) {
 	start := s.root
 	if i := strings.LastIndex(prefix, "/"); i > 0 {
 		start = filepath.Join(s.root, filepath.FromSlash(prefix[:i]))
@@ -164,8 +125,8 @@ func (s *LocalStore) List(_ context.Context, prefix string) ([]ObjectInfo, error
 	return out, nil
 }
 
-// Begin implements recordingWriter.
-func (s *LocalStore) Begin(_ context.Context, dir string) (Upload, error) {
+// Begin implements Writer.
+func (s *Local) Begin(_ context.Context, dir string) (Upload, error) {
 	if err := checkKey(strings.TrimSuffix(dir, "/")); err != nil {
 		return nil, err
 	}
@@ -245,21 +206,4 @@ func (u *localUpload) Abort(_ context.Context) error {
 	}
 	u.done = true
 	return os.RemoveAll(u.tmp)
-}
-
-// headerLast orders object names so the header comes last.
-func headerLast(names []string) []string {
-	out := make([]string, 0, len(names))
-	hasHeader := false
-	for _, n := range names {
-		if n == recording.ObjectHeader {
-			hasHeader = true
-			continue
-		}
-		out = append(out, n)
-	}
-	if hasHeader {
-		out = append(out, recording.ObjectHeader)
-	}
-	return out
 }
