@@ -26,7 +26,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
-// pythonToken mints the JWT the Python SDK sends (FORMATS.md §1.1): HS256,
+// pythonToken mints the JWT the Python SDK sends (docs/formats.md, "Recording upload"): HS256,
 // {"observability":{"write":true},"sub":"","iss":key,"nbf":now,"exp":now+6h}.
 func pythonToken(t testing.TB, key, secret string, grant bool) string {
 	t.Helper()

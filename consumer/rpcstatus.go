@@ -15,7 +15,7 @@ import (
 
 // writeRetryableStatus answers 503 with a protobuf google.rpc.Status carrying
 // a google.rpc.RetryInfo detail: the only error the Python agents SDK retries
-// (FORMATS.md §1.1).
+// (docs/formats.md, "Recording upload").
 func writeRetryableStatus(w http.ResponseWriter, msg string, delay time.Duration) {
 	st := &status.Status{Code: int32(code.Code_UNAVAILABLE), Message: msg}
 	if d, err := anypb.New(&errdetails.RetryInfo{RetryDelay: durationpb.New(delay)}); err == nil {

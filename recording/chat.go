@@ -8,7 +8,7 @@ import (
 	"io"
 )
 
-// Chat history limits (FORMATS.md §1.1 suggests 32 MiB).
+// Chat history limits (docs/formats.md, "Chat history": 32 MiB).
 const (
 	DefaultMaxChatBytes = 32 << 20
 	DefaultMaxChatItems = 100_000

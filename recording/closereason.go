@@ -15,7 +15,7 @@ const (
 	SourceInferred = "inferred" // derived from other facts (e.g. the job's end state)
 )
 
-// sdkCloseReasons maps the SDKs' lowercase strings (FORMATS.md §3) to proto names.
+// sdkCloseReasons maps the SDKs' lowercase strings (docs/formats.md, "Session summary and close reason") to proto names.
 // Not "CR_"+upper(s): that would produce the nonexistent CR_TASK_COMPLETED.
 var sdkCloseReasons = map[string]agent.CloseReason{
 	"error":                    agent.CloseReason_CR_ERROR,

@@ -14,7 +14,7 @@ import (
 )
 
 // DefaultMaxHeaderBytes bounds header.binpb: ~16.5 KiB with a full summary,
-// so 64 KiB leaves room for newer fields (FORMATS.md §1.1).
+// so 64 KiB leaves room for newer fields (docs/formats.md, "Recording header").
 const DefaultMaxHeaderBytes = 64 << 10
 
 // ParseHeader decodes header.binpb with the protocol's own generated type.

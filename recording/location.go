@@ -10,7 +10,7 @@ import (
 )
 
 // Location is an object's place in a store, parsed from an egress
-// FileInfo.location URL (FORMATS.md §6) or an s3:// URL.
+// FileInfo.location URL (docs/formats.md, "Egress locations") or an s3:// URL.
 type Location struct {
 	Scheme   string `json:"scheme"`             // "s3" or "file"
 	Bucket   string `json:"bucket,omitempty"`   // S3 bucket

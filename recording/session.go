@@ -57,7 +57,7 @@ type Session struct {
 
 // SessionKey returns room_id/job_id, or, for SDKs before 1.6.6 that send no
 // job_id, room_id/h-<hash of the header bytes>, stable across the SDK's
-// retries of the same upload (DESIGN.md, Vocabulary).
+// retries of the same upload (docs/formats.md, "Recording header").
 func SessionKey(roomID, jobID string, headerBytes []byte) string {
 	if jobID != "" {
 		return roomID + "/" + jobID
@@ -87,7 +87,7 @@ func FromHeader(h *livekit.MetricsRecordingHeader, headerBytes []byte) *Session 
 		RoomName: h.GetRoomName(), DurationMs: h.GetDuration(), Simulated: h.GetSimulated(),
 		RedactionEnabled: h.GetRedactionEnabled(), RoomTags: h.GetRoomTags(), Problems: []Problem{},
 	}
-	// Epoch 0 means "no audio recording" (FORMATS.md §1.2), not 1970.
+	// Epoch 0 means "no audio recording" (docs/formats.md, "Recording header"), not 1970.
 	if ts := h.GetStartTime(); ts != nil && (ts.Seconds != 0 || ts.Nanos != 0) {
 		t := ts.AsTime()
 		s.StartTime = &t

@@ -13,7 +13,7 @@ import (
 const MaxSummaryBytes = 16 << 10
 
 // Summary is the typed view of MetricsRecordingHeader.session_summary. Its
-// key set is not public (FORMATS.md §2.1), so parsing is tolerant: known keys
+// key set is not public (docs/formats.md, "Session summary and close reason"), so parsing is tolerant: known keys
 // are typed, every key may be missing, unknown keys are listed in Keys.
 type Summary struct {
 	// Present is true when the header carried a non-empty summary.

@@ -45,17 +45,7 @@ type exitCoder interface{ ExitCode() int }
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	cmd := &cli.Command{
-		Name:      "lkscore",
-		Usage:     "score the reliability of LiveKit voice-agent sessions",
-		Version:   version,
-		Writer:    stdout,
-		ErrWriter: stderr,
-		Commands:  []*cli.Command{serveCommand(getenv, stderr), offline.Inspect(getenv, stdout), offline.Score(getenv, stdout), dlqCommand(getenv, stdout)},
-		// Errors are printed once, by run.
-		ExitErrHandler: func(context.Context, *cli.Command, error) {},
-	}
-	err := cmd.Run(ctx, args)
+	err := newApp(getenv, stdout, stderr).Run(ctx, args)
 	if err == nil {
 		return 0
 	}
@@ -65,6 +55,20 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return ee.ExitCode()
 	}
 	return 2
+}
+
+// newApp is the command tree.
+func newApp(getenv func(string) string, stdout, stderr io.Writer) *cli.Command {
+	return &cli.Command{
+		Name:      "lkscore",
+		Usage:     "score the reliability of LiveKit voice-agent sessions",
+		Version:   version,
+		Writer:    stdout,
+		ErrWriter: stderr,
+		Commands:  []*cli.Command{serveCommand(getenv, stderr), offline.Inspect(getenv, stdout), offline.Score(getenv, stdout), dlqCommand(getenv, stdout)},
+		// Errors are printed once, by run.
+		ExitErrHandler: func(context.Context, *cli.Command, error) {},
+	}
 }
 
 func serveCommand(getenv func(string) string, stderr io.Writer) *cli.Command {

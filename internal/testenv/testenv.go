@@ -75,7 +75,7 @@ const (
 	S3SecretKey = "lkscore-test-secret-key-0123456789"
 )
 
-// S3 is a real versitygw S3 gateway over a temp directory (TESTING.md).
+// S3 is a real versitygw S3 gateway over a temp directory (docs/development.md).
 type S3 struct {
 	Endpoint string
 	Dir      string
