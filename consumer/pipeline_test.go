@@ -64,7 +64,9 @@ func jobEnded(id, roomSid, jobID, agent string, status livekit.JobStatus) *livek
 			State: &livekit.JobState{Status: status}}}
 }
 
-// quiesce waits until every pipeline consumer has nothing pending or unacked.
+// quiesce waits until every pipeline consumer has nothing pending or unacked,
+// five polls in a row: the server updates a consumer's pending count
+// asynchronously after a store, so one idle-looking poll can come too early.
 func quiesce(t *testing.T, url string, consumers map[string]string) {
 	t.Helper()
 	nc, err := nats.Connect(url)
@@ -73,18 +75,22 @@ func quiesce(t *testing.T, url string, consumers map[string]string) {
 	}
 	defer nc.Close()
 	js, _ := jetstream.New(nc)
+	idle := 0
 	waitFor(t, "the pipeline to settle", func() bool {
 		for cons, stream := range consumers {
 			info, err := js.Consumer(context.Background(), stream, cons)
 			if err != nil {
+				idle = 0
 				return false
 			}
 			ci, err := info.Info(context.Background())
 			if err != nil || ci.NumPending > 0 || ci.NumAckPending > 0 {
+				idle = 0
 				return false
 			}
 		}
-		return true
+		idle++
+		return idle >= 5
 	})
 }
 
