@@ -201,6 +201,7 @@ func Default() Config {
 			Pool:              "default",
 			Concurrency:       4,
 			RecordingDeadline: 30 * time.Minute,
+			SettleWindow:      20 * time.Second,
 			DedupWindow:       24 * time.Hour,
 			AckWait:           2 * time.Minute,
 			MaxDeliver:        50,

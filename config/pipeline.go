@@ -15,6 +15,10 @@ type Pipeline struct {
 	Pool string `yaml:"pool"`
 	// Concurrency is how many sessions a worker scores at once (= MaxAckPending).
 	Concurrency int `yaml:"concurrency"`
+	// SettleWindow is how long after a session's last signal its work waits
+	// for more (late OTLP logs, a late webhook) when its facts are not
+	// complete yet (docs/facts.md).
+	SettleWindow time.Duration `yaml:"settle_window"`
 	// RecordingDeadline is how long the locator waits for a recording after its webhook.
 	RecordingDeadline time.Duration `yaml:"recording_deadline"`
 	// DedupWindow is the duplicate window of the session and result streams.

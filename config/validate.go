@@ -203,6 +203,10 @@ func (c Config) validatePipeline(p *problems) {
 		p.add("pipeline.concurrency: must be 1..1024, got %d", pl.Concurrency)
 	}
 	p.positive("pipeline.recording_deadline", pl.RecordingDeadline)
+	p.positive("pipeline.settle_window", pl.SettleWindow)
+	if pl.SettleWindow > 0 && pl.SettleWindow > pl.DedupWindow/2 {
+		p.add("pipeline.settle_window: %s must be well inside pipeline.dedup_window (%s)", pl.SettleWindow, pl.DedupWindow)
+	}
 	p.positive("pipeline.ack_wait", pl.AckWait)
 	p.positive("pipeline.retry_base", pl.RetryBase)
 	if n := c.NATS; pl.DedupWindow < n.DuplicateWindow || pl.DedupWindow > n.MaxAge {

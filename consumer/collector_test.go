@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"mime/multipart"
 	"net"
 	"net/http"
@@ -263,19 +262,4 @@ func TestCollectorNATSDown(t *testing.T) {
 	if msgs := streamMsgs(t, ns.URL(), "LKSCORE_UPLOADS"); len(msgs) != 1 {
 		t.Fatalf("%d notices, want 1", len(msgs))
 	}
-}
-
-func TestOTLPDiscarded(t *testing.T) {
-	ns := startNATS(t)
-	d, reg := startDaemon(t, testConfig(t, ns.URL()))
-	for _, sig := range []string{"traces", "logs", "metrics"} {
-		resp, _ := post(t, "http://"+d.IngestAddr()+"/observability/"+sig+"/otlp/v0", "", "application/x-protobuf", strings.NewReader("\x0a\x00"))
-		if resp.StatusCode != 200 {
-			t.Fatalf("%s: status %d", sig, resp.StatusCode)
-		}
-	}
-	if v := counter(t, reg, "lkscore_collector_otlp_discarded_total", nil); v != 3 {
-		t.Fatalf("discarded = %v, want 3", v)
-	}
-	_ = io.Discard
 }

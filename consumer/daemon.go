@@ -103,19 +103,23 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	if err := EnsureStreams(ctx, js, d.subjects, d.cfg.NATS, d.cfg.Pipeline); err != nil {
 		return err
 	}
+	facts, err := openFacts(ctx, js, d.subjects, d.cfg.NATS)
+	if err != nil {
+		return err
+	}
 	st, err := store.Open(ctx, d.cfg)
 	if err != nil {
 		return err
 	}
 	if d.cfg.Role == "all" || d.cfg.Role == "worker" {
-		d.pipeline, err = startPipeline(ctx, pipelineDeps{cfg: d.cfg, nc: d.nc, js: js, store: st, metrics: d.pmetrics, log: d.log, now: time.Now})
+		d.pipeline, err = startPipeline(ctx, pipelineDeps{cfg: d.cfg, nc: d.nc, js: js, store: st, facts: facts, metrics: d.pmetrics, log: d.log, now: time.Now})
 		if err != nil {
 			return err
 		}
 	}
 	listen := ""
 	if d.cfg.Role == "all" || d.cfg.Role == "ingest" {
-		h, err := d.ingestHandler(js, st)
+		h, err := d.ingestHandler(js, st, facts)
 		if err != nil {
 			return err
 		}
@@ -217,7 +221,7 @@ func (d *Daemon) httpServer(h http.Handler) *http.Server {
 	return &http.Server{Handler: h, ReadHeaderTimeout: d.cfg.HTTP.ReadHeaderTimeout, IdleTimeout: d.cfg.HTTP.IdleTimeout}
 }
 
-func (d *Daemon) ingestHandler(js jetstream.JetStream, st uploadStore) (http.Handler, error) {
+func (d *Daemon) ingestHandler(js jetstream.JetStream, st uploadStore, facts factSink) (http.Handler, error) {
 	keys := auth.NewFileBasedKeyProviderFromMap(d.cfg.LiveKit.Keys)
 	connected := d.nc.IsConnected
 	wh, err := newWebhookHandler(webhookOptions{
@@ -244,7 +248,8 @@ func (d *Daemon) ingestHandler(js jetstream.JetStream, st uploadStore) (http.Han
 	mux.Handle("/webhook", wh)
 	mux.Handle("/observability/recordings/v0", col)
 	for _, sig := range []string{"traces", "logs", "metrics"} {
-		mux.Handle("/observability/"+sig+"/otlp/v0", otlpSink{signal: sig, maxBody: d.cfg.Limits.OTLPBytes, metrics: d.metrics})
+		mux.Handle("/observability/"+sig+"/otlp/v0", &otlpReceiver{signal: sig, keys: keys, facts: facts,
+			maxBody: d.cfg.Limits.OTLPBytes, metrics: d.metrics, log: d.log})
 	}
 	return collapseSlashes(mux), nil
 }

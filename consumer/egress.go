@@ -52,7 +52,7 @@ func (l *locator) egressEnded(ctx context.Context, ev *livekit.WebhookEvent) err
 		}
 		switch {
 		case path.Base(loc.Key) == recording.ObjectHeader:
-			if err := l.publish(ctx, located{dir: recording.SessionDir(loc.Key), origin: "egress_ended"}); err != nil {
+			if err := l.record(ctx, located{dir: recording.SessionDir(loc.Key), origin: "egress_ended"}); err != nil {
 				return err
 			}
 		case mediaExt[strings.ToLower(path.Ext(loc.Key))]:
@@ -93,9 +93,9 @@ func (l *locator) multipartObject(ctx context.Context, loc recording.Location) e
 	if err != nil {
 		return err
 	}
-	item := l.workItem(s, "egress_ended")
-	item.Object, item.Bucket, item.Location = loc.Key, loc.Bucket, "s3://"+loc.Bucket+"/"+loc.Key
-	return l.submit(ctx, item)
+	ref := &RecordingRef{SessionKey: s.Key, RoomName: s.RoomName, Object: loc.Key, Bucket: loc.Bucket,
+		Location: "s3://" + loc.Bucket + "/" + loc.Key, Origin: "egress_ended", Problems: s.Problems}
+	return l.facts.add(ctx, recordingUpdate(s, ref, nil))
 }
 
 // kvToken makes a string safe as one key-value key token.

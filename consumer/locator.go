@@ -6,12 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/livekit/protocol/livekit"
 	"github.com/livekit/protocol/livekit/agent"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lkscore/lkscore/config"
@@ -32,6 +32,7 @@ type recordings interface {
 // message per session on lkscore.session.<CLOSE_REASON>, keyed by session.
 type locator struct {
 	js        jetstream.JetStream
+	facts     *factStore
 	kv        jetstream.KeyValue // egress links by room; nil disables them
 	store     recordings
 	layout    recording.Layout
@@ -50,6 +51,7 @@ type locator struct {
 // locatorOptions configures newLocator.
 type locatorOptions struct {
 	js       jetstream.JetStream
+	facts    *factStore
 	kv       jetstream.KeyValue
 	store    recordings
 	layout   recording.Layout
@@ -64,8 +66,8 @@ type locatorOptions struct {
 }
 
 func newLocator(o locatorOptions) (*locator, error) {
-	if o.js == nil || o.store == nil || o.metrics == nil || o.log == nil || o.now == nil {
-		return nil, errors.New("locator: js, store, metrics, log and now are required")
+	if o.js == nil || o.facts == nil || o.store == nil || o.metrics == nil || o.log == nil || o.now == nil {
+		return nil, errors.New("locator: js, facts, store, metrics, log and now are required")
 	}
 	if o.timeouts.publish <= 0 || o.timeouts.request <= 0 {
 		return nil, errors.New("locator: timeouts must be positive")
@@ -74,23 +76,25 @@ func newLocator(o locatorOptions) (*locator, error) {
 	for _, r := range o.cfg.CloseReasons {
 		selected[r] = true
 	}
-	return &locator{js: o.js, kv: o.kv, store: o.store, layout: o.layout, lp: o.lp, subjects: o.subjects, cfg: o.cfg,
+	return &locator{js: o.js, facts: o.facts, kv: o.kv, store: o.store, layout: o.layout, lp: o.lp, subjects: o.subjects, cfg: o.cfg,
 		lim: o.limits.Parser(), maxUpload: o.limits.UploadBytes(), timeouts: o.timeouts, selected: selected,
 		metrics: o.metrics, log: o.log, now: o.now}, nil
 }
 
 // located is a session the locator found in the store.
 type located struct {
-	dir       string
-	agentName string
-	origin    string
-	// inferredError is set when the job ended in failure: it stands in for
-	// a close reason the summary does not give.
-	inferredError bool
+	dir    string
+	origin string
+	// job is the ended job a webhook announced: its facts go with the
+	// recording's.
+	job *livekit.Job
 }
 
-// handle processes one message. It returns nil when done, errNotYet to
-// retry later, a permanent error to dead-letter, or any other error to retry.
+// handle processes one message: it records where each session's recording
+// is, with what the header and webhooks say, in the session facts. The
+// settler publishes the work once the facts are complete or settled. It
+// returns nil when done, errNotYet to retry later, a permanent error to
+// dead-letter, or any other error to retry.
 func (l *locator) handle(ctx context.Context, m jetstream.Msg) error {
 	subj := m.Subject()
 	switch {
@@ -99,7 +103,7 @@ func (l *locator) handle(ctx context.Context, m jetstream.Msg) error {
 		if err := json.Unmarshal(m.Data(), &n); err != nil || n.Dir == "" {
 			return permanent(fmt.Errorf("upload notice is not valid: %v", err))
 		}
-		return l.publish(ctx, located{dir: n.Dir, origin: "upload"})
+		return l.record(ctx, located{dir: n.Dir, origin: "upload"})
 	case strings.HasPrefix(subj, l.subjects.Webhook("")):
 		var ev livekit.WebhookEvent
 		if err := unmarshalEvent.Unmarshal(m.Data(), &ev); err != nil {
@@ -127,17 +131,21 @@ func (l *locator) jobEnded(ctx context.Context, ev *livekit.WebhookEvent) error 
 	if job.GetId() == "" || room.GetSid() == "" {
 		return permanent(errors.New("agent_job_ended without job.id or room.sid"))
 	}
+	// The job's facts count even before its recording arrives.
+	if err := l.facts.add(ctx, factUpdate{roomID: room.GetSid(), jobID: job.GetId(),
+		observations: jobObservations(job), jobEnded: true}); err != nil {
+		return err
+	}
 	found, err := l.find(ctx, room.GetSid(), room.GetName())
 	if err != nil {
 		return err
 	}
 	var legacy []located
 	for _, f := range found {
-		f.agentName, f.origin = job.GetAgentName(), "agent_job_ended"
-		f.inferredError = job.GetState().GetStatus() == livekit.JobStatus_JS_FAILED
+		f.origin, f.job = "agent_job_ended", job
 		v, _ := l.layout.Match(f.dir + recording.ObjectHeader)
 		if v.JobID == job.GetId() {
-			return l.publish(ctx, f)
+			return l.record(ctx, f)
 		}
 		if strings.HasPrefix(v.JobID, "h-") {
 			legacy = append(legacy, f)
@@ -146,7 +154,7 @@ func (l *locator) jobEnded(ctx context.Context, ev *livekit.WebhookEvent) error 
 	// SDKs before 1.6.6 send no job_id: their sessions are keyed
 	// room_id/h-<hash>, and the room's job can only be matched by room.
 	for _, f := range legacy {
-		if err := l.publish(ctx, f); err != nil {
+		if err := l.record(ctx, f); err != nil {
 			return err
 		}
 	}
@@ -154,6 +162,27 @@ func (l *locator) jobEnded(ctx context.Context, ev *livekit.WebhookEvent) error 
 		return nil
 	}
 	return errNotYet
+}
+
+// jobObservations are the facts an agent_job_ended webhook gives.
+func jobObservations(job *livekit.Job) []Observation {
+	status := job.GetState().GetStatus()
+	obs := []Observation{
+		{Field: FieldAgentName, Value: job.GetAgentName(), Source: SourceWebhook},
+		{Field: FieldDeploymentID, Value: job.GetDeployment(), Source: SourceWebhook},
+		{Field: FieldJobStatus, Value: status.String(), Source: SourceWebhook},
+	}
+	if job.GetEnableRedaction() {
+		obs = append(obs, Observation{Field: FieldRedaction, Value: "true", Source: SourceWebhook})
+	}
+	if status == livekit.JobStatus_JS_FAILED {
+		evidence := "job_status: JS_FAILED"
+		if e := job.GetState().GetError(); e != "" {
+			evidence += " (" + bounded(e, maxEvidence) + ")"
+		}
+		obs = append(obs, Observation{Field: FieldCloseReason, Value: agent.CloseReason_CR_ERROR.String(), Source: SourceJobStatus, Evidence: evidence})
+	}
+	return slices.DeleteFunc(obs, func(o Observation) bool { return o.Value == "" })
 }
 
 func (l *locator) roomFinished(ctx context.Context, ev *livekit.WebhookEvent) error {
@@ -170,7 +199,7 @@ func (l *locator) roomFinished(ctx context.Context, ev *livekit.WebhookEvent) er
 	}
 	for _, f := range found {
 		f.origin = "room_finished"
-		if err := l.publish(ctx, f); err != nil {
+		if err := l.record(ctx, f); err != nil {
 			return err
 		}
 	}
@@ -192,27 +221,42 @@ func (l *locator) find(ctx context.Context, roomID, roomName string) ([]located,
 	return out, nil
 }
 
-// publish reads a located session's header and publishes its work item.
-func (l *locator) publish(ctx context.Context, f located) error {
+// record reads a located session's header and adds it to its facts.
+func (l *locator) record(ctx context.Context, f located) error {
 	s, err := l.readHeader(ctx, f.dir)
 	if err != nil {
 		return err
 	}
-	item := l.workItem(s, f.origin)
-	item.AgentName, item.Dir, item.Location = f.agentName, f.dir, l.store.Location(f.dir)
-	if item.CloseReasonSource == recording.SourceAbsent && f.inferredError {
-		item.CloseReason, item.CloseReasonSource = agent.CloseReason_CR_ERROR.String(), recording.SourceInferred
-	}
-	return l.submit(ctx, item)
+	ref := &RecordingRef{SessionKey: s.Key, RoomName: s.RoomName, Dir: f.dir, Location: l.store.Location(f.dir),
+		Origin: f.origin, Problems: s.Problems}
+	return l.facts.add(ctx, recordingUpdate(s, ref, f.job))
 }
 
-// workItem is the work for a parsed session; the caller says where it is.
-func (l *locator) workItem(s *recording.Session, origin string) WorkItem {
-	return WorkItem{
-		SessionKey: s.Key, RoomID: s.RoomID, RoomName: s.RoomName, JobID: s.JobID,
-		CloseReason: s.CloseReason, CloseReasonSource: s.CloseReasonSource,
-		Origin: origin, Problems: s.Problems, LocatedAt: l.now().UTC(),
+// recordingUpdate is what a located recording adds to its session's facts:
+// where it is, what its header says, and the ended job when one came with it.
+func recordingUpdate(s *recording.Session, ref *RecordingRef, job *livekit.Job) factUpdate {
+	u := factUpdate{roomID: s.RoomID, jobID: s.JobID, recording: ref}
+	if s.CloseReasonSource == recording.SourceSummary {
+		u.observations = append(u.observations, Observation{Field: FieldCloseReason, Value: s.CloseReason,
+			Source: SourceSummary, Evidence: "summary: close_reason=" + s.CloseReason})
 	}
+	if v := s.Summary.SDK; v != "" {
+		u.observations = append(u.observations, Observation{Field: FieldSDKLanguage, Value: bounded(v, 32), Source: SourceHeader, Evidence: "summary sdk"})
+	}
+	if v := s.Summary.SDKVersion; v != "" {
+		u.observations = append(u.observations, Observation{Field: FieldSDKVersion, Value: bounded(v, 32), Source: SourceHeader, Evidence: "summary sdk_version"})
+	}
+	if s.Simulated {
+		u.observations = append(u.observations, Observation{Field: FieldSimulated, Value: "true", Source: SourceHeader})
+	}
+	if s.RedactionEnabled {
+		u.observations = append(u.observations, Observation{Field: FieldRedaction, Value: "true", Source: SourceHeader})
+	}
+	if job != nil {
+		u.observations = append(u.observations, jobObservations(job)...)
+		u.jobEnded = true
+	}
+	return u
 }
 
 func (l *locator) readHeader(ctx context.Context, dir string) (*recording.Session, error) {
@@ -221,27 +265,4 @@ func (l *locator) readHeader(ctx context.Context, dir string) (*recording.Sessio
 		return nil, errNotYet
 	}
 	return s, err // parse errors and limits are permanent (classify)
-}
-
-// submit publishes a work item with the session key as Nats-Msg-Id: the
-// stream drops the second of two locators' copies.
-func (l *locator) submit(ctx context.Context, item WorkItem) error {
-	data, err := json.Marshal(item)
-	if err != nil {
-		return permanent(err)
-	}
-	msg := nats.NewMsg(l.subjects.Session(item.CloseReason))
-	msg.Data = data
-	msg.Header.Set(HeaderSessionKey, item.SessionKey)
-	ctx, cancel := context.WithTimeout(ctx, l.timeouts.publish)
-	defer cancel()
-	ack, err := l.js.PublishMsg(ctx, msg, jetstream.WithMsgID(item.SessionKey), jetstream.WithExpectStream(l.subjects.SessionStream()))
-	if err != nil {
-		return fmt.Errorf("publish session %s: %w", item.SessionKey, err)
-	}
-	if !ack.Duplicate {
-		l.metrics.sessions.WithLabelValues(item.CloseReason, fmt.Sprint(l.selected[item.CloseReason])).Inc()
-		l.log.Info("session located", "session_key", item.SessionKey, "close_reason", item.CloseReason, "origin", item.Origin)
-	}
-	return nil
 }

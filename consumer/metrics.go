@@ -16,6 +16,7 @@ type metrics struct {
 	publishLatency *prometheus.HistogramVec
 	bytesStored    *prometheus.CounterVec
 	otlpDiscarded  *prometheus.CounterVec
+	otlpFacts      *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -44,7 +45,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"part"}),
 		otlpDiscarded: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "lkscore_collector_otlp_discarded_total",
-			Help: "OTLP export requests accepted and discarded, by signal.",
+			Help: "OTLP export requests accepted and discarded (metrics), by signal.",
+		}, []string{"signal"}),
+		otlpFacts: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "lkscore_otlp_facts_total",
+			Help: "Session facts read from OTLP logs and traces (before deduplication), by signal.",
 		}, []string{"signal"}),
 	}
 }

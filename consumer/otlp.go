@@ -1,34 +1,435 @@
 package consumer
 
 import (
+	"bytes"
+	"cmp"
+	"compress/gzip"
+	"context"
 	"errors"
+	"fmt"
 	"io"
+	"log/slog"
+	"mime"
 	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/livekit/protocol/auth"
+	collogs "go.opentelemetry.io/proto/otlp/collector/logs/v1"
+	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	common "go.opentelemetry.io/proto/otlp/common/v1"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/lkscore/lkscore/recording"
 )
 
-// otlpSink answers the SDK's OTLP exports (traces, logs, metrics) sent to the
-// same base URL with 200 and discards them, so a pointed agent logs no errors.
-type otlpSink struct {
-	signal  string
-	maxBody int64
-	metrics *metrics
+// The OTLP receiver reads the logs and traces both agents SDKs export to
+// {base}/observability/{logs,traces}/otlp/v0 and keeps only the session
+// facts in them (close reason, agent name, SDK, deployment, flags, tags,
+// outcome); raw OTLP is never stored. Metrics are read and dropped.
+// docs/formats.md, "OTLP logs and traces", says what the SDKs send.
+
+// otlpRecursionLimit bounds message nesting (AnyValue in AnyValue…): the
+// SDKs nest a few levels; a hostile body cannot make decoding recurse deep.
+const otlpRecursionLimit = 32
+
+// maxEvidence bounds an evidence string kept from a record.
+const maxEvidence = 200
+
+// factSink is where the receiver puts what it learned.
+type factSink interface {
+	add(ctx context.Context, u factUpdate) error
 }
 
-func (s otlpSink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+// otlpReceiver serves one OTLP signal.
+type otlpReceiver struct {
+	signal  string // logs, traces, metrics
+	keys    auth.KeyProvider
+	facts   factSink // nil for metrics
+	maxBody int64    // both compressed and decompressed
+	metrics *metrics
+	log     *slog.Logger
+}
+
+func (o *otlpReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	outcome := "stored"
+	if err := o.serve(w, r); err != nil {
+		f := classify(err)
+		outcome = httpReason(f.status)
+		o.metrics.rejected.WithLabelValues("otlp", outcome).Inc()
+		if f.status == http.StatusServiceUnavailable {
+			o.log.Warn("otlp facts not stored", "signal", o.signal, "err", err)
+			w.Header().Set("Retry-After", "2")
+			http.Error(w, "facts not stored, retry later", f.status)
+		} else {
+			// Never mention "disabled": the Python SDK stops exporting for good on it.
+			http.Error(w, err.Error(), f.status)
+		}
+	}
+	o.metrics.requests.WithLabelValues("otlp", outcome).Inc()
+}
+
+func (o *otlpReceiver) serve(w http.ResponseWriter, r *http.Request) error {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		s.metrics.requests.WithLabelValues("otlp", "method_not_allowed").Inc()
-		http.Error(w, "use POST", http.StatusMethodNotAllowed)
+		return refuse(http.StatusMethodNotAllowed, "use POST")
+	}
+	if _, err := verifyObservabilityToken(r.Header.Get("Authorization"), o.keys); err != nil {
+		o.log.Debug("otlp refused", "err", err)
+		return refuse(http.StatusUnauthorized, "invalid token")
+	}
+	body, isJSON, err := readOTLPBody(r, w, o.maxBody)
+	if err != nil {
+		return err
+	}
+	var updates map[sessionID]*factUpdate
+	switch o.signal {
+	case "logs":
+		var req collogs.ExportLogsServiceRequest
+		if err := decodeOTLP(body, isJSON, &req); err != nil {
+			return refuse(http.StatusBadRequest, "OTLP logs: %v", err)
+		}
+		updates = logFacts(&req, isJSON)
+	case "traces":
+		var req coltrace.ExportTraceServiceRequest
+		if err := decodeOTLP(body, isJSON, &req); err != nil {
+			return refuse(http.StatusBadRequest, "OTLP traces: %v", err)
+		}
+		updates = traceFacts(&req)
+	default:
+		o.metrics.otlpDiscarded.WithLabelValues(o.signal).Inc()
+	}
+	for _, u := range sortedUpdates(updates) {
+		if err := o.facts.add(r.Context(), *u); err != nil {
+			return err
+		}
+		o.metrics.otlpFacts.WithLabelValues(o.signal).Add(float64(len(u.observations)))
+	}
+	if isJSON {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte("{}"))
+		return nil
+	}
+	w.Header().Set("Content-Type", "application/x-protobuf")
+	w.WriteHeader(http.StatusOK) // an empty Export*ServiceResponse
+	return nil
+}
+
+// readOTLPBody reads a request body within maxBody bytes, compressed and
+// decompressed alike, and says whether it is OTLP/JSON.
+func readOTLPBody(r *http.Request, w http.ResponseWriter, maxBody int64) ([]byte, bool, error) {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	var isJSON bool
+	switch {
+	case err != nil:
+		return nil, false, refuse(http.StatusUnsupportedMediaType, "Content-Type must be application/x-protobuf or application/json")
+	case mt == "application/x-protobuf" || mt == "application/protobuf":
+	case mt == "application/json":
+		isJSON = true
+	default:
+		return nil, false, refuse(http.StatusUnsupportedMediaType, "Content-Type %q is not application/x-protobuf or application/json", mt)
+	}
+	if r.ContentLength > maxBody {
+		return nil, false, refuse(http.StatusRequestEntityTooLarge, "body exceeds %d bytes", maxBody)
+	}
+	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return nil, false, refuse(http.StatusRequestEntityTooLarge, "body exceeds %d bytes", maxBody)
+		}
+		return nil, false, refuse(http.StatusBadRequest, "read body: %v", err)
+	}
+	switch enc := strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding"))); enc {
+	case "", "identity":
+		return raw, isJSON, nil
+	case "gzip":
+		body, err := gunzip(raw, maxBody)
+		return body, isJSON, err
+	default:
+		return nil, false, refuse(http.StatusUnsupportedMediaType, "Content-Encoding %q is not gzip", enc)
+	}
+}
+
+// gunzip inflates b, refusing more than max bytes of output (a gzip bomb
+// stops there, with at most max bytes held).
+func gunzip(b []byte, max int64) ([]byte, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		return nil, refuse(http.StatusBadRequest, "gzip: %v", err)
+	}
+	out, err := io.ReadAll(io.LimitReader(zr, max+1))
+	if err != nil {
+		return nil, refuse(http.StatusBadRequest, "gzip: %v", err)
+	}
+	if int64(len(out)) > max {
+		return nil, refuse(http.StatusRequestEntityTooLarge, "decompressed body exceeds %d bytes", max)
+	}
+	return out, nil
+}
+
+var (
+	otlpProto = proto.UnmarshalOptions{RecursionLimit: otlpRecursionLimit, DiscardUnknown: true}
+	otlpJSON  = protojson.UnmarshalOptions{RecursionLimit: otlpRecursionLimit, DiscardUnknown: true}
+)
+
+// decodeOTLP decodes OTLP/protobuf or OTLP/JSON. The JSON form's trace and
+// span ids are hex, not base64; lkscore does not use them, and the agents-js
+// logs leave them empty.
+func decodeOTLP(b []byte, isJSON bool, m proto.Message) error {
+	if isJSON {
+		return otlpJSON.Unmarshal(b, m)
+	}
+	return otlpProto.Unmarshal(b, m)
+}
+
+// sessionID names a session in OTLP attributes.
+type sessionID struct{ room, job string }
+
+// attrs is a view of OTLP attributes, innermost first (record, scope,
+// resource): the first that has a key wins.
+type attrs [][]*common.KeyValue
+
+func (a attrs) get(key string) (*common.AnyValue, bool) {
+	for _, level := range a {
+		for _, kv := range level {
+			if kv.GetKey() == key {
+				return kv.GetValue(), true
+			}
+		}
+	}
+	return nil, false
+}
+
+// str returns an attribute as a bounded string.
+func (a attrs) str(key string) string {
+	v, ok := a.get(key)
+	if !ok {
+		return ""
+	}
+	return bounded(anyString(v), maxEvidence)
+}
+
+func (a attrs) session() sessionID {
+	return sessionID{room: a.str("room_id"), job: a.str("job_id")}
+}
+
+// anyString renders a scalar attribute value.
+func anyString(v *common.AnyValue) string {
+	switch x := v.GetValue().(type) {
+	case *common.AnyValue_StringValue:
+		return x.StringValue
+	case *common.AnyValue_BoolValue:
+		return strconv.FormatBool(x.BoolValue)
+	case *common.AnyValue_IntValue:
+		return strconv.FormatInt(x.IntValue, 10)
+	case *common.AnyValue_DoubleValue:
+		return strconv.FormatFloat(x.DoubleValue, 'g', -1, 64)
+	}
+	return ""
+}
+
+// bounded cuts s to at most n bytes on a character boundary.
+func bounded(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// collector gathers observations per session.
+type factCollector map[sessionID]*factUpdate
+
+func (c factCollector) add(id sessionID, o Observation) {
+	if id.room == "" || o.Value == "" {
 		return
 	}
-	_, err := io.Copy(io.Discard, http.MaxBytesReader(w, r.Body, s.maxBody))
-	var tooLarge *http.MaxBytesError
-	if errors.As(err, &tooLarge) {
-		s.metrics.requests.WithLabelValues("otlp", "too_large").Inc()
-		http.Error(w, "body too large", http.StatusRequestEntityTooLarge)
-		return
+	u := c[id]
+	if u == nil {
+		u = &factUpdate{roomID: id.room, jobID: id.job}
+		c[id] = u
 	}
-	s.metrics.otlpDiscarded.WithLabelValues(s.signal).Inc()
-	s.metrics.requests.WithLabelValues("otlp", "discarded").Inc()
-	w.WriteHeader(http.StatusOK)
+	if len(u.observations) < maxObservations {
+		u.observations = append(u.observations, o)
+	}
+}
+
+// common facts every record or span may carry.
+func (c factCollector) identity(id sessionID, a attrs) {
+	c.add(id, Observation{Field: FieldAgentName, Value: a.str("lk.agent_name"), Source: SourceOTLP})
+	c.add(id, Observation{Field: FieldCloudAgentID, Value: a.str("lk.cloud_agent_id"), Source: SourceOTLP})
+	c.add(id, Observation{Field: FieldDeploymentID, Value: a.str("lk.deployment_id"), Source: SourceOTLP})
+	if a.str("lk.simulation.enabled") == "true" {
+		c.add(id, Observation{Field: FieldSimulated, Value: "true", Source: SourceOTLP})
+	}
+	if a.str("lk.redaction.enabled") == "true" {
+		c.add(id, Observation{Field: FieldRedaction, Value: "true", Source: SourceOTLP})
+	}
+	if lang := a.str("telemetry.sdk.language"); lang != "" && a.str("service.name") != "" {
+		c.add(id, Observation{Field: FieldSDKLanguage, Value: lang, Source: SourceOTLP, Evidence: "resource telemetry.sdk.language"})
+	}
+	if v, ok := a.get("lk.close_reason"); ok {
+		c.closeReason(id, SourceOTLPLog, anyString(v), "lk.close_reason="+bounded(anyString(v), 64))
+	}
+}
+
+// closeReason records a close reason a signal named.
+func (c factCollector) closeReason(id sessionID, source, raw, evidence string) {
+	name, _ := recording.NormalizeCloseReason([]byte(strconv.Quote(raw)))
+	c.add(id, Observation{Field: FieldCloseReason, Value: name, Source: source, Evidence: source + ": " + bounded(evidence, maxEvidence)})
+}
+
+// Log bodies that say how a session closed (agents-js 1.9.0
+// agent_session.js and room_io.js; agents-py 1.7 voice/agent_session.py and
+// room_io.py).
+const (
+	logSessionClosed       = "AgentSession closed" // agents-js, INFO, attribute reason
+	logSessionClosedPy     = "session closed"      // agents-py, DEBUG, attribute reason
+	logParticipantGone     = "closing agent session due to participant disconnect"
+	logUnrecoverable       = "AgentSession is closing due to unrecoverable error"
+	logUnrecoverableJS     = "AgentSession is closing due to an unrecoverable error"
+	logSessionReport       = "session report"
+	logOutcome             = "outcome"
+	logEvaluation          = "evaluation"
+	sdkLanguageFromJSONLog = "nodejs"
+)
+
+// logFacts reads the facts out of an OTLP logs request.
+func logFacts(req *collogs.ExportLogsServiceRequest, isJSON bool) map[sessionID]*factUpdate {
+	c := factCollector{}
+	for _, rl := range req.GetResourceLogs() {
+		for _, sl := range rl.GetScopeLogs() {
+			for _, rec := range sl.GetLogRecords() {
+				a := attrs{rec.GetAttributes(), sl.GetScope().GetAttributes(), rl.GetResource().GetAttributes()}
+				id := a.session()
+				c.identity(id, a)
+				body := bounded(anyString(rec.GetBody()), 1024)
+				c.logRecord(id, a, body, isJSON)
+			}
+		}
+	}
+	return c
+}
+
+func (c factCollector) logRecord(id sessionID, a attrs, body string, isJSON bool) {
+	switch {
+	case body == logSessionClosed || body == logSessionClosedPy:
+		if reason := a.str("reason"); reason != "" {
+			c.closeReason(id, SourceOTLPLog, reason, body+" reason="+reason)
+		}
+		if body == logSessionClosed && isJSON {
+			// Only agents-js exports its logs as OTLP/JSON.
+			c.add(id, Observation{Field: FieldSDKLanguage, Value: sdkLanguageFromJSONLog, Source: SourceOTLP, Evidence: "OTLP/JSON log export"})
+		}
+	case strings.HasPrefix(body, logParticipantGone):
+		c.closeReason(id, SourceOTLPLogImplied, "participant_disconnected", logParticipantGone)
+	case strings.HasPrefix(body, logUnrecoverable) || strings.HasPrefix(body, logUnrecoverableJS):
+		c.closeReason(id, SourceOTLPLogImplied, "error", body)
+	case body == logSessionReport:
+		c.add(id, Observation{Field: FieldAgentName, Value: a.str("agent_name"), Source: SourceOTLP})
+		if v := a.str("sdk_version"); v != "" {
+			c.add(id, Observation{Field: FieldSDKVersion, Value: v, Source: SourceOTLP, Evidence: "session report sdk_version"})
+			if !isJSON {
+				c.add(id, Observation{Field: FieldSDKLanguage, Value: "python", Source: SourceOTLP, Evidence: "session report sdk_version"})
+			}
+		}
+		if v, ok := a.get("session.tags"); ok {
+			for _, t := range tagValues(v) {
+				c.add(id, Observation{Field: FieldTag, Value: bounded(t, 128), Source: SourceOTLP})
+			}
+		}
+	case body == logOutcome:
+		out := a.str("outcome")
+		if v, ok := a.get("outcome"); ok && v.GetKvlistValue() != nil {
+			out = bounded(anyString(kvGet(v.GetKvlistValue().GetValues(), "outcome")), 64)
+		}
+		c.add(id, Observation{Field: FieldOutcome, Value: out, Source: SourceOTLP})
+	case body == logEvaluation:
+		if v, ok := a.get("evaluation"); ok && v.GetKvlistValue() != nil {
+			kv := v.GetKvlistValue().GetValues()
+			name, verdict := anyString(kvGet(kv, "name")), anyString(kvGet(kv, "verdict"))
+			if name != "" {
+				c.add(id, Observation{Field: FieldEvaluation, Value: bounded(name, 64) + "=" + bounded(verdict, 32), Source: SourceOTLP})
+			}
+		}
+	}
+}
+
+func kvGet(kvs []*common.KeyValue, key string) *common.AnyValue {
+	for _, kv := range kvs {
+		if kv.GetKey() == key {
+			return kv.GetValue()
+		}
+	}
+	return nil
+}
+
+// tagValues reads session.tags: an array of strings, or one string.
+func tagValues(v *common.AnyValue) []string {
+	if arr := v.GetArrayValue(); arr != nil {
+		var out []string
+		for i, e := range arr.GetValues() {
+			if i >= 32 {
+				break
+			}
+			if s := anyString(e); s != "" {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	if s := anyString(v); s != "" {
+		return []string{s}
+	}
+	return nil
+}
+
+// traceFacts reads the facts out of an OTLP traces request: identity
+// attributes on any span, and lk.close_reason (the session_close span the
+// protocol defines for newer SDKs).
+func traceFacts(req *coltrace.ExportTraceServiceRequest) map[sessionID]*factUpdate {
+	c := factCollector{}
+	for _, rs := range req.GetResourceSpans() {
+		for _, ss := range rs.GetScopeSpans() {
+			for _, sp := range ss.GetSpans() {
+				a := attrs{sp.GetAttributes(), ss.GetScope().GetAttributes(), rs.GetResource().GetAttributes()}
+				id := a.session()
+				if v, ok := a.get("lk.close_reason"); ok {
+					raw := anyString(v)
+					c.closeReason(id, SourceOTLPSpan, raw, fmt.Sprintf("span %s lk.close_reason=%s", bounded(sp.GetName(), 64), bounded(raw, 64)))
+				}
+				// identity without lk.close_reason: a span's reason is a span fact, not a log fact
+				c.identity(id, attrs{withoutKey(sp.GetAttributes(), "lk.close_reason"), ss.GetScope().GetAttributes(), rs.GetResource().GetAttributes()})
+			}
+		}
+	}
+	return c
+}
+
+func withoutKey(kvs []*common.KeyValue, key string) []*common.KeyValue {
+	out := make([]*common.KeyValue, 0, len(kvs))
+	for _, kv := range kvs {
+		if kv.GetKey() != key {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// sortedUpdates orders updates by session, so writes happen in a stable order.
+func sortedUpdates(m map[sessionID]*factUpdate) []*factUpdate {
+	out := make([]*factUpdate, 0, len(m))
+	for _, u := range m {
+		out = append(out, u)
+	}
+	slices.SortFunc(out, func(a, b *factUpdate) int {
+		return cmp.Or(strings.Compare(a.roomID, b.roomID), strings.Compare(a.jobID, b.jobID))
+	})
+	return out
 }

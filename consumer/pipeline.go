@@ -93,6 +93,7 @@ type pipelineDeps struct {
 	nc      *nats.Conn
 	js      jetstream.JetStream
 	store   recordings
+	facts   *factStore
 	metrics *pipelineMetrics
 	log     *slog.Logger
 	now     func() time.Time
@@ -119,7 +120,7 @@ func startPipeline(ctx context.Context, d pipelineDeps) (*pipeline, error) {
 	if err != nil {
 		return nil, fmt.Errorf("egress links bucket: %w", err)
 	}
-	loc, err := newLocator(locatorOptions{js: d.js, kv: kv, store: d.store, layout: layout, subjects: subj, cfg: cfg.Pipeline,
+	loc, err := newLocator(locatorOptions{js: d.js, facts: d.facts, kv: kv, store: d.store, layout: layout, subjects: subj, cfg: cfg.Pipeline,
 		limits: cfg.Limits, lp: recording.LocationParser{Endpoint: cfg.S3.Endpoint, ForcePathStyle: cfg.S3.ForcePathStyle},
 		timeouts: to, metrics: d.metrics, log: d.log, now: d.now})
 	if err != nil {
@@ -162,6 +163,9 @@ func startPipeline(ctx context.Context, d pipelineDeps) (*pipeline, error) {
 		p.goLoop(func() { st.watchLag(bgCtx, 15*time.Second, to.request) })
 	}
 	pc := cfg.Pipeline
+	set := &settler{facts: d.facts, js: d.js, subjects: subj, window: pc.SettleWindow, tick: min(250*time.Millisecond, pc.SettleWindow),
+		selected: loc.selected, timeouts: to, metrics: d.metrics, log: d.log, now: d.now}
+	p.goLoop(func() { set.run(bgCtx) })
 	if pc.SweepInterval > 0 {
 		sw := &sweeper{loc: loc, interval: pc.SweepInterval, rate: pc.SweepRate, window: pc.DedupWindow, log: d.log}
 		p.goLoop(func() { sw.run(bgCtx) })

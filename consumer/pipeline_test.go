@@ -28,6 +28,9 @@ func pipelineConfig(t testing.TB, url string) config.Config {
 	cfg := testConfig(t, url)
 	cfg.Pipeline.RetryBase = 100 * time.Millisecond
 	cfg.Pipeline.AckWait = 5 * time.Second
+	// Sessions without a named close reason settle after this; the tests'
+	// scenarios carry one in their summary, others wait it out.
+	cfg.Pipeline.SettleWindow = 500 * time.Millisecond
 	return cfg
 }
 
@@ -77,6 +80,10 @@ func quiesce(t *testing.T, url string, consumers map[string]string) {
 	js, _ := jetstream.New(nc)
 	idle := 0
 	waitFor(t, "the pipeline to settle", func() bool {
+		if !factsSettled(t, js) {
+			idle = 0
+			return false
+		}
 		for cons, stream := range consumers {
 			info, err := js.Consumer(context.Background(), stream, cons)
 			if err != nil {
@@ -92,6 +99,33 @@ func quiesce(t *testing.T, url string, consumers map[string]string) {
 		idle++
 		return idle >= 5
 	})
+}
+
+// factsSettled reports whether every session whose recording was found has
+// had its work published.
+func factsSettled(t *testing.T, js jetstream.JetStream) bool {
+	kv, err := js.KeyValue(context.Background(), "LKSCORE_SESSION_FACTS")
+	if err != nil {
+		return false
+	}
+	lister, err := kv.ListKeys(context.Background())
+	if err != nil {
+		return false
+	}
+	for k := range lister.Keys() {
+		e, err := kv.Get(context.Background(), k)
+		if err != nil {
+			return false
+		}
+		var f SessionFacts
+		if err := json.Unmarshal(e.Value(), &f); err != nil {
+			t.Fatalf("facts %s: %v", k, err)
+		}
+		if f.Recording != nil && f.PublishedAt == nil {
+			return false
+		}
+	}
+	return true
 }
 
 var defaultConsumers = map[string]string{
@@ -298,7 +332,7 @@ func TestPipelineInferredCloseReason(t *testing.T) {
 		t.Fatalf("session messages: %d", len(sessions))
 	}
 	cards := results(t, ns.URL())
-	if c := cards[0]; c.Completion.CloseReason != "CR_ERROR" || c.Completion.CloseReasonSource != "inferred" || c.Session.AgentName != "agent-x" || c.Overall.Verdict != scoring.Fail {
+	if c := cards[0]; c.Completion.CloseReason != "CR_ERROR" || c.Completion.CloseReasonSource != "job_status" || c.Session.AgentName != "agent-x" || c.Overall.Verdict != scoring.Fail {
 		t.Fatalf("scorecard %+v %+v", c.Completion, c.Session)
 	}
 }

@@ -72,7 +72,7 @@ func (s *sweeper) sweep(ctx context.Context) (int, error) {
 		case <-limiter.C:
 		}
 		n++
-		err := s.loc.publish(ctx, located{dir: recording.SessionDir(o.Key), origin: "sweep"})
+		err := s.loc.record(ctx, located{dir: recording.SessionDir(o.Key), origin: "sweep"})
 		if err != nil && !errors.Is(err, errNotYet) {
 			s.log.Warn("sweep: session not submitted", "dir", recording.SessionDir(o.Key), "err", err)
 		}

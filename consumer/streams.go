@@ -48,6 +48,9 @@ func (s Subjects) ResultStream() string { return s.streamPrefix + "_RESULTS" }
 // DLQStream holds dead letters.
 func (s Subjects) DLQStream() string { return s.streamPrefix + "_DLQ" }
 
+// SessionFacts is the key-value bucket of session facts (room_id.job_id).
+func (s Subjects) SessionFacts() string { return s.streamPrefix + "_SESSION_FACTS" }
+
 // EgressLinks is the key-value bucket of egress files by room.
 func (s Subjects) EgressLinks() string { return s.streamPrefix + "_EGRESS_LINKS" }
 

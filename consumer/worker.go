@@ -79,8 +79,14 @@ func (w *worker) handle(ctx context.Context, m jetstream.Msg) error {
 		return err
 	}
 	in := s.ScoringInput(item.Location, item.AgentName)
-	// The locator may have inferred a close reason the summary lacks.
+	// The session's facts come from every signal, not the header alone.
 	in.CloseReason, in.CloseReasonSource = item.CloseReason, item.CloseReasonSource
+	if f := item.Facts; f != nil {
+		in.CloseReasonEvidence = f.CloseReasonEvidence
+		in.Facts = &scoring.Facts{SDKLanguage: f.SDKLanguage, SDKVersion: f.SDKVersion, DeploymentID: f.DeploymentID,
+			CloudAgentID: f.CloudAgentID, Simulated: f.Simulated, RedactionEnabled: f.RedactionEnabled, Tags: f.Tags,
+			Outcome: f.Outcome, JobStatus: f.JobStatus, Provenance: f.Provenance}
+	}
 	card := w.scorer.Score(in)
 	data, err := json.Marshal(card)
 	if err != nil {

@@ -30,6 +30,8 @@ type WorkItem struct {
 	Origin    string              `json:"origin"` // upload, agent_job_ended, room_finished, egress_ended, sweep
 	Problems  []recording.Problem `json:"problems,omitempty"`
 	LocatedAt time.Time           `json:"located_at"`
+	// Facts are the session's settled facts, each from its best source.
+	Facts *Resolved `json:"facts,omitempty"`
 }
 
 func (w WorkItem) validate() error {

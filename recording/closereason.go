@@ -12,7 +12,6 @@ import (
 const (
 	SourceSummary  = "summary"  // the session summary's close_reason
 	SourceAbsent   = "absent"   // no summary, or no close reason in it
-	SourceInferred = "inferred" // derived from other facts (e.g. the job's end state)
 )
 
 // sdkCloseReasons maps the SDKs' lowercase strings (docs/formats.md, "Session summary and close reason") to proto names.

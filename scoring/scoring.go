@@ -38,10 +38,31 @@ type Session struct {
 	JobID             string
 	AgentName         string
 	CloseReason       string // proto name, e.g. CR_PARTICIPANT_DISCONNECTED
-	CloseReasonSource string // summary, absent, inferred
+	CloseReasonSource string // summary, otlp_span, otlp_log, otlp_log_implied, job_status, absent
+	// CloseReasonEvidence is what the source said, e.g.
+	// "otlp_log: AgentSession closed reason=user_initiated".
+	CloseReasonEvidence string
+	// Facts are what the daemon learned from the other signals (webhooks,
+	// OTLP); nil when scoring a recording alone.
+	Facts *Facts
 	// Source points back at the recording (s3://…, file://…).
 	Source string
 	Items  []Item
+}
+
+// Facts are a session's facts beyond the recording, each from its best
+// source (Provenance names it per field).
+type Facts struct {
+	SDKLanguage      string
+	SDKVersion       string
+	DeploymentID     string
+	CloudAgentID     string
+	Simulated        bool
+	RedactionEnabled bool
+	Tags             []string
+	Outcome          string
+	JobStatus        string
+	Provenance       map[string]string
 }
 
 // Item is one chat item. Times are Unix seconds and delays seconds, as the
@@ -116,13 +137,34 @@ type SessionRef struct {
 	JobID     string `json:"job_id"`
 	AgentName string `json:"agent_name"`
 	Source    string `json:"source"`
+	// The rest is known when the daemon scored the session from every
+	// signal; `lkscore score` on a recording alone leaves it out.
+	SDK                 *SDKRef           `json:"sdk,omitempty"`
+	CloseReason         string            `json:"close_reason,omitempty"`
+	CloseReasonSource   string            `json:"close_reason_source,omitempty"`
+	CloseReasonEvidence string            `json:"close_reason_evidence,omitempty"`
+	DeploymentID        string            `json:"deployment_id,omitempty"`
+	CloudAgentID        string            `json:"cloud_agent_id,omitempty"`
+	Simulated           bool              `json:"simulated,omitempty"`
+	RedactionEnabled    bool              `json:"redaction_enabled,omitempty"`
+	Tags                []string          `json:"tags,omitempty"`
+	Outcome             string            `json:"outcome,omitempty"`
+	JobStatus           string            `json:"job_status,omitempty"`
+	Provenance          map[string]string `json:"provenance,omitempty"`
+}
+
+// SDKRef names the agents SDK that ran the session.
+type SDKRef struct {
+	Language string `json:"language,omitempty"`
+	Version  string `json:"version,omitempty"`
 }
 
 // Completion is the close reason's effect: CR_ERROR fails the session.
 type Completion struct {
-	CloseReason       string `json:"close_reason"`
-	CloseReasonSource string `json:"close_reason_source"`
-	Status            string `json:"status"` // completed, failed, unknown
+	CloseReason         string `json:"close_reason"`
+	CloseReasonSource   string `json:"close_reason_source"`
+	CloseReasonEvidence string `json:"close_reason_evidence,omitempty"`
+	Status              string `json:"status"` // completed, failed, unknown
 }
 
 // Overall is the weighted score and the verdict with its reasons.
@@ -194,7 +236,7 @@ func score(s Session, cfg Config, version string, scr *scratch) Scorecard {
 	}
 	sc := Scorecard{
 		Schema: Schema, ScoringVersion: version, ModelVersion: ModelVersion,
-		Session:    SessionRef{Key: s.Key, RoomID: s.RoomID, RoomName: s.RoomName, JobID: s.JobID, AgentName: s.AgentName, Source: s.Source},
+		Session:    sessionRef(s),
 		Completion: completion(s),
 		Components: comps,
 		Metrics:    a.metrics(cfg),
@@ -203,8 +245,26 @@ func score(s Session, cfg Config, version string, scr *scratch) Scorecard {
 	return sc
 }
 
+// sessionRef is the scorecard's session block.
+func sessionRef(s Session) SessionRef {
+	r := SessionRef{Key: s.Key, RoomID: s.RoomID, RoomName: s.RoomName, JobID: s.JobID, AgentName: s.AgentName, Source: s.Source}
+	f := s.Facts
+	if f == nil {
+		return r
+	}
+	c := completion(s)
+	r.CloseReason, r.CloseReasonSource, r.CloseReasonEvidence = c.CloseReason, c.CloseReasonSource, c.CloseReasonEvidence
+	if f.SDKLanguage != "" || f.SDKVersion != "" {
+		r.SDK = &SDKRef{Language: f.SDKLanguage, Version: f.SDKVersion}
+	}
+	r.DeploymentID, r.CloudAgentID, r.Simulated, r.RedactionEnabled = f.DeploymentID, f.CloudAgentID, f.Simulated, f.RedactionEnabled
+	r.Tags, r.Outcome, r.JobStatus, r.Provenance = f.Tags, f.Outcome, f.JobStatus, f.Provenance
+	return r
+}
+
 func completion(s Session) Completion {
-	c := Completion{CloseReason: s.CloseReason, CloseReasonSource: s.CloseReasonSource, Status: "completed"}
+	c := Completion{CloseReason: s.CloseReason, CloseReasonSource: s.CloseReasonSource,
+		CloseReasonEvidence: s.CloseReasonEvidence, Status: "completed"}
 	switch s.CloseReason {
 	case "CR_ERROR":
 		c.Status = "failed"

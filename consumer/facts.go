@@ -1,0 +1,381 @@
+package consumer
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/lkscore/lkscore/config"
+	"github.com/lkscore/lkscore/recording"
+)
+
+// Session facts: what every signal said about one session (the recording
+// header, webhooks, OTLP logs and spans), kept as a set of observations with
+// their provenance in the KV bucket <stream prefix>_SESSION_FACTS, key
+// "<room_id>.<job_id>" ("<room_id>._" for an upload without a job id). The
+// set only grows, duplicates are dropped and everything derived from it is a
+// pure function of the set, so the final facts depend neither on the order
+// in which signals arrive nor on how often. docs/facts.md has the rules.
+
+// Fact fields.
+const (
+	FieldCloseReason  = "close_reason"
+	FieldAgentName    = "agent_name"
+	FieldSDKLanguage  = "sdk_language"
+	FieldSDKVersion   = "sdk_version"
+	FieldDeploymentID = "deployment_id"
+	FieldCloudAgentID = "cloud_agent_id"
+	FieldSimulated    = "simulated"
+	FieldRedaction    = "redaction_enabled"
+	FieldTag          = "tag"
+	FieldOutcome      = "outcome"
+	FieldEvaluation   = "evaluation"
+	FieldJobStatus    = "job_status"
+)
+
+// Fact sources, in the order close reasons are trusted (docs/facts.md).
+const (
+	SourceSummary        = recording.SourceSummary // the header's session_summary
+	SourceOTLPSpan       = "otlp_span"             // a span's lk.close_reason
+	SourceOTLPLog        = "otlp_log"              // a log record that names the reason
+	SourceOTLPLogImplied = "otlp_log_implied"      // a log record that implies it
+	SourceJobStatus      = "job_status"            // agent_job_ended: JS_FAILED → CR_ERROR
+	SourceAbsent         = recording.SourceAbsent  // no signal said anything
+	SourceHeader         = "header"                // other header fields
+	SourceWebhook        = "webhook"               // agent_job_ended's job
+	SourceOTLP           = "otlp"                  // other OTLP attributes
+)
+
+// closeReasonRank orders close-reason sources: higher wins.
+var closeReasonRank = map[string]int{
+	SourceSummary: 5, SourceOTLPSpan: 4, SourceOTLPLog: 3, SourceOTLPLogImplied: 2, SourceJobStatus: 1,
+}
+
+// fieldRank orders the sources of the other fields: higher wins.
+var fieldRank = map[string]int{SourceWebhook: 3, SourceHeader: 2, SourceOTLP: 1}
+
+// Observation is one fact one signal gave.
+type Observation struct {
+	Field    string `json:"field"`
+	Value    string `json:"value"`
+	Source   string `json:"source"`
+	Evidence string `json:"evidence,omitempty"`
+}
+
+func (o Observation) compare(p Observation) int {
+	return cmp.Or(strings.Compare(o.Field, p.Field), strings.Compare(o.Source, p.Source),
+		strings.Compare(o.Value, p.Value), strings.Compare(o.Evidence, p.Evidence))
+}
+
+// RecordingRef says where a session's recording is: the locator found it.
+type RecordingRef struct {
+	SessionKey string              `json:"session_key"`
+	RoomName   string              `json:"room_name,omitempty"`
+	Dir        string              `json:"dir,omitempty"`
+	Object     string              `json:"object,omitempty"`
+	Bucket     string              `json:"bucket,omitempty"`
+	Location   string              `json:"location"`
+	Origin     string              `json:"origin"`
+	Problems   []recording.Problem `json:"problems,omitempty"`
+}
+
+// SessionFacts is one KV entry.
+type SessionFacts struct {
+	RoomID       string        `json:"room_id"`
+	JobID        string        `json:"job_id,omitempty"`
+	Observations []Observation `json:"observations"`
+	Recording    *RecordingRef `json:"recording,omitempty"`
+	JobEnded     bool          `json:"job_ended,omitempty"`
+	// LastInputAt is when a signal last added something; the settle
+	// window counts from it.
+	LastInputAt time.Time `json:"last_input_at"`
+	// PublishedAt is set once the session's work was published.
+	PublishedAt *time.Time `json:"published_at,omitempty"`
+}
+
+// maxObservations bounds one session's facts: a hostile or chatty agent
+// cannot grow an entry without limit.
+const maxObservations = 256
+
+// factUpdate is what one signal adds to a session's facts.
+type factUpdate struct {
+	roomID, jobID string
+	observations  []Observation
+	recording     *RecordingRef
+	jobEnded      bool
+}
+
+// merge adds u to f and reports whether anything changed.
+func (f *SessionFacts) merge(u factUpdate) bool {
+	changed := false
+	for _, o := range u.observations {
+		i, found := slices.BinarySearchFunc(f.Observations, o, Observation.compare)
+		if found || len(f.Observations) >= maxObservations {
+			continue
+		}
+		f.Observations = slices.Insert(f.Observations, i, o)
+		changed = true
+	}
+	// The first recording found stays: a re-upload of the same session has
+	// the same key, and the dedup of session work made the first one win
+	// before facts existed too.
+	if u.recording != nil && f.Recording == nil {
+		f.Recording, changed = u.recording, true
+	}
+	if u.jobEnded && !f.JobEnded {
+		f.JobEnded, changed = true, true
+	}
+	return changed
+}
+
+// Resolved are the facts as scored: each field from its best source.
+type Resolved struct {
+	CloseReason         string            `json:"close_reason"`
+	CloseReasonSource   string            `json:"close_reason_source"`
+	CloseReasonEvidence string            `json:"close_reason_evidence,omitempty"`
+	AgentName           string            `json:"agent_name,omitempty"`
+	SDKLanguage         string            `json:"sdk_language,omitempty"`
+	SDKVersion          string            `json:"sdk_version,omitempty"`
+	DeploymentID        string            `json:"deployment_id,omitempty"`
+	CloudAgentID        string            `json:"cloud_agent_id,omitempty"`
+	Simulated           bool              `json:"simulated,omitempty"`
+	RedactionEnabled    bool              `json:"redaction_enabled,omitempty"`
+	Tags                []string          `json:"tags,omitempty"`
+	Outcome             string            `json:"outcome,omitempty"`
+	JobStatus           string            `json:"job_status,omitempty"`
+	Provenance          map[string]string `json:"provenance,omitempty"`
+}
+
+// closeReasonOrder breaks ties between equally trusted close reasons: the
+// more serious one wins.
+var closeReasonOrder = map[string]int{"CR_ERROR": 0, "CR_PARTICIPANT_DISCONNECTED": 1, "CR_USER_INITIATED": 2,
+	"CR_JOB_SHUTDOWN": 3, "CR_COMPLETED": 4, "CR_UNKNOWN": 5}
+
+// resolve derives the facts from a set of observations. It is a pure
+// function of the set: the same observations in any order resolve alike.
+func resolve(obs []Observation) Resolved {
+	r := Resolved{CloseReason: "CR_UNKNOWN", CloseReasonSource: SourceAbsent, Provenance: map[string]string{}}
+	best := map[string]Observation{}
+	better := func(o, cur Observation, rank map[string]int) bool {
+		if d := rank[o.Source] - rank[cur.Source]; d != 0 {
+			return d > 0
+		}
+		if o.Field == FieldCloseReason {
+			if d := closeReasonOrder[o.Value] - closeReasonOrder[cur.Value]; d != 0 {
+				return d < 0
+			}
+		}
+		return o.compare(cur) < 0
+	}
+	tags := map[string]bool{}
+	for _, o := range obs {
+		switch o.Field {
+		case FieldTag:
+			tags[o.Value] = true
+			continue
+		case FieldSimulated:
+			r.Simulated = r.Simulated || o.Value == "true"
+			continue
+		case FieldRedaction:
+			r.RedactionEnabled = r.RedactionEnabled || o.Value == "true"
+			continue
+		case FieldEvaluation:
+			continue // kept in the facts; the scorecard does not carry them yet
+		}
+		rank := fieldRank
+		if o.Field == FieldCloseReason {
+			rank = closeReasonRank
+			if o.Value == "CR_UNKNOWN" {
+				continue // says nothing
+			}
+		}
+		if cur, ok := best[o.Field]; !ok || better(o, cur, rank) {
+			best[o.Field] = o
+		}
+	}
+	for field, o := range best {
+		r.Provenance[field] = o.Source
+		switch field {
+		case FieldCloseReason:
+			r.CloseReason, r.CloseReasonSource, r.CloseReasonEvidence = o.Value, o.Source, o.Evidence
+		case FieldAgentName:
+			r.AgentName = o.Value
+		case FieldSDKLanguage:
+			r.SDKLanguage = o.Value
+		case FieldSDKVersion:
+			r.SDKVersion = o.Value
+		case FieldDeploymentID:
+			r.DeploymentID = o.Value
+		case FieldCloudAgentID:
+			r.CloudAgentID = o.Value
+		case FieldOutcome:
+			r.Outcome = o.Value
+		case FieldJobStatus:
+			r.JobStatus = o.Value
+		}
+	}
+	for t := range tags {
+		r.Tags = append(r.Tags, t)
+	}
+	slices.Sort(r.Tags)
+	if len(r.Provenance) == 0 {
+		r.Provenance = nil
+	}
+	return r
+}
+
+// complete reports whether nothing more is expected: the recording is
+// stored, the job has ended, and a signal named the close reason outright
+// (a summary, a span or a log record that names it). Anything less waits
+// for the settle window.
+func (f *SessionFacts) complete() bool {
+	if f.Recording == nil || !f.JobEnded {
+		return false
+	}
+	r := resolve(f.Observations)
+	return closeReasonRank[r.CloseReasonSource] >= closeReasonRank[SourceOTLPLog]
+}
+
+// factsKey is a session's KV key.
+func factsKey(roomID, jobID string) string {
+	if jobID == "" {
+		jobID = "_"
+	}
+	return kvToken(roomID) + "." + kvToken(jobID)
+}
+
+// factStore reads and merges session facts in the KV bucket.
+type factStore struct {
+	kv      jetstream.KeyValue
+	timeout time.Duration // one KV request
+	now     func() time.Time
+}
+
+// maxCASAttempts bounds the compare-and-swap retries of one merge.
+const maxCASAttempts = 16
+
+// add merges u into the session's entry with compare-and-swap, so
+// concurrent writers (ingest, locators, settlers) never lose each other's
+// facts. An update that adds nothing writes nothing.
+func (s *factStore) add(ctx context.Context, u factUpdate) error {
+	if u.roomID == "" {
+		return permanent(errors.New("session facts need a room id"))
+	}
+	key := factsKey(u.roomID, u.jobID)
+	return s.modify(ctx, key, func(f *SessionFacts) bool {
+		if f.RoomID == "" {
+			f.RoomID, f.JobID = u.roomID, u.jobID
+		}
+		if !f.merge(u) {
+			return false
+		}
+		f.LastInputAt = s.now().UTC()
+		return true
+	})
+}
+
+// modify applies change to the entry under key (a zero entry when absent)
+// and writes it if change returns true.
+func (s *factStore) modify(ctx context.Context, key string, change func(*SessionFacts) bool) error {
+	for range maxCASAttempts {
+		f, rev, err := s.get(ctx, key)
+		if err != nil {
+			return err
+		}
+		if !change(f) {
+			return nil
+		}
+		data, err := json.Marshal(f)
+		if err != nil {
+			return fmt.Errorf("encode session facts %s: %w", key, err)
+		}
+		rctx, cancel := context.WithTimeout(ctx, s.timeout)
+		if rev == 0 {
+			_, err = s.kv.Create(rctx, key, data)
+		} else {
+			_, err = s.kv.Update(rctx, key, data, rev)
+		}
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if !isCASConflict(err) {
+			return fmt.Errorf("write session facts %s: %w", key, err)
+		}
+	}
+	return fmt.Errorf("write session facts %s: %d conflicting writers in a row", key, maxCASAttempts)
+}
+
+// get returns the entry under key and its revision (0 when absent).
+func (s *factStore) get(ctx context.Context, key string) (*SessionFacts, uint64, error) {
+	rctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	e, err := s.kv.Get(rctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return &SessionFacts{}, 0, nil
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("read session facts %s: %w", key, err)
+	}
+	var f SessionFacts
+	if err := json.Unmarshal(e.Value(), &f); err != nil {
+		return nil, 0, permanent(fmt.Errorf("session facts %s are not valid JSON: %w", key, err))
+	}
+	return &f, e.Revision(), nil
+}
+
+// roomObservations returns the observations of every session of a room but
+// skip: an upload without a job id (SDKs before 1.6.6) borrows what other
+// signals said about its room.
+func (s *factStore) roomObservations(ctx context.Context, roomID, skip string) ([]Observation, error) {
+	rctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	lister, err := s.kv.ListKeysFiltered(rctx, kvToken(roomID)+".*")
+	if err != nil {
+		return nil, fmt.Errorf("list session facts of room %s: %w", roomID, err)
+	}
+	var keys []string
+	for k := range lister.Keys() {
+		if k != skip {
+			keys = append(keys, k)
+		}
+	}
+	var out []Observation
+	for _, k := range keys {
+		f, _, err := s.get(ctx, k)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, f.Observations...)
+	}
+	return out, nil
+}
+
+func isCASConflict(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.Is(err, jetstream.ErrKeyExists) ||
+		(errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+			apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant))
+}
+
+// openFacts creates or updates the session facts bucket. Entries live as
+// long as the streams keep messages (nats.max_age).
+func openFacts(ctx context.Context, js jetstream.JetStream, s Subjects, n config.NATS) (*factStore, error) {
+	rctx, cancel := context.WithTimeout(ctx, n.RequestTimeout)
+	defer cancel()
+	kv, err := js.CreateOrUpdateKeyValue(rctx, jetstream.KeyValueConfig{
+		Bucket: s.SessionFacts(), Description: "session facts from every signal (room_id.job_id)",
+		TTL: n.MaxAge, Storage: storageType(n.Storage), Replicas: n.Replicas, History: 1,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("session facts bucket: %w", err)
+	}
+	return &factStore{kv: kv, timeout: n.RequestTimeout, now: time.Now}, nil
+}

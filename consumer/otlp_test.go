@@ -1,0 +1,332 @@
+package consumer
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/livekit/protocol/livekit"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlplog/otlploghttp"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	otellog "go.opentelemetry.io/otel/log"
+	sdklog "go.opentelemetry.io/otel/sdk/log"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	semconv "go.opentelemetry.io/otel/semconv/v1.26.0"
+	collogs "go.opentelemetry.io/proto/otlp/collector/logs/v1"
+	"google.golang.org/protobuf/proto"
+)
+
+// jsLogs builds an OTLP/JSON logs body exactly as agents-js 1.9.0's pino
+// exporter does (agents/src/telemetry/pino_otel_transport.ts): resource and
+// scope attributes room_id and job_id, scope "livekit.agents", records with
+// room_id, job_id, logger.name, the session metadata and the pino fields,
+// intValue as strings, empty trace and span ids.
+func jsLogs(roomID, jobID, agentName string, records ...map[string]any) []byte {
+	str := func(k, v string) map[string]any { return map[string]any{"key": k, "value": map[string]any{"stringValue": v}} }
+	var recs []any
+	for _, r := range records {
+		attrs := []any{str("room_id", roomID), str("job_id", jobID), str("logger.name", "livekit.agents"),
+			str("lk.agent_name", agentName), map[string]any{"key": "process.pid", "value": map[string]any{"intValue": "4242"}}}
+		for k, v := range r {
+			if k != "msg" {
+				attrs = append(attrs, str(k, fmt.Sprint(v)))
+			}
+		}
+		recs = append(recs, map[string]any{
+			"timeUnixNano": fmt.Sprint(time.Now().UnixNano()), "observedTimeUnixNano": fmt.Sprint(time.Now().UnixNano()),
+			"severityNumber": 9, "severityText": "INFO", "body": map[string]any{"stringValue": r["msg"]},
+			"attributes": attrs, "traceId": "", "spanId": "",
+		})
+	}
+	b, _ := json.Marshal(map[string]any{"resourceLogs": []any{map[string]any{
+		"resource": map[string]any{"attributes": []any{str("service.name", "livekit-agents"), str("room_id", roomID), str("job_id", jobID)}},
+		"scopeLogs": []any{map[string]any{
+			"scope":      map[string]any{"name": "livekit.agents", "attributes": []any{str("room_id", roomID), str("job_id", jobID)}},
+			"logRecords": recs,
+		}},
+	}}})
+	return b
+}
+
+func postOTLP(t *testing.T, d *Daemon, signal, contentType string, body []byte, headers map[string]string) (*http.Response, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, "http://"+d.IngestAddr()+"/observability/"+signal+"/otlp/v0", bytes.NewReader(body))
+	req.Header.Set("Authorization", bearer(pythonToken(t, testKey, testSecret, true)))
+	req.Header.Set("Content-Type", contentType)
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	msg, _ := io.ReadAll(resp.Body)
+	return resp, string(msg)
+}
+
+func readFacts(t *testing.T, url, roomID, jobID string) *SessionFacts {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	kv, err := js.KeyValue(context.Background(), "LKSCORE_SESSION_FACTS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := kv.Get(context.Background(), factsKey(roomID, jobID))
+	if err != nil {
+		return nil
+	}
+	var f SessionFacts
+	if err := json.Unmarshal(e.Value(), &f); err != nil {
+		t.Fatal(err)
+	}
+	return &f
+}
+
+// TestOTLPFromGoExporters: the official OpenTelemetry Go OTLP/HTTP exporters
+// (protobuf, gzip, as the Python SDK sends) deliver logs and spans whose
+// facts land in the session's entry.
+func TestOTLPFromGoExporters(t *testing.T) {
+	ns := startNATS(t)
+	d, reg := startDaemon(t, pipelineConfig(t, ns.URL()))
+	ctx := context.Background()
+	headers := map[string]string{"Authorization": bearer(pythonToken(t, testKey, testSecret, true))}
+	res := resource.NewWithAttributes(semconv.SchemaURL, semconv.ServiceName("livekit-agents"),
+		semconv.TelemetrySDKLanguagePython, attribute.String("room_id", "RM_Otel"), attribute.String("job_id", "AJ_Otel"))
+
+	logExp, err := otlploghttp.New(ctx, otlploghttp.WithEndpointURL("http://"+d.IngestAddr()+"/observability/logs/otlp/v0"),
+		otlploghttp.WithCompression(otlploghttp.GzipCompression), otlploghttp.WithHeaders(headers))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lp := sdklog.NewLoggerProvider(sdklog.WithResource(res), sdklog.WithProcessor(sdklog.NewSimpleProcessor(logExp)))
+	logger := lp.Logger("chat_history")
+	emit := func(body string, kv ...attribute.KeyValue) {
+		var r otellog.Record
+		r.SetBody(attribute.StringValue(body))
+		r.SetSeverity(otellog.SeverityInfo)
+		r.AddAttributes(append(kv, attribute.String("room_id", "RM_Otel"), attribute.String("job_id", "AJ_Otel"))...)
+		logger.Emit(ctx, r)
+	}
+	emit("session report", attribute.String("agent_name", "booking-agent"), attribute.String("sdk_version", "1.7.2"),
+		attribute.StringSlice("session.tags", []string{"version:1.4.2", "beta"}),
+		attribute.String("lk.deployment_id", "DP_1"))
+	emit("closing agent session due to participant disconnect (disable via `RoomInputOptions.close_on_disconnect=False`)")
+	if err := lp.Shutdown(ctx); err != nil {
+		t.Fatalf("log export: %v", err)
+	}
+
+	traceExp, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL("http://"+d.IngestAddr()+"/observability/traces/otlp/v0"),
+		otlptracehttp.WithCompression(otlptracehttp.GzipCompression), otlptracehttp.WithHeaders(headers))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithResource(res), sdktrace.WithSyncer(traceExp))
+	_, span := tp.Tracer("livekit-agents").Start(ctx, "session_close")
+	span.SetAttributes(attribute.String("lk.close_reason", "user_initiated"), attribute.String("lk.agent_name", "booking-agent"))
+	span.End()
+	if err := tp.Shutdown(ctx); err != nil {
+		t.Fatalf("trace export: %v", err)
+	}
+
+	f := readFacts(t, ns.URL(), "RM_Otel", "AJ_Otel")
+	if f == nil {
+		t.Fatal("no facts stored")
+	}
+	r := resolve(f.Observations)
+	if r.CloseReason != "CR_USER_INITIATED" || r.CloseReasonSource != SourceOTLPSpan ||
+		r.CloseReasonEvidence != "otlp_span: span session_close lk.close_reason=user_initiated" {
+		t.Errorf("close reason %s from %s (%q): the span must beat the implied log", r.CloseReason, r.CloseReasonSource, r.CloseReasonEvidence)
+	}
+	if r.AgentName != "booking-agent" || r.SDKLanguage != "python" || r.SDKVersion != "1.7.2" || r.DeploymentID != "DP_1" ||
+		strings.Join(r.Tags, ",") != "beta,version:1.4.2" {
+		t.Errorf("resolved %+v", r)
+	}
+	if v := counter(t, reg, "lkscore_otlp_facts_total", map[string]string{"signal": "logs"}); v == 0 {
+		t.Error("no log facts counted")
+	}
+}
+
+// TestSessionFactsArrivalOrders: every order of upload, agent_job_ended and
+// the agents-js close log (also the log arriving last, within the settle
+// window) gives exactly one scorecard with the agent name from the webhook
+// and the close reason from the log.
+func TestSessionFactsArrivalOrders(t *testing.T) {
+	orders := [][]string{
+		{"upload", "job", "otlp"}, {"upload", "otlp", "job"}, {"job", "upload", "otlp"},
+		{"job", "otlp", "upload"}, {"otlp", "upload", "job"}, {"otlp", "job", "upload"},
+	}
+	ns := startNATS(t)
+	cfg := pipelineConfig(t, ns.URL())
+	cfg.Pipeline.SettleWindow = 5 * time.Second // OTLP last must still count
+	d, _ := startDaemon(t, cfg)
+	for i, order := range orders {
+		room, job := fmt.Sprintf("RM_Order%d", i), fmt.Sprintf("AJ_Order%d", i)
+		dir := t.TempDir()
+		writeScenarioCopy(t, dir, "1_clean_call", room, job, "") // real SDKs write no summary
+		for _, step := range order {
+			switch step {
+			case "upload":
+				uploadDir(t, d, dir)
+			case "job":
+				sendWebhook(t, d, jobEnded("EV_"+job, room, job, "agent-js", livekit.JobStatus_JS_SUCCESS))
+			case "otlp":
+				body := jsLogs(room, job, "agent-js",
+					map[string]any{"msg": "closing agent session due to participant disconnect (disable via `inputOptions.closeOnDisconnect`)"},
+					map[string]any{"msg": "AgentSession closed", "reason": "user_initiated", "error": "null"})
+				if resp, msg := postOTLP(t, d, "logs", "application/json", body, nil); resp.StatusCode != 200 {
+					t.Fatalf("otlp: %d %s", resp.StatusCode, msg)
+				}
+			}
+		}
+	}
+	start := time.Now()
+	waitFor(t, "six scorecards", func() bool { return len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")) == len(orders) })
+	if waited := time.Since(start); waited > 3*time.Second {
+		t.Errorf("complete sessions waited %s: they must not wait for the settle window", waited)
+	}
+	quiesce(t, ns.URL(), defaultConsumers)
+	cards := results(t, ns.URL())
+	if len(cards) != len(orders) {
+		t.Fatalf("%d scorecards for %d sessions", len(cards), len(orders))
+	}
+	for _, c := range cards {
+		s := c.Session
+		if s.AgentName != "agent-js" || c.Completion.CloseReason != "CR_USER_INITIATED" || c.Completion.CloseReasonSource != SourceOTLPLog ||
+			c.Completion.CloseReasonEvidence != "otlp_log: AgentSession closed reason=user_initiated" ||
+			s.CloseReason != "CR_USER_INITIATED" || s.JobStatus != "JS_SUCCESS" || s.SDK == nil || s.SDK.Language != "nodejs" ||
+			s.Provenance[FieldAgentName] != SourceWebhook {
+			t.Errorf("%s: agent %q, close %s from %s (%q), session %+v", s.Key, s.AgentName, c.Completion.CloseReason,
+				c.Completion.CloseReasonSource, c.Completion.CloseReasonEvidence, s)
+		}
+	}
+}
+
+// TestSessionSettlesWithoutNamedReason: a Python-style session whose only
+// close-reason signal is implied waits for the settle window, then is
+// scored with that reason; a late duplicate of every signal changes nothing.
+func TestSessionSettlesWithoutNamedReason(t *testing.T) {
+	ns := startNATS(t)
+	cfg := pipelineConfig(t, ns.URL())
+	cfg.Pipeline.SettleWindow = time.Second
+	d, _ := startDaemon(t, cfg)
+	dir := t.TempDir()
+	writeScenarioCopy(t, dir, "1_clean_call", "RM_Py", "AJ_Py", "")
+	logs := &collogs.ExportLogsServiceRequest{}
+	if err := otlpJSON.Unmarshal(jsLogs("RM_Py", "AJ_Py", "py-agent",
+		map[string]any{"msg": "closing agent session due to participant disconnect (disable via `RoomInputOptions.close_on_disconnect=False`)"}), logs); err != nil {
+		t.Fatal(err)
+	}
+	pb, _ := proto.Marshal(logs)
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	_, _ = zw.Write(pb)
+	_ = zw.Close()
+	send := func() {
+		uploadDir(t, d, dir)
+		sendWebhook(t, d, jobEnded("EV_py", "RM_Py", "AJ_Py", "py-agent", livekit.JobStatus_JS_SUCCESS))
+		if resp, msg := postOTLP(t, d, "logs", "application/x-protobuf", gz.Bytes(), map[string]string{"Content-Encoding": "gzip"}); resp.StatusCode != 200 {
+			t.Fatalf("otlp: %d %s", resp.StatusCode, msg)
+		}
+	}
+	start := time.Now()
+	send()
+	waitFor(t, "a scorecard", func() bool { return len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")) == 1 })
+	if waited := time.Since(start); waited < cfg.Pipeline.SettleWindow {
+		t.Errorf("scored after %s, before the settle window (%s) closed", waited, cfg.Pipeline.SettleWindow)
+	}
+	send() // the SDK's retries, LiveKit's duplicates
+	time.Sleep(2 * cfg.Pipeline.SettleWindow)
+	quiesce(t, ns.URL(), defaultConsumers)
+	cards := results(t, ns.URL())
+	if len(cards) != 1 || cards[0].Completion.CloseReason != "CR_PARTICIPANT_DISCONNECTED" ||
+		cards[0].Completion.CloseReasonSource != SourceOTLPLogImplied || cards[0].Session.AgentName != "py-agent" {
+		t.Fatalf("%d scorecards: %+v", len(cards), cards)
+	}
+}
+
+// TestOTLPHostile: hostile bodies get a clear 4xx, never a 401 that could
+// switch the SDK off, and never a panic.
+func TestOTLPHostile(t *testing.T) {
+	ns := startNATS(t)
+	cfg := testConfig(t, ns.URL())
+	cfg.Limits.OTLPBytes = 1 << 20
+	d, _ := startDaemon(t, cfg)
+
+	var bomb bytes.Buffer
+	zw := gzip.NewWriter(&bomb)
+	_, _ = zw.Write(make([]byte, 64<<20)) // 64 MiB of zeros, ~64 KiB compressed
+	_ = zw.Close()
+	deep := `{"resourceLogs":[{"scopeLogs":[{"logRecords":[{"body":` + strings.Repeat(`{"kvlistValue":{"values":[{"key":"k","value":`, 200) +
+		`{"stringValue":"x"}` + strings.Repeat(`}]}}`, 200) + `}]}]}]}`
+	huge := jsLogs("RM_Huge", "AJ_Huge", strings.Repeat("a", 600<<10), map[string]any{"msg": "AgentSession closed", "reason": strings.Repeat("r", 300<<10)})
+
+	for _, tc := range []struct {
+		name, signal, contentType, encoding string
+		body                                []byte
+		want                                int
+	}{
+		{"gzip bomb", "logs", "application/x-protobuf", "gzip", bomb.Bytes(), http.StatusRequestEntityTooLarge},
+		{"too large", "traces", "application/x-protobuf", "", make([]byte, 2<<20), http.StatusRequestEntityTooLarge},
+		{"deep nesting", "logs", "application/json", "", []byte(deep), http.StatusBadRequest},
+		{"wrong content type", "logs", "text/plain", "", []byte("hello"), http.StatusUnsupportedMediaType},
+		{"unknown encoding", "logs", "application/json", "br", []byte("{}"), http.StatusUnsupportedMediaType},
+		{"bad JSON", "logs", "application/json", "", []byte(`{"resourceLogs":[{`), http.StatusBadRequest},
+		{"bad protobuf", "traces", "application/x-protobuf", "", []byte{0x0a, 0xff, 0xff, 0xff, 0xff, 0x0f}, http.StatusBadRequest},
+		{"bad gzip", "logs", "application/x-protobuf", "gzip", []byte("not gzip"), http.StatusBadRequest},
+		{"huge attributes", "logs", "application/json", "", huge, http.StatusOK},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := map[string]string{}
+			if tc.encoding != "" {
+				h["Content-Encoding"] = tc.encoding
+			}
+			resp, msg := postOTLP(t, d, tc.signal, tc.contentType, tc.body, h)
+			if resp.StatusCode != tc.want || strings.Contains(strings.ToLower(msg), "disabled") {
+				t.Errorf("status %d (%q), want %d", resp.StatusCode, msg, tc.want)
+			}
+		})
+	}
+	if f := readFacts(t, ns.URL(), "RM_Huge", "AJ_Huge"); f == nil {
+		t.Error("the huge-attribute record left no facts")
+	} else {
+		for _, o := range f.Observations {
+			if len(o.Value) > maxEvidence || len(o.Evidence) > maxEvidence+32 {
+				t.Errorf("unbounded observation: %d/%d bytes", len(o.Value), len(o.Evidence))
+			}
+		}
+	}
+
+	// Without a valid token: 401, and never the phrases that switch the SDK off.
+	req, _ := http.NewRequest(http.MethodPost, "http://"+d.IngestAddr()+"/observability/logs/otlp/v0", strings.NewReader("{}"))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized || strings.Contains(strings.ToLower(string(msg)), "disabled") {
+		t.Errorf("no token: %d %q", resp.StatusCode, msg)
+	}
+	// Metrics are still accepted and dropped.
+	if resp, msg := postOTLP(t, d, "metrics", "application/x-protobuf", []byte{0x0a, 0x00}, nil); resp.StatusCode != 200 {
+		t.Errorf("metrics: %d %s", resp.StatusCode, msg)
+	}
+}
