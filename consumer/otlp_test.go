@@ -33,7 +33,9 @@ import (
 // room_id, job_id, logger.name, the session metadata and the pino fields,
 // intValue as strings, empty trace and span ids.
 func jsLogs(roomID, jobID, agentName string, records ...map[string]any) []byte {
-	str := func(k, v string) map[string]any { return map[string]any{"key": k, "value": map[string]any{"stringValue": v}} }
+	str := func(k, v string) map[string]any {
+		return map[string]any{"key": k, "value": map[string]any{"stringValue": v}}
+	}
 	var recs []any
 	for _, r := range records {
 		attrs := []any{str("room_id", roomID), str("job_id", jobID), str("logger.name", "livekit.agents"),

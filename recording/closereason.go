@@ -10,8 +10,8 @@ import (
 
 // Close reason sources: where a session's close reason came from.
 const (
-	SourceSummary  = "summary"  // the session summary's close_reason
-	SourceAbsent   = "absent"   // no summary, or no close reason in it
+	SourceSummary = "summary" // the session summary's close_reason
+	SourceAbsent  = "absent"  // no summary, or no close reason in it
 )
 
 // sdkCloseReasons maps the SDKs' lowercase strings (docs/formats.md, "Session summary and close reason") to proto names.
