@@ -81,7 +81,7 @@ func TestDocsMatchCode(t *testing.T) {
 		// Stream and bucket names share the prefix.
 		subj := consumer.NewSubjects("lkscore.", "LKSCORE")
 		for _, n := range []string{subj.WebhookStream(), subj.UploadStream(), subj.SessionStream(), subj.ResultStream(),
-			subj.DLQStream(), subj.EgressLinks()} {
+			subj.DLQStream(), subj.EgressLinks(), subj.SessionFacts()} {
 			other[n] = true
 		}
 		for _, m := range regexp.MustCompile(`\b(?:LKSCORE|LIVEKIT)_[A-Z0-9_]+`).FindAllString(readme, -1) {
