@@ -1,0 +1,209 @@
+package consumer
+
+import (
+	"bytes"
+	"compress/gzip"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"testing"
+
+	collogs "go.opentelemetry.io/proto/otlp/collector/logs/v1"
+	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	common "go.opentelemetry.io/proto/otlp/common/v1"
+	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+)
+
+func TestResolvePrecedence(t *testing.T) {
+	cr := func(value, source string) Observation {
+		return Observation{Field: FieldCloseReason, Value: value, Source: source, Evidence: source + ": x"}
+	}
+	for _, tc := range []struct {
+		name       string
+		obs        []Observation
+		want, from string
+	}{
+		{"nothing", nil, "CR_UNKNOWN", SourceAbsent},
+		{"job failed only", []Observation{cr("CR_ERROR", SourceJobStatus)}, "CR_ERROR", SourceJobStatus},
+		{"implied beats job status", []Observation{cr("CR_ERROR", SourceJobStatus), cr("CR_PARTICIPANT_DISCONNECTED", SourceOTLPLogImplied)}, "CR_PARTICIPANT_DISCONNECTED", SourceOTLPLogImplied},
+		{"named log beats implied", []Observation{cr("CR_PARTICIPANT_DISCONNECTED", SourceOTLPLogImplied), cr("CR_USER_INITIATED", SourceOTLPLog)}, "CR_USER_INITIATED", SourceOTLPLog},
+		{"span beats log", []Observation{cr("CR_USER_INITIATED", SourceOTLPLog), cr("CR_JOB_SHUTDOWN", SourceOTLPSpan)}, "CR_JOB_SHUTDOWN", SourceOTLPSpan},
+		{"summary beats all", []Observation{cr("CR_JOB_SHUTDOWN", SourceOTLPSpan), cr("CR_COMPLETED", SourceSummary), cr("CR_ERROR", SourceJobStatus)}, "CR_COMPLETED", SourceSummary},
+		{"unknown says nothing", []Observation{cr("CR_UNKNOWN", SourceSummary), cr("CR_ERROR", SourceJobStatus)}, "CR_ERROR", SourceJobStatus},
+		{"tie: the more serious", []Observation{cr("CR_PARTICIPANT_DISCONNECTED", SourceOTLPLogImplied), cr("CR_ERROR", SourceOTLPLogImplied)}, "CR_ERROR", SourceOTLPLogImplied},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := resolve(tc.obs)
+			if r.CloseReason != tc.want || r.CloseReasonSource != tc.from {
+				t.Errorf("resolved %s from %s, want %s from %s", r.CloseReason, r.CloseReasonSource, tc.want, tc.from)
+			}
+		})
+	}
+	r := resolve([]Observation{{Field: FieldAgentName, Value: "from-otlp", Source: SourceOTLP}, {Field: FieldAgentName, Value: "from-webhook", Source: SourceWebhook}})
+	if r.AgentName != "from-webhook" || r.Provenance[FieldAgentName] != SourceWebhook {
+		t.Errorf("agent name %q from %q", r.AgentName, r.Provenance[FieldAgentName])
+	}
+}
+
+// TestMergeOrderIndependent: the same updates merged in any order, with
+// duplicates, give the same facts.
+func TestMergeOrderIndependent(t *testing.T) {
+	updates := []factUpdate{
+		{observations: []Observation{{Field: FieldAgentName, Value: "a", Source: SourceOTLP}, {Field: FieldCloseReason, Value: "CR_ERROR", Source: SourceOTLPLogImplied, Evidence: "e1"}}},
+		{observations: []Observation{{Field: FieldAgentName, Value: "b", Source: SourceWebhook}, {Field: FieldJobStatus, Value: "JS_FAILED", Source: SourceWebhook}}, jobEnded: true},
+		{observations: []Observation{{Field: FieldCloseReason, Value: "CR_USER_INITIATED", Source: SourceOTLPLog, Evidence: "e2"}, {Field: FieldTag, Value: "t2", Source: SourceOTLP}}},
+		{observations: []Observation{{Field: FieldTag, Value: "t1", Source: SourceOTLP}, {Field: FieldSimulated, Value: "true", Source: SourceHeader}}, recording: &RecordingRef{SessionKey: "RM/AJ"}},
+	}
+	var want *SessionFacts
+	for i := range 200 {
+		order := slices.Clone(updates)
+		order = append(order, updates[i%len(updates)]) // a duplicate
+		rand.Shuffle(len(order), func(a, b int) { order[a], order[b] = order[b], order[a] })
+		f := &SessionFacts{}
+		for _, u := range order {
+			f.merge(u)
+		}
+		if want == nil {
+			want = f
+			continue
+		}
+		if !reflect.DeepEqual(f, want) || !reflect.DeepEqual(resolve(f.Observations), resolve(want.Observations)) {
+			t.Fatalf("order %d gave different facts:\n%+v\n%+v", i, f, want)
+		}
+	}
+	r := resolve(want.Observations)
+	if r.CloseReason != "CR_USER_INITIATED" || r.AgentName != "b" || !r.Simulated || fmt.Sprint(r.Tags) != "[t1 t2]" || !want.complete() {
+		t.Errorf("resolved %+v, complete %v", r, want.complete())
+	}
+}
+
+// Fuzz targets for both OTLP decoders (JSON and protobuf, logs and traces):
+// no panic, and whatever decodes yields bounded facts.
+func FuzzOTLPLogs(f *testing.F) {
+	f.Add(jsLogs("RM_f", "AJ_f", "agent", map[string]any{"msg": "AgentSession closed", "reason": "user_initiated"}), true)
+	var req collogs.ExportLogsServiceRequest
+	_ = otlpJSON.Unmarshal(jsLogs("RM_f", "AJ_f", "agent", map[string]any{"msg": "session report", "sdk_version": "1.7.0"}), &req)
+	pb, _ := proto.Marshal(&req)
+	f.Add(pb, false)
+	f.Add([]byte(`{"resourceLogs":[{"scopeLogs":[{"logRecords":[{"body":{"kvlistValue":{"values":[]}}}]}]}]}`), true)
+	f.Fuzz(func(t *testing.T, body []byte, isJSON bool) {
+		var req collogs.ExportLogsServiceRequest
+		if err := decodeOTLP(body, isJSON, &req); err != nil {
+			return
+		}
+		checkBounded(t, logFacts(&req, isJSON))
+	})
+}
+
+func FuzzOTLPTraces(f *testing.F) {
+	req := &coltrace.ExportTraceServiceRequest{ResourceSpans: []*tracepb.ResourceSpans{{
+		Resource: &resourcepb.Resource{Attributes: []*common.KeyValue{strKV("room_id", "RM_f"), strKV("job_id", "AJ_f")}},
+		ScopeSpans: []*tracepb.ScopeSpans{{Spans: []*tracepb.Span{{Name: "session_close",
+			Attributes: []*common.KeyValue{strKV("lk.close_reason", "error"), strKV("lk.agent_name", "a")}}}}},
+	}}}
+	pb, _ := proto.Marshal(req)
+	f.Add(pb, false)
+	js, _ := protojson.Marshal(req)
+	f.Add(js, true)
+	f.Fuzz(func(t *testing.T, body []byte, isJSON bool) {
+		var req coltrace.ExportTraceServiceRequest
+		if err := decodeOTLP(body, isJSON, &req); err != nil {
+			return
+		}
+		checkBounded(t, traceFacts(&req))
+	})
+}
+
+func checkBounded(t *testing.T, m map[sessionID]*factUpdate) {
+	for _, u := range m {
+		if u.roomID == "" || len(u.observations) > maxObservations {
+			t.Fatalf("unbounded update: room %q, %d observations", u.roomID, len(u.observations))
+		}
+		for _, o := range u.observations {
+			if len(o.Evidence) > 2*maxEvidence || len(o.Value) > maxEvidence {
+				t.Fatalf("unbounded observation %d/%d bytes", len(o.Value), len(o.Evidence))
+			}
+		}
+	}
+}
+
+func strKV(k, v string) *common.KeyValue {
+	return &common.KeyValue{Key: k, Value: &common.AnyValue{Value: &common.AnyValue_StringValue{StringValue: v}}}
+}
+
+// BenchmarkOTLPDecode compares the receiver's whole decode (gunzip,
+// unmarshal with limits, fact extraction) with proto.Unmarshal alone, on a
+// realistic batch: one session's 200-turn chat history as agents-js exports
+// it (one record per item) plus its session report and close log.
+func BenchmarkOTLPDecode(b *testing.B) {
+	var recs []map[string]any
+	recs = append(recs, map[string]any{"msg": "session report", "agent_name": "booking-agent", "sdk_version": "1.7.2"})
+	for i := range 600 {
+		recs = append(recs, map[string]any{"msg": "chat item", "chat.item": fmt.Sprintf(`{"id":"item_%012x","type":"message","role":"user","content":["I would like to move my booking to Friday at ten, please"],"created_at":%d}`, i, 1764417600+i)})
+	}
+	recs = append(recs, map[string]any{"msg": "AgentSession closed", "reason": "user_initiated"})
+	jsonBody := jsLogs("RM_bench", "AJ_bench", "booking-agent", recs...)
+	var req collogs.ExportLogsServiceRequest
+	if err := otlpJSON.Unmarshal(jsonBody, &req); err != nil {
+		b.Fatal(err)
+	}
+	pb, _ := proto.Marshal(&req)
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	_, _ = zw.Write(pb)
+	_ = zw.Close()
+
+	b.Run("proto.Unmarshal", func(b *testing.B) {
+		b.SetBytes(int64(len(pb)))
+		b.ReportAllocs()
+		for b.Loop() {
+			var r collogs.ExportLogsServiceRequest
+			if err := proto.Unmarshal(pb, &r); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("receiver/protobuf", func(b *testing.B) {
+		b.SetBytes(int64(len(pb)))
+		b.ReportAllocs()
+		for b.Loop() {
+			var r collogs.ExportLogsServiceRequest
+			if err := decodeOTLP(pb, false, &r); err != nil {
+				b.Fatal(err)
+			}
+			if len(logFacts(&r, false)) != 1 {
+				b.Fatal("no facts")
+			}
+		}
+	})
+	b.Run("receiver/protobuf+gzip", func(b *testing.B) {
+		b.SetBytes(int64(len(pb))) // decoded bytes, to compare with the others
+		b.ReportAllocs()
+		for b.Loop() {
+			raw, err := gunzip(gz.Bytes(), 16<<20)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var r collogs.ExportLogsServiceRequest
+			if err := decodeOTLP(raw, false, &r); err != nil {
+				b.Fatal(err)
+			}
+			_ = logFacts(&r, false)
+		}
+	})
+	b.Run("receiver/json", func(b *testing.B) {
+		b.SetBytes(int64(len(jsonBody)))
+		b.ReportAllocs()
+		for b.Loop() {
+			var r collogs.ExportLogsServiceRequest
+			if err := decodeOTLP(jsonBody, true, &r); err != nil {
+				b.Fatal(err)
+			}
+			_ = logFacts(&r, true)
+		}
+	})
+}
