@@ -25,6 +25,8 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.26.0"
 	collogs "go.opentelemetry.io/proto/otlp/collector/logs/v1"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/lkscore/lkscore/scoring"
 )
 
 // jsLogs builds an OTLP/JSON logs body exactly as agents-js 1.9.0's pino
@@ -162,6 +164,20 @@ func TestOTLPFromGoExporters(t *testing.T) {
 	}
 	if v := counter(t, reg, "lkscore_otlp_facts_total", map[string]string{"signal": "logs"}); v == 0 {
 		t.Error("no log facts counted")
+	}
+
+	// The upload and the webhook complete the session: its scorecard carries
+	// what the exporters said.
+	dir := t.TempDir()
+	writeScenarioCopy(t, dir, "1_clean_call", "RM_Otel", "AJ_Otel", "")
+	uploadDir(t, d, dir)
+	sendWebhook(t, d, jobEnded("EV_otel", "RM_Otel", "AJ_Otel", "booking-agent", livekit.JobStatus_JS_SUCCESS))
+	waitFor(t, "a scorecard", func() bool { return len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")) == 1 })
+	c := results(t, ns.URL())[0]
+	if c.Completion.CloseReason != "CR_USER_INITIATED" || c.Completion.CloseReasonSource != SourceOTLPSpan || c.Session.SDK == nil ||
+		*c.Session.SDK != (scoring.SDKRef{Language: "python", Version: "1.7.2"}) || strings.Join(c.Session.Tags, ",") != "beta,version:1.4.2" ||
+		c.Session.DeploymentID != "DP_1" || c.Session.AgentName != "booking-agent" {
+		t.Errorf("scorecard session %+v, completion %+v", c.Session, c.Completion)
 	}
 }
 

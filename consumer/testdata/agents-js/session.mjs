@@ -1,0 +1,35 @@
+// One agent session's end, sent by the real agents-js SDK (npm @livekit/agents,
+// pinned in package.json) to lkscore: the chat history as OTLP/JSON logs and
+// the multipart recording upload (telemetry.uploadSessionReport), then the
+// SDK's own log record "AgentSession closed" through its pino OTLP exporter.
+// lkscore's consumer/agentsjs_test.go runs it; LKSCORE_URL, ROOM_ID, JOB_ID,
+// LIVEKIT_API_KEY and LIVEKIT_API_SECRET come from there.
+import { llm, telemetry, voice } from '@livekit/agents';
+
+const url = process.env.LKSCORE_URL;
+const roomId = process.env.ROOM_ID;
+const jobId = process.env.JOB_ID;
+const agentName = 'js-agent';
+
+const chat = llm.ChatContext.empty();
+chat.addMessage({ role: 'assistant', content: 'Hi! How can I help?' });
+chat.addMessage({ role: 'user', content: 'I need to move my booking to Friday.' });
+chat.addMessage({ role: 'assistant', content: 'Done: Friday at ten.' });
+
+const report = voice.createSessionReport({
+  jobId,
+  roomId,
+  room: 'js-room',
+  options: { recordingOptions: { audio: false, transcript: true, logs: true, traces: true } },
+  events: [],
+  chatHistory: chat,
+  enableRecording: true,
+  startedAt: Date.now() - 60_000,
+  timestamp: Date.now(),
+});
+await telemetry.uploadSessionReport({ observabilityUrl: url, agentName, report });
+
+const logs = new telemetry.PinoCloudExporter({ observabilityUrl: url, roomId, jobId, metadata: { 'lk.agent_name': agentName } });
+logs.emit({ level: 30, time: Date.now(), msg: 'AgentSession closed', reason: 'user_initiated', error: null });
+await logs.flush();
+console.log('session sent');
