@@ -13,8 +13,19 @@ type Pipeline struct {
 	CloseReasons []string `yaml:"close_reasons"`
 	// Pool names the worker pool: its durable consumer is "score-<pool>".
 	Pool string `yaml:"pool"`
-	// Concurrency is how many sessions a worker scores at once (= MaxAckPending).
+	// Concurrency is how many messages one worker process handles at once, per stage.
 	Concurrency int `yaml:"concurrency"`
+	// MaxAckPending is the pool-wide budget of delivered, unacknowledged
+	// messages per consumer (JetStream MaxAckPending), retries waiting their
+	// delay included. Far above any one process's concurrency, so a crashed
+	// worker's messages cannot block the others.
+	MaxAckPending int `yaml:"max_ack_pending"`
+	// HealthInterval is how often a store that failed is probed; the
+	// pipeline resumes within one interval of its return.
+	HealthInterval time.Duration `yaml:"health_interval"`
+	// StallAfter is how long a stage may settle nothing while work is
+	// pending before the watchdog logs it.
+	StallAfter time.Duration `yaml:"stall_after"`
 	// SettleWindow is how long after a session's last signal its work waits
 	// for more (late OTLP logs, a late webhook) when its facts are not
 	// complete yet (docs/facts.md).

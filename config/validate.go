@@ -208,6 +208,14 @@ func (c Config) validatePipeline(p *problems) {
 		p.add("pipeline.settle_window: %s must be well inside pipeline.dedup_window (%s)", pl.SettleWindow, pl.DedupWindow)
 	}
 	p.positive("pipeline.ack_wait", pl.AckWait)
+	if pl.AckWait > 0 && pl.AckWait < 3*time.Second {
+		p.add("pipeline.ack_wait: %s is too short: progress is signalled every third of it", pl.AckWait)
+	}
+	if pl.MaxAckPending < pl.Concurrency {
+		p.add("pipeline.max_ack_pending: %d is below pipeline.concurrency (%d); it is the whole pool's budget", pl.MaxAckPending, pl.Concurrency)
+	}
+	p.positive("pipeline.health_interval", pl.HealthInterval)
+	p.positive("pipeline.stall_after", pl.StallAfter)
 	p.positive("pipeline.retry_base", pl.RetryBase)
 	if n := c.NATS; pl.DedupWindow < n.DuplicateWindow || pl.DedupWindow > n.MaxAge {
 		p.add("pipeline.dedup_window: %s must lie between nats.duplicate_window (%s) and nats.max_age (%s)", pl.DedupWindow, n.DuplicateWindow, n.MaxAge)

@@ -26,6 +26,8 @@ const (
 	kindNotYet
 	// kindPermanent: retrying cannot fix it; dead-letter it or answer 4xx.
 	kindPermanent
+	// kindStoreDown: the recording store is unavailable; pause until it is back.
+	kindStoreDown
 )
 
 // failure is a classified error.
@@ -101,6 +103,8 @@ func classify(err error) failure {
 		return failure{kindPermanent, "store", http.StatusServiceUnavailable}
 	case errors.As(err, &pe):
 		return failure{kindPermanent, "bad_message", http.StatusBadRequest}
+	case errors.Is(err, store.ErrUnavailable):
+		return failure{kindStoreDown, "store_unavailable", http.StatusServiceUnavailable}
 	}
 	return failure{kindTransient, "transient", http.StatusServiceUnavailable}
 }

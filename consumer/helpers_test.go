@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
@@ -8,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +22,8 @@ import (
 
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/internal/testenv"
+	"github.com/lkscore/lkscore/recording"
+	"github.com/lkscore/lkscore/store"
 )
 
 const (
@@ -181,3 +185,56 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 }
 
 func bearer(tok string) string { return "Bearer " + strings.TrimSpace(tok) }
+
+// gauge reads a gauge's value (-1 when absent).
+func gauge(t testing.TB, reg *prometheus.Registry, name string, want map[string]string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if labelsMatch(m, want) {
+				return m.GetGauge().GetValue()
+			}
+		}
+	}
+	return -1
+}
+
+// readyz answers the daemon's /readyz status code.
+func readyz(t testing.TB, d *Daemon) int {
+	t.Helper()
+	resp, err := http.Get("http://" + d.opsLn.Addr().String() + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	return resp.StatusCode
+}
+
+// putSession writes a scenario's upload into a store directory, as the
+// collector would.
+func putSession(t testing.TB, st interface {
+	Begin(context.Context, string) (store.Upload, error)
+}, scenario, dir string) {
+	t.Helper()
+	ctx := context.Background()
+	up, err := st.Begin(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{recording.ObjectChatHistory, recording.ObjectHeader} {
+		b := mustReadFile(t, filepath.Join(scenarioDir, scenario, name))
+		if _, err := up.Write(ctx, name, bytes.NewReader(b), 1<<20); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := up.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -73,6 +73,9 @@ type pipelineMetrics struct {
 	pending      *prometheus.GaugeVec     // consumer
 	ackPending   *prometheus.GaugeVec     // consumer
 	recoveryRuns *prometheus.CounterVec   // kind: sweep, reconcile
+	consumerErrs *prometheus.CounterVec   // consumer
+	stalled      *prometheus.GaugeVec     // stage, consumer
+	dependencyUp *prometheus.GaugeVec     // dependency: store, nats
 }
 
 func newPipelineMetrics(reg prometheus.Registerer) *pipelineMetrics {
@@ -103,6 +106,15 @@ func newPipelineMetrics(reg prometheus.Registerer) *pipelineMetrics {
 		recoveryRuns: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "lkscore_recovery_runs_total", Help: "Completed store sweeps and egress reconciles, by kind.",
 		}, []string{"kind"}),
+		consumerErrs: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "lkscore_consumer_errors_total", Help: "Errors fetching from or querying a durable consumer.",
+		}, []string{"consumer"}),
+		stalled: f.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "lkscore_stage_stalled", Help: "1 while a stage has work pending and has settled nothing for pipeline.stall_after.",
+		}, []string{"stage", "consumer"}),
+		dependencyUp: f.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "lkscore_dependency_up", Help: "1 while the worker's dependency (store, nats) is up; the pipeline pauses while one is down.",
+		}, []string{"dependency"}),
 		ackPending: f.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "lkscore_consumer_ack_pending_messages", Help: "Messages delivered to a durable consumer and not yet acknowledged.",
 		}, []string{"consumer"}),

@@ -21,6 +21,7 @@ import (
 // pool's consumer, max-delivery advisories turned into dead letters, and the
 // background loops (lag polling, sweep, reconcile).
 type pipeline struct {
+	health     *health
 	stages     []*stage
 	subs       []*nats.Subscription
 	cancel     context.CancelFunc // abandons in-flight work past the deadline
@@ -55,12 +56,16 @@ type stageSpec struct {
 
 // stageTable is the whole pipeline, in the order stages start. Every
 // consumer has explicit ack settings: AckWait covers a message between
-// progress signals, MaxAckPending is the concurrency, MaxDeliver bounds
-// retries before a max-deliveries advisory dead-letters the message.
+// progress signals (a dead worker's messages return after it);
+// MaxAckPending is the pool-wide budget of delivered, unacknowledged
+// messages, retries waiting their delay included, so no worker's crash can
+// fill it; MaxDeliver bounds retries before a max-deliveries advisory
+// dead-letters the message. Each process bounds its own share with
+// pipeline.concurrency.
 func stageTable(s Subjects, p config.Pipeline, loc *locator, w *worker) []stageSpec {
 	base := jetstream.ConsumerConfig{
 		AckPolicy: jetstream.AckExplicitPolicy, AckWait: p.AckWait, MaxDeliver: p.MaxDeliver,
-		MaxAckPending: p.Concurrency, DeliverPolicy: jetstream.DeliverAllPolicy,
+		MaxAckPending: p.MaxAckPending, DeliverPolicy: jetstream.DeliverAllPolicy,
 	}
 	with := func(durable, description string, filters []string) jetstream.ConsumerConfig {
 		c := base
@@ -133,7 +138,17 @@ func startPipeline(ctx context.Context, d pipelineDeps) (*pipeline, error) {
 	dlq := &deadLetters{js: d.js, subjects: subj, timeouts: to, metrics: d.metrics, log: d.log, now: d.now}
 
 	workCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	p := &pipeline{cancel: cancel}
+	bgCtx, bgCancel := context.WithCancel(context.WithoutCancel(ctx))
+	st := d.store
+	probe := func(ctx context.Context) error {
+		rc, err := st.Open(ctx, "lkscore-health/probe", 1)
+		if err == nil {
+			_ = rc.Close()
+		}
+		return err
+	}
+	h := newHealth(d.nc, probe, cfg.Pipeline.HealthInterval, d.metrics.dependencyUp, d.log)
+	p := &pipeline{cancel: cancel, background: bgCancel, health: h}
 	fail := func(err error) (*pipeline, error) {
 		_ = p.stop(context.Background())
 		return nil, err
@@ -151,16 +166,16 @@ func startPipeline(ctx context.Context, d pipelineDeps) (*pipeline, error) {
 		}
 		p.subs = append(p.subs, sub)
 		p.stages = append(p.stages, &stage{name: spec.name, consumerName: spec.consumer.Durable, cons: cons, handle: spec.handle,
-			onGiveUp: spec.onGiveUp, concurrency: cfg.Pipeline.Concurrency, ackWait: cfg.Pipeline.AckWait,
+			onGiveUp: spec.onGiveUp, concurrency: cfg.Pipeline.Concurrency, ackWait: cfg.Pipeline.AckWait, health: h,
+			pullWait: min(5*time.Second, cfg.Pipeline.AckWait/2),
 			deadline: cfg.Pipeline.RecordingDeadline, retryBase: cfg.Pipeline.RetryBase, dlq: dlq, metrics: d.metrics, log: d.log, now: d.now})
 	}
-	bgCtx, bgCancel := context.WithCancel(context.WithoutCancel(ctx))
-	p.background = bgCancel
+	lagEvery := min(15*time.Second, cfg.Pipeline.StallAfter/2)
 	for _, st := range p.stages {
 		if err := st.start(workCtx); err != nil {
 			return fail(err)
 		}
-		p.goLoop(func() { st.watchLag(bgCtx, 15*time.Second, to.request) })
+		p.goLoop(func() { st.watchLag(bgCtx, lagEvery, to.request, cfg.Pipeline.StallAfter) })
 	}
 	pc := cfg.Pipeline
 	set := &settler{facts: d.facts, js: d.js, subjects: subj, window: pc.SettleWindow, tick: min(250*time.Millisecond, pc.SettleWindow),
@@ -221,6 +236,9 @@ func (p *pipeline) stop(ctx context.Context) error {
 		errs = append(errs, st.drain(ctx))
 	}
 	p.cancel()
+	if p.health != nil {
+		p.health.stop() // its prober ran under the background context
+	}
 	for _, s := range p.subs {
 		_ = s.Unsubscribe()
 	}

@@ -22,35 +22,71 @@ import (
 	"github.com/lkscore/lkscore/store"
 )
 
-// TestPipelineMaxDeliveries: a store outage that outlasts MaxDeliver ends
+// TestPipelineMaxDeliveries: a message that keeps failing with a transient
+// error (here its session facts cannot be written: the bucket is gone) ends
 // in the DLQ through JetStream's max-deliveries advisory.
 func TestPipelineMaxDeliveries(t *testing.T) {
-	srv := testenv.StartS3(t)
-	s3Env(t, testenv.S3SecretKey)
-	newTestS3Store(t, srv, "rec")
 	ns := startNATS(t)
 	cfg := pipelineConfig(t, ns.URL())
-	cfg.S3 = s3Config(srv, "rec")
-	cfg.S3.MaxAttempts = 1
 	cfg.Pipeline.MaxDeliver = 3
 	d, reg := startDaemon(t, cfg)
-	srv.Stop()
-	sendWebhook(t, d, &livekit.WebhookEvent{Event: "room_finished", Id: "EV_down", Room: &livekit.Room{Sid: "RM_Down", Name: "down"}})
-
 	nc, _ := nats.Connect(ns.URL())
 	defer nc.Close()
 	js, _ := jetstream.New(nc)
+	if err := js.DeleteKeyValue(context.Background(), "LKSCORE_SESSION_FACTS"); err != nil {
+		t.Fatal(err)
+	}
+	sendWebhook(t, d, jobEnded("EV_down", "RM_Down", "AJ_Down", "a", livekit.JobStatus_JS_SUCCESS))
+
 	admin := NewDeadLetterAdmin(js, NewSubjects("lkscore.", "LKSCORE"))
 	var dls []DeadLetter
 	waitFor(t, "a max-deliveries dead letter", func() bool {
 		dls, _ = admin.List(context.Background(), StageLocate, 10)
 		return len(dls) == 1
 	})
-	if dl := dls[0]; !strings.Contains(dl.Error, "max deliveries (3)") || dl.Subject != "lkscore.webhook.room_finished" || dl.Deliveries != 3 {
+	if dl := dls[0]; !strings.Contains(dl.Error, "max deliveries (3)") || dl.Subject != "lkscore.webhook.agent_job_ended" || dl.Deliveries != 3 {
 		t.Fatalf("dead letter %+v", dl)
 	}
-	if v := counter(t, reg, "lkscore_pipeline_retried_total", map[string]string{"stage": StageLocate, "reason": "transient"}); v < 3 {
+	if v := counter(t, reg, "lkscore_pipeline_retried_total", map[string]string{"stage": StageLocate, "reason": "transient"}); v < 2 {
 		t.Errorf("retries counted %v", v)
+	}
+}
+
+// TestPipelineStoreOutagePauses: while the store is down the pipeline stops
+// taking work (and says so), burns no deliveries, and resumes within a few
+// health intervals of the store's return.
+func TestPipelineStoreOutagePauses(t *testing.T) {
+	srv := testenv.StartS3(t)
+	s3Env(t, testenv.S3SecretKey)
+	st := newTestS3Store(t, srv, "rec")
+	putSession(t, st, "1_clean_call", "RM_Out/AJ_Out/")
+	ns := startNATS(t)
+	cfg := pipelineConfig(t, ns.URL())
+	cfg.S3 = s3Config(srv, "rec")
+	cfg.S3.MaxAttempts, cfg.S3.RequestTimeout = 1, time.Second
+	cfg.Pipeline.MaxDeliver = 3
+	cfg.Pipeline.HealthInterval = 200 * time.Millisecond
+	d, reg := startDaemon(t, cfg)
+	srv.Stop()
+	sendWebhook(t, d, jobEnded("EV_out", "RM_Out", "AJ_Out", "agent-out", livekit.JobStatus_JS_SUCCESS))
+	waitFor(t, "the store marked down", func() bool {
+		return gauge(t, reg, "lkscore_dependency_up", map[string]string{"dependency": "store"}) == 0
+	})
+	if code := readyz(t, d); code != 503 {
+		t.Errorf("/readyz = %d while the store is down", code)
+	}
+	time.Sleep(10 * cfg.Pipeline.HealthInterval) // well past max_deliver at any backoff
+	srv.Start(t)
+	back := time.Now()
+	waitFor(t, "the session scored", func() bool { return len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")) == 1 })
+	if took := time.Since(back); took > 5*cfg.Pipeline.HealthInterval+cfg.Pipeline.SettleWindow+time.Second {
+		t.Errorf("resumed %s after the store came back", took)
+	}
+	if n := len(streamMsgs(t, ns.URL(), "LKSCORE_DLQ")); n != 0 {
+		t.Errorf("%d dead letters: the outage burnt deliveries", n)
+	}
+	if code := readyz(t, d); code != 200 {
+		t.Errorf("/readyz = %d after the store came back", code)
 	}
 }
 

@@ -6,67 +6,136 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// stage runs one durable pull consumer: bounded concurrency, a progress
-// signal while a message is worked on, and one place that settles (acks,
-// retries or dead-letters) every message.
+// stage runs one durable pull consumer: it fetches only as many messages
+// as it has free slots and only while its dependencies are up, signals
+// progress while a message is worked on, and settles (acks, retries or
+// dead-letters) every message in one place.
 type stage struct {
 	name         string
 	consumerName string
 	cons         jetstream.Consumer
 	concurrency  int
 	ackWait      time.Duration
+	pullWait     time.Duration // how long one fetch waits for messages
 	deadline     time.Duration // kindNotYet: how long after storage to keep retrying
 	retryBase    time.Duration
 	handle       func(ctx context.Context, m jetstream.Msg) error
 	// onGiveUp decides what happens when errNotYet outlives the deadline:
 	// true dead-letters the message, false acks it (nothing was expected).
 	onGiveUp func(m jetstream.Msg) bool
+	health   *health
 	dlq      *deadLetters
 	metrics  *pipelineMetrics
 	log      *slog.Logger
 	now      func() time.Time
 
-	cc       jetstream.ConsumeContext
-	inflight sync.WaitGroup
+	stopFetch context.CancelFunc
+	fetching  sync.WaitGroup
+	inflight  sync.WaitGroup
+	busy      atomic.Int64 // messages being worked on
+	progress  atomic.Int64 // Unix ns of the last settled message
+	lastErr   atomic.Int64 // Unix ns of the last consumer error logged
 }
 
-// start begins consuming. Work runs under workCtx, which outlives the
+// start begins fetching. Work runs under workCtx, which outlives the
 // shutdown signal so in-flight messages can finish; cancel it to abandon them.
 func (s *stage) start(workCtx context.Context) error {
-	sem := make(chan struct{}, s.concurrency)
-	cc, err := s.cons.Consume(func(m jetstream.Msg) {
-		sem <- struct{}{} // blocks delivery while every slot is busy
-		s.inflight.Add(1)
-		go func() {
-			defer func() { <-sem; s.inflight.Done() }()
-			s.process(workCtx, m)
-		}()
-	}, jetstream.PullMaxMessages(s.concurrency), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
-		if !errors.Is(err, jetstream.ErrNoHeartbeat) {
-			s.log.Debug("consume", "consumer", s.consumerName, "err", err)
-		}
-	}))
-	if err != nil {
-		return fmt.Errorf("consume %s: %w", s.consumerName, err)
+	if s.health == nil || s.concurrency < 1 || s.pullWait <= 0 {
+		return fmt.Errorf("stage %s: health, concurrency and pull wait are required", s.consumerName)
 	}
-	s.cc = cc
+	fetchCtx, cancel := context.WithCancel(workCtx)
+	s.stopFetch = cancel
+	s.progress.Store(s.now().UnixNano())
+	s.fetching.Add(1)
+	go func() {
+		defer s.fetching.Done()
+		s.fetchLoop(fetchCtx, workCtx)
+	}()
 	return nil
+}
+
+// fetchLoop pulls work while slots are free and dependencies are up. A
+// message is only ever fetched for a free slot, so nothing waits in a client
+// buffer while its ack timer runs.
+func (s *stage) fetchLoop(ctx, workCtx context.Context) {
+	slots := make(chan struct{}, s.concurrency)
+	for {
+		select { // one free slot at least
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		n := 1
+		for n < s.concurrency { // and every other free one
+			select {
+			case slots <- struct{}{}:
+				n++
+				continue
+			default:
+			}
+			break
+		}
+		if err := s.health.wait(ctx); err != nil {
+			return
+		}
+		// A shutdown cancels the fetch; otherwise it waits up to pullWait.
+		fctx, cancel := context.WithTimeout(ctx, s.pullWait)
+		batch, err := s.cons.Fetch(n, jetstream.FetchContext(fctx))
+		got := 0
+		if err == nil {
+			for m := range batch.Messages() {
+				got++
+				s.inflight.Add(1)
+				s.busy.Add(1)
+				go func() {
+					defer func() { s.busy.Add(-1); <-slots; s.inflight.Done() }()
+					s.process(workCtx, ctx, m)
+				}()
+			}
+			err = batch.Error()
+		}
+		cancel()
+		for range n - got {
+			<-slots
+		}
+		if err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, context.DeadlineExceeded) &&
+			!errors.Is(err, context.Canceled) && ctx.Err() == nil {
+			s.consumerError(err)
+			select { // do not spin on a broken connection
+			case <-time.After(100 * time.Millisecond):
+			case <-ctx.Done():
+				return
+			}
+		}
+	}
+}
+
+// consumerError counts every consumer error and logs it at warning level,
+// at most every few seconds per stage.
+func (s *stage) consumerError(err error) {
+	s.metrics.consumerErrs.WithLabelValues(s.consumerName).Inc()
+	now := s.now().UnixNano()
+	if last := s.lastErr.Load(); now-last > int64(5*time.Second) && s.lastErr.CompareAndSwap(last, now) {
+		s.log.Warn("fetch failed", "consumer", s.consumerName, "err", err)
+	}
 }
 
 // drain stops taking work and waits for in-flight messages, or ctx.
 func (s *stage) drain(ctx context.Context) error {
-	if s.cc == nil {
+	if s.stopFetch == nil {
 		return nil
 	}
-	s.cc.Drain()
+	s.stopFetch()
 	done := make(chan struct{})
 	go func() {
-		<-s.cc.Closed()
+		s.fetching.Wait()
 		s.inflight.Wait()
 		close(done)
 	}()
@@ -78,11 +147,15 @@ func (s *stage) drain(ctx context.Context) error {
 	}
 }
 
-func (s *stage) process(ctx context.Context, m jetstream.Msg) {
+// process works on one message under ctx (the work context). A message
+// that meets a dependency outage (the store, NATS) is held, with progress
+// signals, and tried again when the dependency is back: an outage costs no
+// delivery and no backoff. stopCtx ends the holding at shutdown.
+func (s *stage) process(ctx, stopCtx context.Context, m jetstream.Msg) {
 	s.metrics.received.WithLabelValues(s.name).Inc()
 	start := time.Now()
-	// Tell the server we are alive while a large fetch runs, so AckWait
-	// need not cover the worst case.
+	// Tell the server we are alive while the work runs, so AckWait need not
+	// cover the worst case: only a dead worker's messages wait it out.
 	stop := make(chan struct{})
 	go func() {
 		t := time.NewTicker(s.ackWait / 3)
@@ -96,10 +169,40 @@ func (s *stage) process(ctx context.Context, m jetstream.Msg) {
 			}
 		}
 	}()
-	err := s.handle(ctx, m)
-	close(stop)
+	defer close(stop)
+	var err error
+	for {
+		err = s.handle(ctx, m)
+		if !s.dependencyDown(ctx, err) {
+			break
+		}
+		s.metrics.retried.WithLabelValues(s.name, "dependency_down").Inc()
+		if werr := s.health.wait(stopCtx); werr != nil {
+			// Shutting down while the dependency is still down: hand the
+			// message back for another worker, or this one after a restart.
+			_ = m.Nak()
+			return
+		}
+	}
 	s.settle(ctx, m, err)
+	s.progress.Store(s.now().UnixNano())
 	s.metrics.duration.WithLabelValues(s.name).Observe(time.Since(start).Seconds())
+}
+
+// dependencyDown reports whether err means the store or NATS is down; the
+// store is then marked down, so every stage pauses.
+func (s *stage) dependencyDown(ctx context.Context, err error) bool {
+	if err == nil {
+		return false
+	}
+	switch classify(err).kind {
+	case kindStoreDown:
+		s.health.storeDown(ctx, err)
+		return true
+	case kindTransient:
+		return s.health.status() != "" // NATS dropped while we worked
+	}
+	return false
 }
 
 // settle is the only place a message is acked, retried or dead-lettered;
@@ -134,6 +237,9 @@ func (s *stage) settle(ctx context.Context, m jetstream.Msg, err error) {
 		s.deadLetter(ctx, m, f.label, fmt.Sprintf("recording not found after %s", age.Round(time.Second)))
 	case kindPermanent:
 		s.deadLetter(ctx, m, f.label, err.Error())
+	case kindStoreDown: // process holds these; reached only if the store fails between probes
+		s.health.storeDown(ctx, err)
+		_ = m.NakWithDelay(s.health.interval)
 	default:
 		s.log.Warn("retrying", "stage", s.name, "subject", m.Subject(), "deliveries", delivered, "err", err)
 		s.metrics.retried.WithLabelValues(s.name, "transient").Inc()
@@ -161,22 +267,51 @@ func (s *stage) deadLetter(ctx context.Context, m jetstream.Msg, kind, reason st
 	s.metrics.done.WithLabelValues(s.name, "dead_lettered").Inc()
 }
 
-// watchLag polls the consumer's pending counts into gauges until ctx ends;
-// each poll is bounded by timeout.
-func (s *stage) watchLag(ctx context.Context, every, timeout time.Duration) {
+// watchLag polls the consumer's pending counts into gauges until ctx ends,
+// each poll bounded by timeout. It is also the stage's watchdog: work
+// pending and nothing settled for stallAfter is logged with what is known
+// of why, and flagged in lkscore_stage_stalled.
+func (s *stage) watchLag(ctx context.Context, every, timeout, stallAfter time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		ictx, cancel := context.WithTimeout(ctx, timeout)
-		if info, err := s.cons.Info(ictx); err == nil {
+		info, err := s.cons.Info(ictx)
+		cancel()
+		if err == nil {
 			s.metrics.pending.WithLabelValues(s.consumerName).Set(float64(info.NumPending))
 			s.metrics.ackPending.WithLabelValues(s.consumerName).Set(float64(info.NumAckPending))
+			s.checkStall(info, stallAfter)
+		} else if ctx.Err() == nil {
+			s.consumerError(fmt.Errorf("consumer info: %w", err))
 		}
-		cancel()
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
 	}
+}
+
+func (s *stage) checkStall(info *jetstream.ConsumerInfo, stallAfter time.Duration) {
+	idle := s.now().Sub(time.Unix(0, s.progress.Load()))
+	stalled := info.NumPending > 0 && idle > stallAfter
+	gauge := s.metrics.stalled.WithLabelValues(s.name, s.consumerName)
+	if !stalled {
+		gauge.Set(0)
+		return
+	}
+	gauge.Set(1)
+	why := s.health.status()
+	switch {
+	case why != "":
+	case s.busy.Load() >= int64(s.concurrency):
+		why = "every slot is busy with a message that has not finished"
+	case info.Config.MaxAckPending > 0 && info.NumAckPending >= info.Config.MaxAckPending:
+		why = "max_ack_pending reached: messages delivered elsewhere are not acknowledged"
+	default:
+		why = "fetches return nothing although messages are pending"
+	}
+	s.log.Warn("stage making no progress", "stage", s.name, "consumer", s.consumerName, "pending", info.NumPending,
+		"ack_pending", info.NumAckPending, "idle", idle.Round(time.Second).String(), "why", why)
 }

@@ -239,9 +239,12 @@ func classifyS3(op, bucket, key string, err error) error {
 		}
 		return fmt.Errorf("%s: %s%w (HTTP %d)", where, code, ErrPermanent, re.HTTPStatusCode())
 	}
+	if errors.Is(err, context.Canceled) {
+		return fmt.Errorf("%s: %w", where, err) // our own shutdown, not the store
+	}
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("%s: timeout: %w", where, err)
+		return fmt.Errorf("%s: timeout: %w: %w", where, ErrUnavailable, err)
 	}
-	return fmt.Errorf("%s: %w", where, err)
+	return fmt.Errorf("%s: %w: %w", where, ErrUnavailable, err)
 }

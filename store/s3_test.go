@@ -177,8 +177,8 @@ func TestS3StoreErrors(t *testing.T) {
 	t.Run("server down is transient", func(t *testing.T) {
 		srv.Stop()
 		_, err := st.Open(ctx, "RM_e/AJ_e/"+recording.ObjectChatHistory, 1<<20)
-		if err == nil || errors.Is(err, ErrPermanent) || errors.Is(err, recording.ErrNotFound) {
-			t.Fatalf("err = %v, want a transient error", err)
+		if err == nil || errors.Is(err, ErrPermanent) || errors.Is(err, recording.ErrNotFound) || !errors.Is(err, ErrUnavailable) {
+			t.Fatalf("err = %v, want ErrUnavailable", err)
 		}
 	})
 }

@@ -17,10 +17,14 @@ import (
 var ErrNotFound = recording.ErrNotFound
 
 // ErrPermanent marks store errors that retrying cannot fix (access denied,
-// no such bucket, a bad request). Anything that is neither ErrNotFound nor
-// ErrPermanent (5xx after the SDK's own retries, timeouts, network) is
-// transient.
+// no such bucket, a bad request). S3 errors that are neither ErrNotFound nor
+// ErrPermanent are ErrUnavailable.
 var ErrPermanent = errors.New("permanent store error")
+
+// ErrUnavailable marks transient store errors: 5xx after the SDK's own
+// retries, timeouts, a refused connection. The daemon treats the store as
+// down until a probe succeeds.
+var ErrUnavailable = errors.New("store unavailable")
 
 // ObjectInfo describes a listed object.
 type ObjectInfo struct {

@@ -79,6 +79,8 @@ const (
 type S3 struct {
 	Endpoint string
 	Dir      string
+	bin      string
+	addr     string
 	cmd      *exec.Cmd
 }
 
@@ -113,19 +115,30 @@ func StartS3(t testing.TB) *S3 {
 	}
 	addr := ln.Addr().String()
 	_ = ln.Close()
-	s := &S3{Endpoint: "http://" + addr, Dir: t.TempDir()}
-	s.cmd = exec.Command(bin, "--access", S3AccessKey, "--secret", S3SecretKey, "--port", addr, "posix", s.Dir)
+	s := &S3{Endpoint: "http://" + addr, Dir: t.TempDir(), bin: bin, addr: addr}
+	t.Cleanup(s.Stop)
+	s.Start(t)
+	return s
+}
+
+// Start starts a stopped gateway again, on the same address and directory.
+func (s *S3) Start(t testing.TB) {
+	t.Helper()
+	if s.cmd != nil {
+		return
+	}
+	s.cmd = exec.Command(s.bin, "--access", S3AccessKey, "--secret", S3SecretKey, "--port", s.addr, "posix", s.Dir)
 	s.cmd.Stdout, s.cmd.Stderr = io.Discard, io.Discard
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(s.Stop)
+	addr := s.addr
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		c, err := net.Dial("tcp", addr)
 		if err == nil {
 			_ = c.Close()
-			return s
+			return
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("versitygw not listening on %s", addr)

@@ -1,0 +1,66 @@
+package consumer
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// TestNakWithDelayHoldsAckPending records what JetStream does with a
+// message Nak'd with a delay: it stays in the consumer's ack-pending count
+// until the delay passes, so it counts against MaxAckPending. That is why
+// max_ack_pending is a pool-wide budget far above any one worker's
+// concurrency (docs/architecture.md, "Flow control"), and why a store
+// outage pauses fetching instead of cycling messages through delayed naks.
+func TestNakWithDelayHoldsAckPending(t *testing.T) {
+	ns := startNATS(t)
+	nc, err := nats.Connect(ns.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	ctx := context.Background()
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "NAKTEST", Subjects: []string{"naktest.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	cons, err := js.CreateOrUpdateConsumer(ctx, "NAKTEST", jetstream.ConsumerConfig{Durable: "c", AckPolicy: jetstream.AckExplicitPolicy,
+		AckWait: 30 * time.Second, MaxAckPending: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		if _, err := js.Publish(ctx, "naktest.x", []byte{byte(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	batch, err := cons.Fetch(2, jetstream.FetchMaxWait(2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for m := range batch.Messages() {
+		if err := m.NakWithDelay(time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		n++
+	}
+	if n != 2 {
+		t.Fatalf("fetched %d, want 2", n)
+	}
+	time.Sleep(100 * time.Millisecond)
+	info, _ := cons.Info(ctx)
+	if info.NumAckPending != 2 {
+		t.Fatalf("ack pending after delayed naks = %d, want 2", info.NumAckPending)
+	}
+	third, err := cons.Fetch(1, jetstream.FetchMaxWait(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range third.Messages() {
+		t.Fatal("a third message was delivered although two delayed naks fill MaxAckPending=2")
+	}
+}
