@@ -16,80 +16,96 @@ import (
 // health tracks the pipeline's dependencies. A stage takes work only while
 // NATS is connected and the store is up: during an outage messages stay in
 // their stream (nothing cycles through retries and delivery counts), and
-// work resumes within one probe interval of the dependency's return.
+// work resumes within one probe interval of the dependency's return. The
+// store is probed every upEvery while up (so /readyz notices an outage
+// before any work meets it) and every interval while down.
 type health struct {
 	nc       *nats.Conn
 	probe    func(ctx context.Context) error // nil: the store is always up
 	interval time.Duration
+	upEvery  time.Duration
 	up       *prometheus.GaugeVec // dependency
 	log      *slog.Logger
 
 	mu        sync.Mutex
 	storeErr  error         // non-nil while the store is down
 	storeBack chan struct{} // closed when the store comes back
-	probing   bool
-	wg        sync.WaitGroup
+	downSince time.Time
+	wake      chan struct{}
 }
 
 func newHealth(nc *nats.Conn, probe func(context.Context) error, interval time.Duration, up *prometheus.GaugeVec, log *slog.Logger) *health {
-	h := &health{nc: nc, probe: probe, interval: interval, up: up, log: log}
+	h := &health{nc: nc, probe: probe, interval: interval, upEvery: max(5*time.Second, interval), up: up, log: log,
+		wake: make(chan struct{}, 1)}
 	up.WithLabelValues("store").Set(1)
 	up.WithLabelValues("nats").Set(1)
 	return h
 }
 
-// storeDown records that the store failed with a transient error and
-// starts probing it until it answers again (ctx ends the probing).
-func (h *health) storeDown(ctx context.Context, err error) {
+// run probes the store until ctx ends.
+func (h *health) run(ctx context.Context) {
+	if h.probe == nil {
+		return
+	}
+	for {
+		h.mu.Lock()
+		wait := h.upEvery
+		if h.storeErr != nil {
+			wait = h.interval
+		}
+		h.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		case <-h.wake:
+			continue // just marked down: probe on the short interval
+		}
+		pctx, cancel := context.WithTimeout(ctx, max(h.interval, 2*time.Second))
+		err := h.probe(pctx)
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+		switch {
+		case err == nil, errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrPermanent):
+			h.storeUp() // reachable: a denied probe is a configuration problem, not an outage
+		default:
+			h.storeDown(err)
+		}
+	}
+}
+
+// storeDown records that the store failed with a transient error.
+func (h *health) storeDown(err error) {
 	if h.probe == nil {
 		return
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.storeErr != nil {
+		return
+	}
+	h.storeErr, h.storeBack, h.downSince = err, make(chan struct{}), time.Now()
+	h.up.WithLabelValues("store").Set(0)
+	h.log.Warn("recording store unavailable: pausing the pipeline until it answers", "err", err)
+	select {
+	case h.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (h *health) storeUp() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	if h.storeErr == nil {
-		h.storeErr = err
-		h.storeBack = make(chan struct{})
-		h.up.WithLabelValues("store").Set(0)
-		h.log.Warn("recording store unavailable: pausing the pipeline until it answers", "err", err)
-	}
-	if h.probing {
 		return
 	}
-	h.probing = true
-	h.wg.Add(1)
-	go h.probeUntilUp(ctx)
+	h.storeErr = nil
+	close(h.storeBack)
+	h.up.WithLabelValues("store").Set(1)
+	h.log.Info("recording store is back: resuming the pipeline", "down_for", time.Since(h.downSince).Round(time.Millisecond).String())
 }
-
-func (h *health) probeUntilUp(ctx context.Context) {
-	defer h.wg.Done()
-	t := time.NewTicker(h.interval)
-	defer t.Stop()
-	down := time.Now()
-	for {
-		select {
-		case <-ctx.Done():
-			h.mu.Lock()
-			h.probing = false
-			h.mu.Unlock()
-			return
-		case <-t.C:
-		}
-		pctx, cancel := context.WithTimeout(ctx, h.interval)
-		err := h.probe(pctx)
-		cancel()
-		if err != nil && !errors.Is(err, store.ErrNotFound) {
-			continue
-		}
-		h.mu.Lock()
-		h.storeErr, h.probing = nil, false
-		close(h.storeBack)
-		h.mu.Unlock()
-		h.up.WithLabelValues("store").Set(1)
-		h.log.Info("recording store is back: resuming the pipeline", "down_for", time.Since(down).Round(time.Millisecond).String())
-		return
-	}
-}
-
 // wait blocks until NATS is connected and the store is up, or ctx ends.
 func (h *health) wait(ctx context.Context) error {
 	for {
@@ -130,6 +146,3 @@ func (h *health) status() string {
 	}
 	return ""
 }
-
-// stop waits for the prober after its context ended.
-func (h *health) stop() { h.wg.Wait() }

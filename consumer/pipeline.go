@@ -178,7 +178,8 @@ func startPipeline(ctx context.Context, d pipelineDeps) (*pipeline, error) {
 		p.goLoop(func() { st.watchLag(bgCtx, lagEvery, to.request, cfg.Pipeline.StallAfter) })
 	}
 	pc := cfg.Pipeline
-	set := &settler{facts: d.facts, js: d.js, subjects: subj, window: pc.SettleWindow, tick: min(250*time.Millisecond, pc.SettleWindow),
+	p.goLoop(func() { h.run(bgCtx) })
+	set := &settler{nc: d.nc, facts: d.facts, js: d.js, subjects: subj, window: pc.SettleWindow, tick: min(250*time.Millisecond, pc.SettleWindow),
 		selected: loc.selected, timeouts: to, metrics: d.metrics, log: d.log, now: d.now}
 	p.goLoop(func() { set.run(bgCtx) })
 	if pc.SweepInterval > 0 {
@@ -236,9 +237,7 @@ func (p *pipeline) stop(ctx context.Context) error {
 		errs = append(errs, st.drain(ctx))
 	}
 	p.cancel()
-	if p.health != nil {
-		p.health.stop() // its prober ran under the background context
-	}
+
 	for _, s := range p.subs {
 		_ = s.Unsubscribe()
 	}

@@ -285,32 +285,6 @@ func TestPipelineDeadLetters(t *testing.T) {
 	}
 }
 
-// TestPipelineRestart: a daemon stopped while work is in flight loses
-// nothing, and its successor scores every session exactly once.
-func TestPipelineRestart(t *testing.T) {
-	ns := startNATS(t)
-	cfg := pipelineConfig(t, ns.URL())
-	d, _ := startDaemon(t, cfg)
-	const n = 8
-	for i := 0; i < n; i++ {
-		dir := t.TempDir()
-		writeScenarioCopy(t, dir, "3_barge_in", fmt.Sprintf("RM_Restart%02d", i), fmt.Sprintf("AJ_Restart%02d", i), `{"close_reason":"CR_USER_INITIATED"}`)
-		uploadDir(t, d, dir)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := d.Shutdown(ctx); err != nil {
-		t.Fatalf("shutdown: %v", err)
-	}
-	cfg2 := pipelineConfig(t, ns.URL())
-	cfg2.DataDir = cfg.DataDir
-	startDaemon(t, cfg2)
-	waitFor(t, "every session scored", func() bool { return len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")) >= n })
-	quiesce(t, ns.URL(), defaultConsumers)
-	if got := len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")); got != n {
-		t.Fatalf("%d scorecards for %d sessions", got, n)
-	}
-}
 
 // TestPipelineInferredCloseReason: with no session summary, a failed job's
 // end state stands in for the close reason, and the scorecard says so.

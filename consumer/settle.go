@@ -19,6 +19,7 @@ import (
 // session key keeps their publications to one. Once published, an entry is
 // marked, so a restart or a late signal does not publish it again.
 type settler struct {
+	nc       *nats.Conn // nil in tests without reconnects
 	facts    *factStore
 	js       jetstream.JetStream
 	subjects Subjects
@@ -54,7 +55,11 @@ func (s *settler) run(ctx context.Context) {
 	}
 }
 
+// watch follows one watcher. After a NATS reconnect it returns, so run
+// starts a fresh watcher at once instead of waiting for the old one's
+// missed heartbeats (about 10 s) to notice.
 func (s *settler) watch(ctx context.Context, w jetstream.KeyWatcher, tick <-chan time.Time) {
+	reconnects := s.reconnects()
 	for {
 		select {
 		case <-ctx.Done():
@@ -67,9 +72,20 @@ func (s *settler) watch(ctx context.Context, w jetstream.KeyWatcher, tick <-chan
 				s.consider(ctx, e)
 			}
 		case <-tick:
+			if s.reconnects() != reconnects {
+				s.log.Info("settler: nats reconnected, watching the session facts again")
+				return
+			}
 			s.publishDue(ctx)
 		}
 	}
+}
+
+func (s *settler) reconnects() uint64 {
+	if s.nc == nil {
+		return 0
+	}
+	return s.nc.Stats().Reconnects
 }
 
 // consider looks at one changed entry.

@@ -197,7 +197,7 @@ func (s *stage) dependencyDown(ctx context.Context, err error) bool {
 	}
 	switch classify(err).kind {
 	case kindStoreDown:
-		s.health.storeDown(ctx, err)
+		s.health.storeDown(err)
 		return true
 	case kindTransient:
 		return s.health.status() != "" // NATS dropped while we worked
@@ -238,7 +238,7 @@ func (s *stage) settle(ctx context.Context, m jetstream.Msg, err error) {
 	case kindPermanent:
 		s.deadLetter(ctx, m, f.label, err.Error())
 	case kindStoreDown: // process holds these; reached only if the store fails between probes
-		s.health.storeDown(ctx, err)
+		s.health.storeDown(err)
 		_ = m.NakWithDelay(s.health.interval)
 	default:
 		s.log.Warn("retrying", "stage", s.name, "subject", m.Subject(), "deliveries", delivered, "err", err)

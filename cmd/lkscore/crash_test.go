@@ -573,13 +573,19 @@ func TestCrashS3Outage(t *testing.T) {
 	l := c.startLoad("S3", 30)
 	time.Sleep(5 * time.Second)
 	c.s3.Stop()
-	time.Sleep(2 * time.Second)
-	if resp, err := http.Get("http://" + w.ops + "/readyz"); err != nil || resp.StatusCode != 503 {
-		t.Errorf("worker /readyz during the outage: %v %v", resp, err)
-	} else {
+	stoppedAt := time.Now()
+	// The worker notices within its up-probe interval (5 s), even with no
+	// work touching the store, and says so.
+	waitUntil(t, "the worker's /readyz to report the outage", 7*time.Second, func() bool {
+		resp, err := http.Get("http://" + w.ops + "/readyz")
+		if err != nil {
+			return false
+		}
 		_ = resp.Body.Close()
-	}
-	time.Sleep(6 * time.Second)
+		return resp.StatusCode == 503
+	})
+	t.Logf("S3 outage: worker not ready %.1f s after the store stopped", time.Since(stoppedAt).Seconds())
+	time.Sleep(time.Until(stoppedAt.Add(8 * time.Second)))
 	c.s3.Start(t)
 	backAt := time.Now()
 	time.Sleep(8 * time.Second)
