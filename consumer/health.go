@@ -106,6 +106,7 @@ func (h *health) storeUp() {
 	h.up.WithLabelValues("store").Set(1)
 	h.log.Info("recording store is back: resuming the pipeline", "down_for", time.Since(h.downSince).Round(time.Millisecond).String())
 }
+
 // wait blocks until NATS is connected and the store is up, or ctx ends.
 func (h *health) wait(ctx context.Context) error {
 	for {

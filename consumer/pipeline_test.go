@@ -285,7 +285,6 @@ func TestPipelineDeadLetters(t *testing.T) {
 	}
 }
 
-
 // TestPipelineInferredCloseReason: with no session summary, a failed job's
 // end state stands in for the close reason, and the scorecard says so.
 func TestPipelineInferredCloseReason(t *testing.T) {
