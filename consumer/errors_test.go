@@ -4,11 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/store"
@@ -102,5 +106,36 @@ func TestPipelineStopWaitsForLoops(t *testing.T) {
 	defer done()
 	if err := p2.stop(ctx); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("stop = %v, want the deadline", err)
+	}
+}
+
+// TestWatchdogNamesTheStall: a stage with work pending that settled nothing
+// for stall_after is flagged and logged with the likely cause.
+func TestWatchdogNamesTheStall(t *testing.T) {
+	var logs strings.Builder
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	m := newPipelineMetrics(nil)
+	now := time.Now()
+	s := &stage{name: StageScore, consumerName: "score-default", concurrency: 4, metrics: m, log: log,
+		health: newHealth(nil, nil, time.Second, m.dependencyUp, log), now: func() time.Time { return now }}
+	s.progress.Store(now.Add(-2 * time.Minute).UnixNano())
+	info := &jetstream.ConsumerInfo{NumPending: 7, NumAckPending: 10, Config: jetstream.ConsumerConfig{MaxAckPending: 10}}
+	s.checkStall(info, time.Minute)
+	if v := testutil.ToFloat64(m.stalled.WithLabelValues(StageScore, "score-default")); v != 1 {
+		t.Errorf("stalled gauge = %v, want 1", v)
+	}
+	if !strings.Contains(logs.String(), "stage making no progress") || !strings.Contains(logs.String(), "max_ack_pending reached") {
+		t.Errorf("log: %s", logs.String())
+	}
+	s.busy.Store(4)
+	logs.Reset()
+	s.checkStall(info, time.Minute)
+	if !strings.Contains(logs.String(), "every slot is busy") {
+		t.Errorf("log: %s", logs.String())
+	}
+	s.progress.Store(now.UnixNano())
+	s.checkStall(info, time.Minute)
+	if v := testutil.ToFloat64(m.stalled.WithLabelValues(StageScore, "score-default")); v != 0 {
+		t.Errorf("stalled gauge = %v after progress, want 0", v)
 	}
 }
