@@ -21,7 +21,7 @@ import (
 	"github.com/lkscore/lkscore/scoring"
 )
 
-const scenarioDir = "../scoring/testdata/scenarios/"
+const scenarioDir = "../scenarios/data/"
 
 // pipelineConfig is testConfig with retries fast enough for tests.
 func pipelineConfig(t testing.TB, url string) config.Config {

@@ -43,7 +43,7 @@ func scoreDir(t *testing.T, dir string) scoring.Scorecard {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return scoring.Score(s.ScoringInput("testdata/scenarios/"+filepath.Base(dir)+"/", "booking-agent"), scoring.DefaultConfig())
+	return scoring.Score(s.ScoringInput("scenarios/data/"+filepath.Base(dir)+"/", "booking-agent"), scoring.DefaultConfig())
 }
 
 func marshal(t *testing.T, sc scoring.Scorecard) []byte {
@@ -102,7 +102,7 @@ func TestScenarios(t *testing.T) {
 			}
 		},
 	}
-	dirs, _ := filepath.Glob("testdata/scenarios/*")
+	dirs, _ := filepath.Glob("../scenarios/data/*")
 	if len(dirs) != len(checks) {
 		t.Fatalf("%d scenario directories, want %d", len(dirs), len(checks))
 	}

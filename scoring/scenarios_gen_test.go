@@ -19,7 +19,7 @@ import (
 // The six acceptance scenarios are recording uploads in the directory
 // layout, written the way the SDKs write them. They are committed; this
 // generator re-creates them with `go test ./scoring -run TestGenerateScenarios -generate`.
-var generate = flag.Bool("generate", false, "rewrite testdata/scenarios from the generator")
+var generate = flag.Bool("generate", false, "rewrite ../scenarios/data from the generator")
 
 // turn is one exchange the generator lays out on a timeline.
 type turn struct {
@@ -351,9 +351,9 @@ func scenarios() []scenario {
 
 func TestGenerateScenarios(t *testing.T) {
 	if !*generate {
-		t.Skip("run with -generate to rewrite testdata/scenarios")
+		t.Skip("run with -generate to rewrite ../scenarios/data")
 	}
 	for _, sc := range scenarios() {
-		sc.write(t, filepath.Join("testdata", "scenarios"))
+		sc.write(t, filepath.Join("..", "scenarios", "data"))
 	}
 }

@@ -12,16 +12,11 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/base64"
+	"errors"
 	"fmt"
-	"io"
-	"mime/multipart"
 	"net"
 	"net/http"
-	"net/textproto"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,11 +27,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/livekit/protocol/auth"
 	"github.com/livekit/protocol/livekit"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/lkscore/lkscore/internal/testenv"
@@ -244,7 +237,7 @@ type load struct {
 }
 
 func (c *cluster) startLoad(prefix string, rate int) *load {
-	chat, err := os.ReadFile("../../scoring/testdata/scenarios/1_clean_call/chat_history.json")
+	chat, err := os.ReadFile("../../scenarios/data/1_clean_call/chat_history.json")
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -308,52 +301,28 @@ func (l *load) sentBefore(at time.Time) []string {
 func (l *load) session(i int) {
 	room, job := fmt.Sprintf("RM_%s%05d", l.prefix, i), fmt.Sprintf("AJ_%s%05d", l.prefix, i)
 	header, _ := proto.Marshal(&livekit.MetricsRecordingHeader{RoomId: room, JobId: job, SessionSummary: `{"close_reason":"CR_USER_INITIATED"}`})
-	var body bytes.Buffer
-	mw := multipart.NewWriter(&body)
-	for _, p := range []struct {
-		name, file, ct string
-		b              []byte
-	}{
-		{"header", "header.binpb", "application/protobuf", header}, {"chat_history", "chat_history.json", "application/json", l.chat},
-	} {
-		h := textproto.MIMEHeader{}
-		h.Set("Content-Disposition", fmt.Sprintf(`form-data; name="%s"; filename="%s"`, p.name, p.file))
-		h.Set("Content-Type", p.ct)
-		w, _ := mw.CreatePart(h)
-		_, _ = w.Write(p.b)
-	}
-	_ = mw.Close()
-	tok, _ := auth.NewAccessToken(crashKey, crashSecret).SetValidFor(6 * time.Hour).
-		SetObservabilityGrant(&auth.ObservabilityGrant{Write: true}).ToJWT()
-	l.retry("upload", "/observability/recordings/v0", "Bearer "+tok, mw.FormDataContentType(), body.Bytes())
+	snd := newSender("http://"+l.c.ingest.http, crashKey, crashSecret)
+	ctx := context.Background()
+	l.retry("upload", func() error { return snd.upload(ctx, header, l.chat) })
 	ev := &livekit.WebhookEvent{Event: "agent_job_ended", Id: "EV_" + job, CreatedAt: time.Now().Unix(),
 		Job: &livekit.Job{Id: job, AgentName: "crash-agent", Room: &livekit.Room{Sid: room}, State: &livekit.JobState{Status: livekit.JobStatus_JS_SUCCESS}}}
-	wb, _ := protojson.Marshal(ev)
-	sum := sha256.Sum256(wb)
-	wtok, _ := auth.NewAccessToken(crashKey, crashSecret).SetValidFor(5 * time.Minute).SetSha256(base64.StdEncoding.EncodeToString(sum[:])).ToJWT()
-	l.retry("webhook", "/webhook", wtok, "application/webhook+json", wb)
+	l.retry("webhook", func() error { return snd.webhook(ctx, ev) })
 	l.mu.Lock()
 	l.sent[room+"/"+job] = time.Now()
 	l.mu.Unlock()
 }
 
-func (l *load) retry(what, path, authz, ct string, body []byte) {
-	client := &http.Client{Timeout: 10 * time.Second}
+// retry repeats op as LiveKit and the SDK do: on connection errors and 5xx.
+func (l *load) retry(what string, op func() error) {
 	for attempt := 0; ; attempt++ {
-		req, _ := http.NewRequest(http.MethodPost, "http://"+l.c.ingest.http+path, bytes.NewReader(body))
-		req.Header.Set("Authorization", authz)
-		req.Header.Set("Content-Type", ct)
-		resp, err := client.Do(req)
+		err := op()
 		if err == nil {
-			_, _ = io.Copy(io.Discard, resp.Body)
-			_ = resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return
-			}
-			if resp.StatusCode < 500 {
-				l.c.t.Errorf("%s refused: %d", what, resp.StatusCode)
-				return
-			}
+			return
+		}
+		var se *statusError
+		if errors.As(err, &se) && !se.retryable() {
+			l.c.t.Errorf("%s refused: %v", what, err)
+			return
 		}
 		time.Sleep(min(200*time.Millisecond*time.Duration(attempt+1), 2*time.Second))
 	}

@@ -20,7 +20,7 @@ func runScore(t *testing.T, args ...string) (int, string, string) {
 	return code, stdout.String(), stderr.String()
 }
 
-const scenarios = "../../scoring/testdata/scenarios/"
+const scenarios = "../../scenarios/data/"
 
 // TestScoreMatchesGoldens: the CLI prints the same scorecards as the
 // scoring goldens (one parser, one scorer), apart from where it read them.

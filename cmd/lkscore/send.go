@@ -1,0 +1,142 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"net/textproto"
+	"time"
+
+	"github.com/livekit/protocol/auth"
+	"github.com/livekit/protocol/livekit"
+	"google.golang.org/protobuf/encoding/protojson"
+)
+
+// sender posts what LiveKit and the agents SDKs post, signed as they sign
+// it: recording uploads and OTLP logs with the SDK's observability token,
+// webhooks with LiveKit's body-hash token. `lkscore demo` and the crash
+// tests use it.
+type sender struct {
+	base        string // http://host:port of the ingest server
+	key, secret string
+	client      *http.Client
+}
+
+func newSender(base, key, secret string) *sender {
+	return &sender{base: base, key: key, secret: secret, client: &http.Client{Timeout: 10 * time.Second}}
+}
+
+// sdkToken is the token the agents SDK sends: the observability write grant.
+func (s *sender) sdkToken() (string, error) {
+	return auth.NewAccessToken(s.key, s.secret).SetValidFor(6 * time.Hour).
+		SetObservabilityGrant(&auth.ObservabilityGrant{Write: true}).ToJWT()
+}
+
+// upload posts a recording upload as multipart/form-data, header first.
+func (s *sender) upload(ctx context.Context, header, chat []byte) error {
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	for _, p := range []struct {
+		name, file, ct string
+		b              []byte
+	}{{"header", "header.binpb", "application/protobuf", header}, {"chat_history", "chat_history.json", "application/json", chat}} {
+		h := textproto.MIMEHeader{}
+		h.Set("Content-Disposition", fmt.Sprintf(`form-data; name="%s"; filename="%s"`, p.name, p.file))
+		h.Set("Content-Type", p.ct)
+		w, err := mw.CreatePart(h)
+		if err != nil {
+			return err
+		}
+		if _, err := w.Write(p.b); err != nil {
+			return err
+		}
+	}
+	if err := mw.Close(); err != nil {
+		return err
+	}
+	tok, err := s.sdkToken()
+	if err != nil {
+		return err
+	}
+	return s.post(ctx, "/observability/recordings/v0", "Bearer "+tok, mw.FormDataContentType(), body.Bytes())
+}
+
+// webhook posts a LiveKit webhook event.
+func (s *sender) webhook(ctx context.Context, ev *livekit.WebhookEvent) error {
+	body, err := protojson.Marshal(ev)
+	if err != nil {
+		return err
+	}
+	sum := sha256.Sum256(body)
+	tok, err := auth.NewAccessToken(s.key, s.secret).SetValidFor(5 * time.Minute).
+		SetSha256(base64.StdEncoding.EncodeToString(sum[:])).ToJWT()
+	if err != nil {
+		return err
+	}
+	return s.post(ctx, "/webhook", tok, "application/webhook+json", body)
+}
+
+// closeLog posts the log record agents-js 1.9.0 exports when a session
+// closes ("AgentSession closed" with its reason), as OTLP/JSON.
+func (s *sender) closeLog(ctx context.Context, roomID, jobID, agentName, reason string) error {
+	str := func(k, v string) map[string]any { return map[string]any{"key": k, "value": map[string]any{"stringValue": v}} }
+	now := fmt.Sprint(time.Now().UnixNano())
+	body, err := json.Marshal(map[string]any{"resourceLogs": []any{map[string]any{
+		"resource": map[string]any{"attributes": []any{str("service.name", "livekit-agents"), str("room_id", roomID), str("job_id", jobID)}},
+		"scopeLogs": []any{map[string]any{
+			"scope": map[string]any{"name": "livekit.agents"},
+			"logRecords": []any{map[string]any{
+				"timeUnixNano": now, "observedTimeUnixNano": now, "severityNumber": 9, "severityText": "INFO",
+				"body": map[string]any{"stringValue": "AgentSession closed"}, "traceId": "", "spanId": "",
+				"attributes": []any{str("room_id", roomID), str("job_id", jobID), str("logger.name", "livekit.agents"),
+					str("lk.agent_name", agentName), str("reason", reason)},
+			}},
+		}},
+	}}})
+	if err != nil {
+		return err
+	}
+	tok, err := s.sdkToken()
+	if err != nil {
+		return err
+	}
+	return s.post(ctx, "/observability/logs/otlp/v0", "Bearer "+tok, "application/json", body)
+}
+
+// post sends one request and fails unless it is answered 200.
+func (s *sender) post(ctx context.Context, path, authz, contentType string, body []byte) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.base+path, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", authz)
+	req.Header.Set("Content-Type", contentType)
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	if resp.StatusCode != http.StatusOK {
+		return &statusError{path: path, status: resp.StatusCode, msg: string(bytes.TrimSpace(msg))}
+	}
+	return nil
+}
+
+// statusError is a non-200 answer.
+type statusError struct {
+	path   string
+	status int
+	msg    string
+}
+
+func (e *statusError) Error() string { return fmt.Sprintf("POST %s: %d %s", e.path, e.status, e.msg) }
+
+// retryable reports whether LiveKit or the SDK would try again.
+func (e *statusError) retryable() bool { return e.status >= 500 }
