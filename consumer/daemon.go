@@ -216,6 +216,12 @@ func drain(ctx context.Context, nc *nats.Conn) error {
 // IngestAddr is the bound address of the webhook/collector server.
 func (d *Daemon) IngestAddr() string { return d.ingestLn.Addr().String() }
 
+// OpsAddr is the bound address of the ops server (health, metrics, dashboard).
+func (d *Daemon) OpsAddr() string { return d.opsLn.Addr().String() }
+
+// NATSURL is the URL of the NATS server in use (the embedded one's, if any).
+func (d *Daemon) NATSURL() string { return d.nc.ConnectedUrl() }
+
 // httpServer is an HTTP server with the configured timeouts.
 func (d *Daemon) httpServer(h http.Handler) *http.Server {
 	return &http.Server{Handler: h, ReadHeaderTimeout: d.cfg.HTTP.ReadHeaderTimeout, IdleTimeout: d.cfg.HTTP.IdleTimeout}

@@ -44,6 +44,9 @@ func Connect(url string, n config.NATS, log *slog.Logger) (*nats.Conn, error) {
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(500 * time.Millisecond),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			if err == nil {
+				return // our own close or drain
+			}
 			log.Warn("nats disconnected", "err", err)
 		}),
 		nats.ReconnectHandler(func(c *nats.Conn) {

@@ -20,12 +20,12 @@ func runScore(t *testing.T, args ...string) (int, string, string) {
 	return code, stdout.String(), stderr.String()
 }
 
-const scenarios = "../../scenarios/data/"
+const scenarioDir = "../../scenarios/data/"
 
 // TestScoreMatchesGoldens: the CLI prints the same scorecards as the
 // scoring goldens (one parser, one scorer), apart from where it read them.
 func TestScoreMatchesGoldens(t *testing.T) {
-	dirs, _ := filepath.Glob(scenarios + "*")
+	dirs, _ := filepath.Glob(scenarioDir + "*")
 	if len(dirs) != 6 {
 		t.Fatalf("%d scenarios", len(dirs))
 	}
@@ -54,7 +54,7 @@ func TestScoreMatchesGoldens(t *testing.T) {
 }
 
 func TestScoreTableAndGate(t *testing.T) {
-	clean, errorClose, slow := scenarios+"1_clean_call", scenarios+"6_error_close", scenarios+"2_slow_agent"
+	clean, errorClose, slow := scenarioDir+"1_clean_call", scenarioDir+"6_error_close", scenarioDir+"2_slow_agent"
 	code, out, _ := runScore(t, "--format", "table", clean, errorClose)
 	if code != 0 || !strings.Contains(out, "RM_CleanCall01/AJ_CleanCall01    pass") || !strings.Contains(out, "unanswered_user_turn") {
 		t.Fatalf("exit %d, table:\n%s", code, out)
@@ -85,7 +85,7 @@ func TestScoreTableAndGate(t *testing.T) {
 func TestScoreConfig(t *testing.T) {
 	cfg := filepath.Join(t.TempDir(), "c.yml")
 	writeFile(t, cfg, "scoring:\n  verdict:\n    pass: 99.5\n    warn: 99\n")
-	code, out, stderr := runScore(t, "--config", cfg, scenarios+"4_tool_trouble")
+	code, out, stderr := runScore(t, "--config", cfg, scenarioDir+"4_tool_trouble")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -95,7 +95,7 @@ func TestScoreConfig(t *testing.T) {
 		t.Fatalf("config not applied: %s %s", sc.Overall.Verdict, sc.ScoringVersion)
 	}
 	writeFile(t, cfg, "scoring:\n  wieghts: {}\n")
-	if code, _, stderr := runScore(t, "--config", cfg, scenarios+"4_tool_trouble"); code != 2 || !strings.Contains(stderr, "wieghts") {
+	if code, _, stderr := runScore(t, "--config", cfg, scenarioDir+"4_tool_trouble"); code != 2 || !strings.Contains(stderr, "wieghts") {
 		t.Fatalf("unknown key: exit %d %q", code, stderr)
 	}
 }

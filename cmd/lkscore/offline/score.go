@@ -63,7 +63,7 @@ func Score(getenv func(string) string, stdout io.Writer) *cli.Command {
 				}
 				cards = append(cards, scorer.Score(out.Session.ScoringInput(src, c.String("agent-name"))))
 			}
-			if err := printScorecards(stdout, format, cards); err != nil {
+			if err := PrintScorecards(stdout, format, cards); err != nil {
 				return ExitError{Code: 1, Err: err}
 			}
 			if tripped := gate(cards, failOn); tripped != "" {
@@ -91,7 +91,9 @@ func gate(cards []scoring.Scorecard, failOn string) string {
 	return fmt.Sprintf("--fail-on %s: %d of %d sessions: %s", failOn, len(bad), len(cards), strings.Join(bad, ", "))
 }
 
-func printScorecards(w io.Writer, format string, cards []scoring.Scorecard) error {
+// PrintScorecards prints scorecards as JSON (one per line) or as a table
+// followed by the findings that cost points.
+func PrintScorecards(w io.Writer, format string, cards []scoring.Scorecard) error {
 	if format == "json" {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
