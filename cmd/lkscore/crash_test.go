@@ -127,13 +127,13 @@ func startProc(t *testing.T, name string, cmd *exec.Cmd) *proc {
 			<-p.exit
 		}
 		if t.Failed() {
-			t.Logf("--- %s log (last 3000 bytes) ---\n%s", name, tail(p.log.String(), 3000))
+			t.Logf("--- %s log (last 3000 bytes) ---\n%s", name, lastBytes(p.log.String(), 3000))
 		}
 	})
 	return p
 }
 
-func tail(s string, n int) string {
+func lastBytes(s string, n int) string {
 	if len(s) > n {
 		return s[len(s)-n:]
 	}
@@ -209,7 +209,7 @@ func (c *cluster) startLkscore(name, role string) *proc {
 			}
 		}
 		if time.Now().After(deadline) || !p.state.Load() {
-			c.t.Fatalf("%s not ready:\n%s", name, tail(p.log.String(), 2000))
+			c.t.Fatalf("%s not ready:\n%s", name, lastBytes(p.log.String(), 2000))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -85,7 +85,9 @@ func (s *sender) webhook(ctx context.Context, ev *livekit.WebhookEvent) error {
 // closeLog posts the log record agents-js 1.9.0 exports when a session
 // closes ("AgentSession closed" with its reason), as OTLP/JSON.
 func (s *sender) closeLog(ctx context.Context, roomID, jobID, agentName, reason string) error {
-	str := func(k, v string) map[string]any { return map[string]any{"key": k, "value": map[string]any{"stringValue": v}} }
+	str := func(k, v string) map[string]any {
+		return map[string]any{"key": k, "value": map[string]any{"stringValue": v}}
+	}
 	now := fmt.Sprint(time.Now().UnixNano())
 	body, err := json.Marshal(map[string]any{"resourceLogs": []any{map[string]any{
 		"resource": map[string]any{"attributes": []any{str("service.name", "livekit-agents"), str("room_id", roomID), str("job_id", jobID)}},

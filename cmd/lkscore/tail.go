@@ -1,0 +1,154 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/urfave/cli/v3"
+
+	"github.com/lkscore/lkscore/config"
+	"github.com/lkscore/lkscore/consumer"
+	"github.com/lkscore/lkscore/scoring"
+)
+
+func tailCommand(getenv func(string) string, stdout io.Writer) *cli.Command {
+	return &cli.Command{
+		Name:  "tail",
+		Usage: "follow scorecards as they are published, one line each (or one JSON object with --json)",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "config", Usage: "config file (env LKSCORE_CONFIG)"},
+			&cli.StringFlag{Name: "nats-url", Usage: "NATS URL (env LKSCORE_NATS_URL; empty: the embedded server on 127.0.0.1:<nats.embedded_port>)"},
+			&cli.StringSliceFlag{Name: "close-reason", Usage: "only these close reasons (CR_ERROR, …); repeatable"},
+			&cli.StringSliceFlag{Name: "verdict", Usage: "only these verdicts (pass, warn, fail); repeatable"},
+			&cli.StringFlag{Name: "agent", Usage: "only this agent name"},
+			&cli.BoolFlag{Name: "json", Usage: "print each scorecard as one JSON object per line"},
+			&cli.StringFlag{Name: "since", Usage: "replay from a point in time: a duration (1h) or an RFC 3339 time; default: only new scorecards"},
+			&cli.IntFlag{Name: "limit", Usage: "stop after this many scorecards (0: follow until interrupted)"},
+		},
+		Action: func(ctx context.Context, c *cli.Command) error {
+			f, err := tailFilterFrom(c)
+			if err != nil {
+				return exitError{code: 2, err: err}
+			}
+			js, subj, closeFn, err := toolNATS(c, getenv)
+			if err != nil {
+				return err
+			}
+			defer closeFn()
+			if err := tail(ctx, js, subj, f, stdout); err != nil && !errors.Is(err, context.Canceled) {
+				return exitError{code: 1, err: err}
+			}
+			return nil
+		},
+	}
+}
+
+// tailFilter selects scorecards.
+type tailFilter struct {
+	reasons  []string
+	verdicts []string
+	agent    string
+	since    time.Time // zero: only new scorecards
+	asJSON   bool
+	limit    int
+}
+
+func tailFilterFrom(c *cli.Command) (tailFilter, error) {
+	f := tailFilter{reasons: c.StringSlice("close-reason"), verdicts: c.StringSlice("verdict"), agent: c.String("agent"),
+		asJSON: c.Bool("json"), limit: int(c.Int("limit"))}
+	for _, r := range f.reasons {
+		if !config.ValidCloseReason(r) {
+			return f, fmt.Errorf("tail: --close-reason %q is not one of %s", r, strings.Join(config.CloseReasons(), ", "))
+		}
+	}
+	for _, v := range f.verdicts {
+		if v != scoring.Pass && v != scoring.Warn && v != scoring.Fail {
+			return f, fmt.Errorf("tail: --verdict %q is not pass, warn or fail", v)
+		}
+	}
+	if s := c.String("since"); s != "" {
+		if d, err := time.ParseDuration(s); err == nil {
+			f.since = time.Now().Add(-d)
+		} else if t, err := time.Parse(time.RFC3339, s); err == nil {
+			f.since = t
+		} else {
+			return f, fmt.Errorf("tail: --since %q is neither a duration (1h) nor an RFC 3339 time", s)
+		}
+	}
+	return f, nil
+}
+
+// tail follows the results stream with an ordered consumer (filtered by
+// close reason on the server) and prints what the filter keeps.
+func tail(ctx context.Context, js jetstream.JetStream, subj consumer.Subjects, f tailFilter, w io.Writer) error {
+	cfg := jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverNewPolicy}
+	if !f.since.IsZero() {
+		start := f.since
+		cfg.DeliverPolicy, cfg.OptStartTime = jetstream.DeliverByStartTimePolicy, &start
+	}
+	for _, r := range f.reasons {
+		cfg.FilterSubjects = append(cfg.FilterSubjects, subj.Result(r))
+	}
+	cons, err := js.OrderedConsumer(ctx, subj.ResultStream(), cfg)
+	if err != nil {
+		return fmt.Errorf("follow %s: %w", subj.ResultStream(), err)
+	}
+	shown := 0
+	for f.limit == 0 || shown < f.limit {
+		m, err := cons.Next(jetstream.FetchContext(ctx))
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return err
+		}
+		h := m.Headers()
+		if len(f.verdicts) > 0 && !slices.Contains(f.verdicts, h.Get(consumer.HeaderVerdict)) {
+			continue
+		}
+		if f.agent != "" && h.Get(consumer.HeaderAgentName) != f.agent {
+			continue
+		}
+		if f.asJSON {
+			if _, err := fmt.Fprintf(w, "%s\n", m.Data()); err != nil {
+				return err
+			}
+		} else {
+			var sc scoring.Scorecard
+			if err := json.Unmarshal(m.Data(), &sc); err != nil {
+				return fmt.Errorf("scorecard: %w", err)
+			}
+			meta, _ := m.Metadata()
+			at := time.Now()
+			if meta != nil {
+				at = meta.Timestamp
+			}
+			if _, err := fmt.Fprintln(w, tailLine(at, sc)); err != nil {
+				return err
+			}
+		}
+		shown++
+	}
+	return nil
+}
+
+// tailLine is one scorecard on one line.
+func tailLine(at time.Time, sc scoring.Scorecard) string {
+	agent := sc.Session.AgentName
+	if agent == "" {
+		agent = "-"
+	}
+	line := fmt.Sprintf("%s  %-4s %6.2f  %s (%s)  %s  %s", at.UTC().Format(time.RFC3339), sc.Overall.Verdict, sc.Overall.Score,
+		sc.Completion.CloseReason, sc.Completion.CloseReasonSource, agent, sc.Session.Key)
+	if sc.Overall.Verdict != scoring.Pass && len(sc.Overall.Reasons) > 0 {
+		line += "  " + strings.Join(sc.Overall.Reasons, "; ")
+	}
+	return line
+}

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/livekit/protocol/livekit"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/lkscore/lkscore/config"
+	"github.com/lkscore/lkscore/consumer"
+	"github.com/lkscore/lkscore/recording"
+	"github.com/lkscore/lkscore/scenarios"
+)
+
+// startTestDaemon runs the daemon in process on the embedded default.
+func startTestDaemon(t *testing.T) (*consumer.Daemon, *sender) {
+	t.Helper()
+	cfg := config.Default()
+	cfg.Listen, cfg.OpsListen, cfg.DataDir, cfg.NATS.EmbeddedPort = "127.0.0.1:0", "127.0.0.1:0", t.TempDir(), -1
+	cfg.LiveKit.Keys = map[string]string{"APItail": "tail-secret-0123456789"}
+	cfg.Pipeline.CloseReasons = config.CloseReasons()
+	reg := prometheus.NewRegistry()
+	d, err := consumer.New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), reg, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = d.Shutdown(ctx)
+	})
+	return d, newSender("http://"+d.IngestAddr(), "APItail", "tail-secret-0123456789")
+}
+
+// sendScenario sends one scenario's upload, webhook and close log.
+func sendScenario(t *testing.T, snd *sender, name string) {
+	t.Helper()
+	all, _ := scenarios.All()
+	for _, sc := range all {
+		if sc.Name != name {
+			continue
+		}
+		hdr, err := recording.ParseHeader(sc.Header, recording.DefaultMaxHeaderBytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		ev := &livekit.WebhookEvent{Event: "agent_job_ended", Id: "EV_" + name, Job: &livekit.Job{Id: hdr.JobId, AgentName: "tail-agent",
+			Room: &livekit.Room{Sid: hdr.RoomId}, State: &livekit.JobState{Status: livekit.JobStatus_JS_SUCCESS}}}
+		for _, err := range []error{snd.upload(ctx, sc.Header, sc.Chat), snd.webhook(ctx, ev), snd.closeLog(ctx, hdr.RoomId, hdr.JobId, "tail-agent", "user_initiated")} {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		return
+	}
+	t.Fatalf("no scenario %s", name)
+}
+
+func runTail(ctx context.Context, natsURL string, args ...string) (int, string, string) {
+	var stdout, stderr bytes.Buffer
+	code := run(ctx, append([]string{"lkscore", "tail", "--nats-url", natsURL}, args...), func(string) string { return "" }, &stdout, &stderr)
+	return code, stdout.String(), stderr.String()
+}
+
+// TestTail: tail follows scorecards as they arrive, filters them, and
+// replays from a point in time.
+func TestTail(t *testing.T) {
+	d, snd := startTestDaemon(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	type result struct {
+		code        int
+		out, stderr string
+	}
+	follow := make(chan result, 1)
+	go func() {
+		code, out, stderr := runTail(ctx, d.NATSURL(), "--limit", "2")
+		follow <- result{code, out, stderr}
+	}()
+	fails := make(chan result, 1)
+	go func() {
+		code, out, stderr := runTail(ctx, d.NATSURL(), "--verdict", "fail", "--json", "--limit", "1")
+		fails <- result{code, out, stderr}
+	}()
+	time.Sleep(500 * time.Millisecond) // both consumers exist: "new" starts now
+	sendScenario(t, snd, "1_clean_call")
+	sendScenario(t, snd, "6_error_close") // fails: CR_ERROR
+
+	r := <-follow
+	lines := strings.Split(strings.TrimSpace(r.out), "\n")
+	if r.code != 0 || len(lines) != 2 || !strings.Contains(r.out, "RM_CleanCall01/AJ_CleanCall01") || !strings.Contains(r.out, "tail-agent") {
+		t.Fatalf("follow: exit %d, %q, %s", r.code, r.out, r.stderr)
+	}
+	r = <-fails
+	var sc struct {
+		Overall struct{ Verdict string } `json:"overall"`
+	}
+	if r.code != 0 || json.Unmarshal([]byte(strings.TrimSpace(r.out)), &sc) != nil || sc.Overall.Verdict != "fail" {
+		t.Fatalf("--verdict fail --json: exit %d, %q, %s", r.code, r.out, r.stderr)
+	}
+
+	// Replay: --since 1m replays both, filtered by close reason on the server.
+	code, out, stderr := runTail(ctx, d.NATSURL(), "--since", "1m", "--close-reason", "CR_PARTICIPANT_DISCONNECTED", "--limit", "1")
+	if code != 0 || strings.Count(out, "\n") != 1 || !strings.Contains(out, "RM_CleanCall01") {
+		t.Fatalf("--since: exit %d, %q, %s", code, out, stderr)
+	}
+	code, out, stderr = runTail(ctx, d.NATSURL(), "--since", "1m", "--close-reason", "CR_ERROR", "--limit", "1")
+	if code != 0 || !strings.Contains(out, "RM_ErrorClose06") || !strings.Contains(out, "fail") {
+		t.Fatalf("--close-reason CR_ERROR: exit %d, %q, %s", code, out, stderr)
+	}
+	if code, _, stderr := runTail(ctx, d.NATSURL(), "--verdict", "great"); code != 2 || !strings.Contains(stderr, "great") {
+		t.Errorf("bad --verdict: exit %d, %s", code, stderr)
+	}
+}
