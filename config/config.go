@@ -45,6 +45,18 @@ type Config struct {
 	// Role is all, ingest (HTTP endpoints) or worker (locator and scoring).
 	Role     string   `yaml:"role"`
 	Pipeline Pipeline `yaml:"pipeline"`
+	// Dashboard configures the web dashboard on the ops listener (/ui).
+	Dashboard Dashboard `yaml:"dashboard"`
+}
+
+// Dashboard configures /ui.
+type Dashboard struct {
+	// Window is how many of the most recent scorecards the dashboard keeps
+	// in memory and shows.
+	Window int `yaml:"window"`
+	// Token lets clients off loopback in (Authorization: Bearer, or
+	// ?token=); from the environment (LKSCORE_DASHBOARD_TOKEN) only.
+	Token string `yaml:"-"`
 }
 
 // LiveKit holds the API keys that sign webhooks and recording uploads.
@@ -180,7 +192,8 @@ func Default() Config {
 			PublishTimeout:  3 * time.Second,
 			RequestTimeout:  10 * time.Second,
 		},
-		HTTP: HTTP{ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute},
+		HTTP:      HTTP{ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute},
+		Dashboard: Dashboard{Window: 10_000},
 		Webhook: Webhook{
 			MaxBodyBytes: 1 << 20,
 			Events:       []string{"room_finished", "egress_ended", "agent_job_ended"},
@@ -286,6 +299,7 @@ func (c *Config) applyEnv(getenv func(string) string) error {
 	str("LKSCORE_NATS_CREDS_FILE", &c.NATS.CredsFile)
 	str("LKSCORE_NATS_NKEY_FILE", &c.NATS.NKeyFile)
 	str("LKSCORE_NATS_TOKEN", &c.NATS.Token)
+	str("LKSCORE_DASHBOARD_TOKEN", &c.Dashboard.Token)
 	str("LKSCORE_KEYS_FILE", &c.LiveKit.KeysFile)
 	str("LKSCORE_ROLE", &c.Role)
 	str("LKSCORE_LIVEKIT_URL", &c.Pipeline.LiveKitURL)

@@ -61,6 +61,9 @@ func (c Config) Validate() error {
 		p = append(p, err)
 	}
 	c.validatePipeline(&p)
+	if c.Dashboard.Window < 1 || c.Dashboard.Window > 1_000_000 {
+		p.add("dashboard.window: must be 1..1000000, got %d", c.Dashboard.Window)
+	}
 	return errors.Join(p...)
 }
 

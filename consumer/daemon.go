@@ -43,6 +43,7 @@ type Daemon struct {
 	pipeline *pipeline
 
 	ready    atomic.Bool
+	ui       uiServer
 	embedded *server.Server
 	nc       *nats.Conn
 	ingest   *http.Server
@@ -117,6 +118,9 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 			return err
 		}
 	}
+	if err := d.startUI(ctx, js, facts, st); err != nil {
+		return err
+	}
 	listen := ""
 	if d.cfg.Role == "all" || d.cfg.Role == "ingest" {
 		h, err := d.ingestHandler(js, st, facts)
@@ -180,6 +184,7 @@ func (d *Daemon) Shutdown(ctx context.Context) error {
 		if d.pipeline != nil {
 			errs = append(errs, d.pipeline.stop(ctx))
 		}
+		d.stopUI()
 		if d.nc != nil {
 			errs = append(errs, drain(ctx, d.nc))
 		}
@@ -293,5 +298,7 @@ func (d *Daemon) opsHandler() http.Handler {
 		}
 	})
 	mux.Handle("/metrics", promhttp.HandlerFor(d.gatherer, promhttp.HandlerOpts{}))
+	mux.Handle("/ui", &d.ui)
+	mux.Handle("/ui/", &d.ui)
 	return mux
 }

@@ -1,0 +1,134 @@
+package consumer
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/lkscore/lkscore/dashboard"
+	"github.com/lkscore/lkscore/recording"
+	"github.com/lkscore/lkscore/scoring"
+)
+
+// uiServer is the dashboard on the ops listener: it answers 503 until the
+// daemon has started, then serves dashboard.Handler.
+type uiServer struct {
+	mu      sync.RWMutex
+	handler http.Handler
+	cancel  context.CancelFunc
+	done    sync.WaitGroup
+}
+
+func (u *uiServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	u.mu.RLock()
+	h := u.handler
+	u.mu.RUnlock()
+	if h == nil {
+		http.Error(w, "starting", http.StatusServiceUnavailable)
+		return
+	}
+	h.ServeHTTP(w, r)
+}
+
+// startUI builds the dashboard and starts its index following the results
+// stream, until stopUI.
+func (d *Daemon) startUI(ctx context.Context, js jetstream.JetStream, facts *factStore, st sessionReader) error {
+	index := dashboard.NewIndex(d.cfg.Dashboard.Window)
+	lim := d.cfg.Limits
+	src := dashboard.Sources{
+		Scorecard: func(ctx context.Context, seq uint64) (scoring.Scorecard, error) {
+			var sc scoring.Scorecard
+			s, err := js.Stream(ctx, d.subjects.ResultStream())
+			if err != nil {
+				return sc, err
+			}
+			m, err := s.GetMsg(ctx, seq)
+			if err != nil {
+				return sc, err
+			}
+			return sc, json.Unmarshal(m.Data, &sc)
+		},
+		Items: func(ctx context.Context, key string) ([]scoring.Item, error) {
+			room, job, _ := strings.Cut(key, "/")
+			if strings.HasPrefix(job, "h-") {
+				job = ""
+			}
+			f, _, err := facts.get(ctx, factsKey(room, job))
+			if err != nil {
+				return nil, err
+			}
+			ref := f.Recording
+			if ref == nil {
+				return nil, errors.New("lkscore has no record of where this session's recording is")
+			}
+			s, err := loadSession(ctx, st, ref, lim.Parser(), lim.UploadBytes())
+			if errors.Is(err, recording.ErrNotFound) {
+				return nil, fmt.Errorf("the recording is no longer in the store (%s)", ref.Location)
+			}
+			if err != nil {
+				return nil, err
+			}
+			if s.Chat == nil {
+				return nil, errors.New("the upload has no chat history (transcript recording was off)")
+			}
+			return s.ScoringInput(ref.Location, "").Items, nil
+		},
+		DeadLetters: func(ctx context.Context) (int, error) {
+			s, err := js.Stream(ctx, d.subjects.DLQStream())
+			if err != nil {
+				return 0, err
+			}
+			info, err := s.Info(ctx)
+			if err != nil {
+				return 0, err
+			}
+			return int(info.State.Msgs), nil
+		},
+	}
+	h, err := dashboard.NewHandler(index, src, d.cfg.Dashboard.Token, d.log)
+	if err != nil {
+		return err
+	}
+	uctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	d.ui.mu.Lock()
+	d.ui.handler, d.ui.cancel = h, cancel
+	d.ui.mu.Unlock()
+	d.ui.done.Add(1)
+	go func() {
+		defer d.ui.done.Done()
+		index.Follow(uctx, js, d.subjects.ResultStream(), d.log)
+	}()
+	return nil
+}
+
+// stopUI stops the index from following the stream and waits for it.
+func (d *Daemon) stopUI() {
+	d.ui.mu.Lock()
+	cancel := d.ui.cancel
+	d.ui.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	d.ui.done.Wait()
+}
+
+// loadSession reads a located session: a directory upload or a raw
+// multipart object.
+func loadSession(ctx context.Context, st sessionReader, ref *RecordingRef, lim recording.Limits, maxUpload int64) (*recording.Session, error) {
+	if ref.Dir != "" {
+		return recording.Load(ctx, st, ref.Dir, lim)
+	}
+	rc, err := st.OpenBucket(ctx, ref.Bucket, ref.Object, maxUpload)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	s, _, err := recording.ParseMultipart(rc, "", lim)
+	return s, err
+}

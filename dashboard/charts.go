@@ -1,0 +1,313 @@
+package dashboard
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/lkscore/lkscore/scoring"
+)
+
+// Chart geometry, in SVG user units.
+const (
+	chartW, chartH = 640.0, 180.0
+	padL, padB     = 40.0, 24.0
+)
+
+// Bar is one bar of a bar chart.
+type Bar struct {
+	Label          string
+	Value          float64
+	X, Y, W, H     float64
+	LabelX, LabelY float64
+	Class          string
+	Link           string
+}
+
+// BarChart is a simple SVG bar chart.
+type BarChart struct {
+	W, H float64
+	Bars []Bar
+	Max  float64
+}
+
+func barChart(labels []string, values []float64, classes []string, links []string) BarChart {
+	c := BarChart{W: chartW, H: chartH}
+	for _, v := range values {
+		c.Max = math.Max(c.Max, v)
+	}
+	if len(values) == 0 {
+		return c
+	}
+	slot := (chartW - padL) / float64(len(values))
+	for i, v := range values {
+		h := 0.0
+		if c.Max > 0 {
+			h = v / c.Max * (chartH - padB - 10)
+		}
+		b := Bar{Label: labels[i], Value: v, X: padL + float64(i)*slot + slot*0.1, W: slot * 0.8, H: h, Y: chartH - padB - h,
+			LabelX: padL + float64(i)*slot + slot/2, LabelY: chartH - 8}
+		if classes != nil {
+			b.Class = classes[i]
+		}
+		if links != nil {
+			b.Link = links[i]
+		}
+		c.Bars = append(c.Bars, b)
+	}
+	return c
+}
+
+// perHour counts scorecards per hour over the entries' span (at most 48 hours shown).
+func perHour(entries []Entry) BarChart {
+	if len(entries) == 0 {
+		return BarChart{W: chartW, H: chartH}
+	}
+	last := entries[len(entries)-1].At.UTC().Truncate(time.Hour)
+	first := entries[0].At.UTC().Truncate(time.Hour)
+	if last.Sub(first) > 47*time.Hour {
+		first = last.Add(-47 * time.Hour)
+	}
+	n := int(last.Sub(first)/time.Hour) + 1
+	counts := make([]float64, n)
+	labels := make([]string, n)
+	for i := range n {
+		labels[i] = first.Add(time.Duration(i) * time.Hour).Format("15h")
+	}
+	for _, e := range entries {
+		if i := int(e.At.UTC().Truncate(time.Hour).Sub(first) / time.Hour); i >= 0 && i < n {
+			counts[i]++
+		}
+	}
+	return barChart(labels, counts, nil, nil)
+}
+
+func verdictMix(entries []Entry) BarChart {
+	order := []string{scoring.Pass, scoring.Warn, scoring.Fail}
+	counts := map[string]float64{}
+	for _, e := range entries {
+		counts[e.Verdict]++
+	}
+	vals := make([]float64, len(order))
+	links := make([]string, len(order))
+	for i, v := range order {
+		vals[i], links[i] = counts[v], "/ui/sessions?verdict="+v
+	}
+	return barChart(order, vals, order, links)
+}
+
+func reasonMix(entries []Entry) BarChart {
+	counts := map[string]float64{}
+	for _, e := range entries {
+		counts[e.CloseReason]++
+	}
+	var labels []string
+	for r := range counts {
+		labels = append(labels, r)
+	}
+	sort.Strings(labels)
+	vals := make([]float64, len(labels))
+	links := make([]string, len(labels))
+	short := make([]string, len(labels))
+	for i, r := range labels {
+		vals[i], links[i] = counts[r], "/ui/sessions?close_reason="+r
+		short[i] = strings.TrimPrefix(r, "CR_")
+	}
+	return barChart(short, vals, nil, links)
+}
+
+// Line is one series of a line chart.
+type Line struct {
+	Name   string
+	Class  string
+	Points string // SVG polyline points
+	Last   float64
+}
+
+// LineChart plots the four component scores (0–100) per hour.
+type LineChart struct {
+	W, H  float64
+	Lines []Line
+	Ticks []Bar // hour labels
+}
+
+func componentsOverTime(entries []Entry) LineChart {
+	c := LineChart{W: chartW, H: chartH}
+	if len(entries) == 0 {
+		return c
+	}
+	type bucket struct {
+		sum [4]float64
+		n   float64
+	}
+	buckets := map[time.Time]*bucket{}
+	var hours []time.Time
+	for _, e := range entries {
+		h := e.At.UTC().Truncate(time.Hour)
+		b := buckets[h]
+		if b == nil {
+			b = &bucket{}
+			buckets[h] = b
+			hours = append(hours, h)
+		}
+		for i, s := range e.Components {
+			b.sum[i] += s
+		}
+		b.n++
+	}
+	sort.Slice(hours, func(i, j int) bool { return hours[i].Before(hours[j]) })
+	if len(hours) > 48 {
+		hours = hours[len(hours)-48:]
+	}
+	step := (chartW - padL) / float64(max(len(hours), 2)-1)
+	x := func(i int) float64 {
+		if len(hours) == 1 {
+			return padL + (chartW-padL)/2
+		}
+		return padL + float64(i)*step
+	}
+	y := func(v float64) float64 { return chartH - padB - v/100*(chartH-padB-10) }
+	names := []string{"turn handling", "transcript integrity", "tool reliability", "response latency"}
+	for k, name := range names {
+		var pts []string
+		var last float64
+		for i, h := range hours {
+			b := buckets[h]
+			last = b.sum[k] / b.n
+			if len(hours) == 1 { // one hour: a short level segment, so the line shows
+				pts = append(pts, fmt.Sprintf("%.1f,%.1f %.1f,%.1f", x(i)-30, y(last), x(i)+30, y(last)))
+				continue
+			}
+			pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(i), y(last)))
+		}
+		c.Lines = append(c.Lines, Line{Name: name, Class: fmt.Sprintf("c%d", k), Points: strings.Join(pts, " "), Last: last})
+	}
+	for i, h := range hours {
+		if len(hours) <= 12 || i%4 == 0 {
+			c.Ticks = append(c.Ticks, Bar{Label: h.Format("15h"), LabelX: x(i), LabelY: chartH - 8})
+		}
+	}
+	return c
+}
+
+// Span is one interval on the timeline.
+type Span struct {
+	Lane       int // 0 user, 1 agent, 2 tools
+	X, W, Y, H float64
+	Class      string
+	Title      string
+}
+
+// Timeline is a session's turns drawn on three lanes.
+type Timeline struct {
+	W, H     float64
+	Spans    []Span
+	Lanes    []Bar
+	Duration float64 // seconds
+	Ticks    []Bar
+}
+
+const laneH, laneGap, tlLeft = 22.0, 10.0, 60.0
+
+// timeline draws user and agent speech (interruptions marked) and tool
+// calls (errors marked, with their durations) against time.
+func timeline(items []scoring.Item) Timeline {
+	t := Timeline{W: chartW + 200, H: 3*(laneH+laneGap) + 30}
+	for i, name := range []string{"user", "agent", "tools"} {
+		t.Lanes = append(t.Lanes, Bar{Label: name, LabelX: 4, LabelY: float64(i)*(laneH+laneGap) + laneH*0.7})
+	}
+	type iv struct {
+		lane       int
+		start, end float64
+		class      string
+		title      string
+	}
+	var ivs []iv
+	calls := map[string]scoring.Item{}
+	for _, it := range items {
+		switch it.Type {
+		case scoring.TypeMessage:
+			lane := -1
+			switch it.Role {
+			case scoring.RoleUser:
+				lane = 0
+			case scoring.RoleAssistant:
+				lane = 1
+			}
+			if lane < 0 {
+				continue
+			}
+			start, end := it.CreatedAt, it.CreatedAt+0.5
+			if it.StartedSpeakingAt != nil {
+				start = *it.StartedSpeakingAt
+			}
+			if it.StoppedSpeakingAt != nil && *it.StoppedSpeakingAt > start {
+				end = *it.StoppedSpeakingAt
+			}
+			class := []string{"user", "agent"}[lane]
+			title := it.Text
+			if it.Interrupted {
+				class += " interrupted"
+				title = "(interrupted) " + title
+			}
+			if start > 0 {
+				ivs = append(ivs, iv{lane, start, end, class, truncate(title, 160)})
+			}
+		case scoring.TypeFunctionCall:
+			calls[it.CallID] = it
+		case scoring.TypeFunctionCallOutput:
+			call, ok := calls[it.CallID]
+			start := it.CreatedAt
+			if ok && call.CreatedAt > 0 {
+				start = call.CreatedAt
+			}
+			class, title := "tool", fmt.Sprintf("%s: %.0f ms", it.Name, (it.CreatedAt-start)*1000)
+			if it.IsError {
+				class += " error"
+				title += " (error)"
+			}
+			if start > 0 {
+				ivs = append(ivs, iv{2, start, math.Max(it.CreatedAt, start+0.2), class, title})
+			}
+		}
+	}
+	if len(ivs) == 0 {
+		return t
+	}
+	t0, t1 := math.Inf(1), math.Inf(-1)
+	for _, v := range ivs {
+		t0, t1 = math.Min(t0, v.start), math.Max(t1, v.end)
+	}
+	t.Duration = t1 - t0
+	scale := (t.W - tlLeft - 10) / math.Max(t.Duration, 1)
+	for _, v := range ivs {
+		t.Spans = append(t.Spans, Span{Lane: v.lane, X: tlLeft + (v.start-t0)*scale, W: math.Max((v.end-v.start)*scale, 2),
+			Y: float64(v.lane) * (laneH + laneGap), H: laneH, Class: v.class, Title: v.title})
+	}
+	stepS := niceStep(t.Duration)
+	for s := 0.0; s <= t.Duration; s += stepS {
+		t.Ticks = append(t.Ticks, Bar{Label: fmt.Sprintf("%.0fs", s), LabelX: tlLeft + s*scale, LabelY: t.H - 6})
+	}
+	return t
+}
+
+func niceStep(d float64) float64 {
+	for _, s := range []float64{1, 2, 5, 10, 15, 30, 60, 120, 300, 600} {
+		if d/s <= 12 {
+			return s
+		}
+	}
+	return 1200
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n] + "…"
+}
