@@ -76,7 +76,7 @@ func TestDocsMatchCode(t *testing.T) {
 			}
 		}
 		// Variables for tests and for the agents (not lkscore's own).
-		other := map[string]bool{"LKSCORE_REQUIRE_S3": true, "LKSCORE_REQUIRE_HELM": true, "LKSCORE_REQUIRE_AGENTS_JS": true,
+		other := map[string]bool{"LKSCORE_REQUIRE_S3": true, "LKSCORE_REQUIRE_HELM": true, "LKSCORE_REQUIRE_AGENTS_JS": true, "LKSCORE_REQUIRE_BROWSER": true, "LKSCORE_SCREENSHOT_DIR": true,
 			"LIVEKIT_OBSERVABILITY_URL": true, "LIVEKIT_URL": true}
 		// Stream and bucket names share the prefix.
 		subj := consumer.NewSubjects("lkscore.", "LKSCORE")
