@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -55,17 +56,9 @@ func (d *Daemon) startUI(ctx context.Context, js jetstream.JetStream, facts *fac
 			return sc, json.Unmarshal(m.Data, &sc)
 		},
 		Items: func(ctx context.Context, key string) ([]scoring.Item, error) {
-			room, job, _ := strings.Cut(key, "/")
-			if strings.HasPrefix(job, "h-") {
-				job = ""
-			}
-			f, _, err := facts.get(ctx, factsKey(room, job))
+			ref, err := recordingOf(ctx, facts, key)
 			if err != nil {
 				return nil, err
-			}
-			ref := f.Recording
-			if ref == nil {
-				return nil, errors.New("lkscore has no record of where this session's recording is")
 			}
 			s, err := loadSession(ctx, st, ref, lim.Parser(), lim.UploadBytes())
 			if errors.Is(err, recording.ErrNotFound) {
@@ -78,6 +71,20 @@ func (d *Daemon) startUI(ctx context.Context, js jetstream.JetStream, facts *fac
 				return nil, errors.New("the upload has no chat history (transcript recording was off)")
 			}
 			return s.ScoringInput(ref.Location, "").Items, nil
+		},
+		Recording: func(ctx context.Context, key, object string) (io.ReadCloser, error) {
+			ref, err := recordingOf(ctx, facts, key)
+			if err != nil {
+				return nil, err
+			}
+			if ref.Dir == "" {
+				return nil, errors.New("the session is stored as one multipart object; its parts are not served separately")
+			}
+			rc, err := st.Open(ctx, ref.Dir+object, lim.UploadBytes())
+			if errors.Is(err, recording.ErrNotFound) {
+				return nil, fmt.Errorf("%s is not in the store", object)
+			}
+			return rc, err
 		},
 		DeadLetters: func(ctx context.Context) (int, error) {
 			s, err := js.Stream(ctx, d.subjects.DLQStream())
@@ -116,6 +123,22 @@ func (d *Daemon) stopUI() {
 		cancel()
 	}
 	d.ui.done.Wait()
+}
+
+// recordingOf finds where a session's recording is, from its facts.
+func recordingOf(ctx context.Context, facts *factStore, key string) (*RecordingRef, error) {
+	room, job, _ := strings.Cut(key, "/")
+	if strings.HasPrefix(job, "h-") {
+		job = ""
+	}
+	f, _, err := facts.get(ctx, factsKey(room, job))
+	if err != nil {
+		return nil, err
+	}
+	if f.Recording == nil {
+		return nil, errors.New("lkscore has no record of where this session's recording is")
+	}
+	return f.Recording, nil
 }
 
 // loadSession reads a located session: a directory upload or a raw

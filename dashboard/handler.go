@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -31,6 +32,9 @@ type Sources struct {
 	Items func(ctx context.Context, sessionKey string) ([]scoring.Item, error)
 	// DeadLetters counts the dead letters waiting.
 	DeadLetters func(ctx context.Context) (int, error)
+	// Recording opens one stored object of a session's upload
+	// (chat_history.json, recording.ogg, header.binpb).
+	Recording func(ctx context.Context, sessionKey, object string) (io.ReadCloser, error)
 }
 
 // Handler serves /ui, /ui/sessions and /ui/session.
@@ -47,7 +51,7 @@ type Handler struct {
 // token (Authorization: Bearer, or ?token=); with no token configured, only
 // loopback clients are served.
 func NewHandler(index *Index, src Sources, token string, log *slog.Logger) (*Handler, error) {
-	if index == nil || src.Scorecard == nil || src.Items == nil || src.DeadLetters == nil || log == nil {
+	if index == nil || src.Scorecard == nil || src.Items == nil || src.DeadLetters == nil || src.Recording == nil || log == nil {
 		return nil, errors.New("dashboard: index, sources and log are required")
 	}
 	t, err := template.New("").Funcs(template.FuncMap{
@@ -79,6 +83,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		err = h.sessions(w, r)
 	case "/ui/session":
 		err = h.session(w, r)
+	case "/ui/recording":
+		err = h.recording(w, r)
 	default:
 		http.NotFound(w, r)
 		return
@@ -217,6 +223,31 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) error {
 	raw, _ := json.MarshalIndent(sc, "", "  ")
 	data.Raw = string(raw)
 	return h.render(w, "session.html", data)
+}
+
+// recordingObjects are the objects of an upload the dashboard serves, with
+// their content types.
+var recordingObjects = map[string]string{"chat_history.json": "application/json", "recording.ogg": "audio/ogg",
+	"header.binpb": "application/protobuf"}
+
+// recording streams one object of a session's stored upload.
+func (h *Handler) recording(w http.ResponseWriter, r *http.Request) error {
+	key, object := r.URL.Query().Get("key"), r.URL.Query().Get("object")
+	ct, ok := recordingObjects[object]
+	if _, known := h.index.Lookup(key); !known || !ok {
+		http.Error(w, "unknown session or object", http.StatusNotFound)
+		return nil
+	}
+	rc, err := h.src.Recording(r.Context(), key, object)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusNotFound)
+		return nil
+	}
+	defer rc.Close()
+	w.Header().Set("Content-Type", ct)
+	w.Header().Set("Content-Disposition", fmt.Sprintf("inline; filename=%q", object))
+	_, err = io.Copy(w, rc)
+	return err
 }
 
 // worst returns the n lowest-scored entries, lowest first, ties by time.

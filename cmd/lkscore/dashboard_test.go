@@ -161,6 +161,12 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Errorf("session page: %d findings, %d timeline spans, %d tool errors, %q", findings, spans, errSpans, closeReason)
 	}
 	screenshot(t, ctx, "dashboard-session.png")
+	href := eval[string](t, ctx, `document.querySelector("#recording a").href`)
+	if resp, err := http.Get(href); err != nil || resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/json" {
+		t.Errorf("recording link %s: %v %v", href, resp, err)
+	} else {
+		_ = resp.Body.Close()
+	}
 
 	// Off loopback without a token: refused (checked in process: the test
 	// client is on loopback).

@@ -1,0 +1,101 @@
+package dashboard
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lkscore/lkscore/scoring"
+)
+
+func testHandler(t *testing.T, token string) *Handler {
+	t.Helper()
+	idx := NewIndex(3)
+	for i, v := range []string{"pass", "warn", "fail", "warn"} {
+		idx.add(Entry{Seq: uint64(i + 1), At: time.Now(), Key: "RM_" + string(rune('a'+i)) + "/AJ", Verdict: v, Score: float64(90 - 10*i)})
+	}
+	h, err := NewHandler(idx, Sources{
+		Scorecard:   func(context.Context, uint64) (scoring.Scorecard, error) { return scoring.Scorecard{}, nil },
+		Items:       func(context.Context, string) ([]scoring.Item, error) { return nil, errors.New("not stored") },
+		DeadLetters: func(context.Context) (int, error) { return 2, nil },
+		Recording: func(context.Context, string, string) (io.ReadCloser, error) {
+			return io.NopCloser(strings.NewReader("{}")), nil
+		},
+	}, token, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func get(h http.Handler, remote, url string, hdr map[string]string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(http.MethodGet, url, nil)
+	req.RemoteAddr = remote
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
+}
+
+// TestAccess: loopback clients are served; others need the token.
+func TestAccess(t *testing.T) {
+	open := testHandler(t, "")
+	if c := get(open, "127.0.0.1:5000", "/ui", nil).Code; c != 200 {
+		t.Errorf("loopback: %d", c)
+	}
+	if c := get(open, "[::1]:5000", "/ui", nil).Code; c != 200 {
+		t.Errorf("loopback v6: %d", c)
+	}
+	if c := get(open, "10.1.2.3:5000", "/ui", nil).Code; c != 403 {
+		t.Errorf("off loopback without a token configured: %d", c)
+	}
+	h := testHandler(t, "s3cret")
+	for name, tc := range map[string]struct {
+		url  string
+		hdr  map[string]string
+		want int
+	}{
+		"no token":     {"/ui", nil, 403},
+		"wrong token":  {"/ui", map[string]string{"Authorization": "Bearer nope"}, 403},
+		"bearer":       {"/ui", map[string]string{"Authorization": "Bearer s3cret"}, 200},
+		"query":        {"/ui/sessions?token=s3cret", nil, 200},
+		"unknown page": {"/ui/nope?token=s3cret", nil, 404},
+	} {
+		if c := get(h, "10.1.2.3:5000", tc.url, tc.hdr).Code; c != tc.want {
+			t.Errorf("%s: %d, want %d", name, c, tc.want)
+		}
+	}
+}
+
+// TestBoundedWindow: the index keeps only its window and the pages say so.
+func TestBoundedWindow(t *testing.T) {
+	h := testHandler(t, "")
+	entries, held := h.index.Select(Filter{})
+	if held != 3 || len(entries) != 3 || entries[0].Seq != 2 {
+		t.Fatalf("held %d, entries %+v", held, entries)
+	}
+	body := get(h, "127.0.0.1:1", "/ui", nil).Body.String()
+	if !strings.Contains(body, "last 3 scorecards") || !strings.Contains(body, `id="sessions">3<`) || !strings.Contains(body, `id="dead-letters">2<`) {
+		t.Errorf("overview: %s", body)
+	}
+	if _, ok := h.index.Lookup("RM_a/AJ"); ok {
+		t.Error("an entry outside the window is still found")
+	}
+	if c := get(h, "127.0.0.1:1", "/ui/session?key=RM_a/AJ", nil).Code; c != 404 {
+		t.Errorf("session outside the window: %d", c)
+	}
+	if body := get(h, "127.0.0.1:1", "/ui/session?key=RM_d/AJ", nil).Body.String(); !strings.Contains(body, "No timeline: not stored") {
+		t.Errorf("session page without items: %s", body)
+	}
+	if c := get(h, "127.0.0.1:1", "/ui/sessions?since=yesterday", nil).Code; c != 400 {
+		t.Errorf("bad since: %d", c)
+	}
+}
