@@ -47,6 +47,35 @@ type Config struct {
 	Pipeline Pipeline `yaml:"pipeline"`
 	// Dashboard configures the web dashboard on the ops listener (/ui).
 	Dashboard Dashboard `yaml:"dashboard"`
+	// Privacy configures redaction and what is kept of a session.
+	Privacy Privacy `yaml:"privacy"`
+	// Retention bounds how long recordings and scorecards are kept.
+	Retention Retention `yaml:"retention"`
+}
+
+// Privacy configures redaction and what is kept (README "Data and privacy").
+type Privacy struct {
+	// Redaction is "auto" (honour the session's flags: the header's
+	// redaction_enabled, the job's enable_redaction, lk.redaction.enabled)
+	// or "always" (treat every session as redacted).
+	Redaction string `yaml:"redaction"`
+	// Mode is "full" (keep the upload) or "metadata_only" (drop the chat
+	// history and audio from the store once the scorecard is published).
+	Mode string `yaml:"mode"`
+}
+
+// Redacted reports whether a session with the given flag is redacted.
+func (p Privacy) Redacted(sessionFlag bool) bool { return sessionFlag || p.Redaction == "always" }
+
+// Retention bounds what is kept.
+type Retention struct {
+	// Recordings is how long the local store keeps an upload (0 keeps them
+	// forever). For S3, apply a bucket lifecycle rule (README).
+	Recordings time.Duration `yaml:"recordings"`
+	// Results is how long scorecards stay on the results stream (its MaxAge).
+	Results time.Duration `yaml:"results"`
+	// SweepInterval is how often the local store is checked for expired uploads.
+	SweepInterval time.Duration `yaml:"sweep_interval"`
 }
 
 // Dashboard configures /ui.
@@ -194,6 +223,8 @@ func Default() Config {
 		},
 		HTTP:      HTTP{ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute},
 		Dashboard: Dashboard{Window: 10_000},
+		Privacy:   Privacy{Redaction: "auto", Mode: "full"},
+		Retention: Retention{Recordings: 30 * 24 * time.Hour, Results: 7 * 24 * time.Hour, SweepInterval: time.Hour},
 		Webhook: Webhook{
 			MaxBodyBytes: 1 << 20,
 			Events:       []string{"room_finished", "egress_ended", "agent_job_ended"},
@@ -428,6 +459,9 @@ func (c Config) LogValue() slog.Value {
 		slog.Any("webhook_events", c.Webhook.Events),
 		slog.String("s3_bucket", c.S3.Bucket),
 		slog.String("key_template", c.Recordings.KeyTemplate),
+		slog.Bool("dashboard_token", c.Dashboard.Token != ""),
+		slog.String("privacy_mode", c.Privacy.Mode),
+		slog.String("redaction", c.Privacy.Redaction),
 	)
 }
 

@@ -102,14 +102,23 @@ func TestWorkerNeedsNoKeys(t *testing.T) {
 }
 
 func TestSecretsNotLogged(t *testing.T) {
-	e := map[string]string{"LIVEKIT_API_KEY": "devkey", "LIVEKIT_API_SECRET": "s3cr3t-value", "LKSCORE_NATS_URL": "nats://user:pa55@nats:4222"}
+	e := map[string]string{"LIVEKIT_API_KEY": "devkey", "LIVEKIT_API_SECRET": "s3cr3t-value", "LKSCORE_NATS_URL": "nats://user:pa55@nats:4222",
+		"LKSCORE_NATS_TOKEN": "natst0ken", "LKSCORE_DASHBOARD_TOKEN": "dashb0ard-token"}
 	cfg, err := Load("", env(e), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
 	slog.New(slog.NewJSONHandler(&buf, nil)).Info("x", "config", cfg)
-	if strings.Contains(buf.String(), "s3cr3t") || strings.Contains(buf.String(), "pa55") {
+	if cfg.Dashboard.Token != "dashb0ard-token" || cfg.NATS.Token != "natst0ken" {
+		t.Fatal("tokens not loaded from the environment")
+	}
+	for _, secret := range []string{"s3cr3t", "pa55", "natst0ken", "dashb0ard"} {
+		if strings.Contains(buf.String(), secret) {
+			t.Fatalf("secret %s in log: %s", secret, buf.String())
+		}
+	}
+	if false {
 		t.Fatalf("secret in log: %s", buf.String())
 	}
 }

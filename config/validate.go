@@ -61,6 +61,27 @@ func (c Config) Validate() error {
 		p = append(p, err)
 	}
 	c.validatePipeline(&p)
+	switch c.Privacy.Redaction {
+	case "auto", "always":
+	default:
+		p.add("privacy.redaction: %q is not auto or always", c.Privacy.Redaction)
+	}
+	switch c.Privacy.Mode {
+	case "full", "metadata_only":
+	default:
+		p.add("privacy.mode: %q is not full or metadata_only", c.Privacy.Mode)
+	}
+	if c.Retention.Recordings < 0 {
+		p.add("retention.recordings: must not be negative (0 keeps recordings forever)")
+	}
+	if c.Retention.Recordings > 0 && c.Retention.Recordings < c.Pipeline.RecordingDeadline {
+		p.add("retention.recordings: %s is shorter than pipeline.recording_deadline (%s)", c.Retention.Recordings, c.Pipeline.RecordingDeadline)
+	}
+	p.positive("retention.sweep_interval", c.Retention.SweepInterval)
+	p.positive("retention.results", c.Retention.Results)
+	if c.Retention.Results > 0 && c.Pipeline.DedupWindow > c.Retention.Results {
+		p.add("retention.results: %s is shorter than pipeline.dedup_window (%s)", c.Retention.Results, c.Pipeline.DedupWindow)
+	}
 	if c.Dashboard.Window < 1 || c.Dashboard.Window > 1_000_000 {
 		p.add("dashboard.window: must be 1..1000000, got %d", c.Dashboard.Window)
 	}

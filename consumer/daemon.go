@@ -101,7 +101,7 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	if err != nil {
 		return fmt.Errorf("jetstream: %w", err)
 	}
-	if err := EnsureStreams(ctx, js, d.subjects, d.cfg.NATS, d.cfg.Pipeline); err != nil {
+	if err := EnsureStreams(ctx, js, d.subjects, d.cfg); err != nil {
 		return err
 	}
 	facts, err := openFacts(ctx, js, d.subjects, d.cfg.NATS)
@@ -236,7 +236,7 @@ func (d *Daemon) ingestHandler(js jetstream.JetStream, st uploadStore, facts fac
 	keys := auth.NewFileBasedKeyProviderFromMap(d.cfg.LiveKit.Keys)
 	connected := d.nc.IsConnected
 	wh, err := newWebhookHandler(webhookOptions{
-		keys: keys, publisher: js, connected: connected, subjects: d.subjects,
+		privacy: d.cfg.Privacy, keys: keys, publisher: js, connected: connected, subjects: d.subjects,
 		maxBodyBytes: d.cfg.Webhook.MaxBodyBytes, events: d.cfg.Webhook.Events,
 		publishTimeout: d.cfg.NATS.PublishTimeout,
 	}, d.metrics, d.log)

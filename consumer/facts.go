@@ -98,6 +98,9 @@ type SessionFacts struct {
 	LastInputAt time.Time `json:"last_input_at"`
 	// PublishedAt is set once the session's work was published.
 	PublishedAt *time.Time `json:"published_at,omitempty"`
+	// ContentDroppedAt is set when privacy.mode metadata_only removed the
+	// chat history and audio from the store after scoring.
+	ContentDroppedAt *time.Time `json:"content_dropped_at,omitempty"`
 }
 
 // maxObservations bounds one session's facts: a hostile or chatty agent

@@ -35,7 +35,7 @@ func fuzzJS(t testing.TB) (jetstream.JetStream, Subjects) {
 	n := config.Default().NATS
 	n.Storage = "memory"
 	subj := NewSubjects(n.SubjectPrefix, n.StreamPrefix)
-	if err := EnsureStreams(context.Background(), js, subj, n, config.Default().Pipeline); err != nil {
+	if err := EnsureStreams(context.Background(), js, subj, withNATS(n)); err != nil {
 		t.Fatal(err)
 	}
 	return js, subj
@@ -141,4 +141,10 @@ func mustLayout(t testing.TB) recording.Layout {
 		t.Fatal(err)
 	}
 	return l
+}
+
+func withNATS(n config.NATS) config.Config {
+	c := config.Default()
+	c.NATS = n
+	return c
 }

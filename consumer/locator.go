@@ -20,11 +20,13 @@ import (
 )
 
 // recordings is what the pipeline needs from the recording store: read
-// and list it, read egress files in other buckets, and name locations.
+// and list it, read egress files in other buckets, delete (retention,
+// metadata_only), and name locations.
 type recordings interface {
 	recording.ObjectReader
 	store.Lister
 	store.BucketReader
+	store.Deleter
 	Location(dir string) string
 }
 

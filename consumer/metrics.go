@@ -64,18 +64,19 @@ func eventLabel(event string) string {
 
 // pipelineMetrics are the locator's and workers' metrics, per stage.
 type pipelineMetrics struct {
-	received     *prometheus.CounterVec   // stage
-	done         *prometheus.CounterVec   // stage, outcome
-	retried      *prometheus.CounterVec   // stage, reason
-	deadLettered *prometheus.CounterVec   // stage, reason
-	sessions     *prometheus.CounterVec   // close_reason, selected
-	duration     *prometheus.HistogramVec // stage
-	pending      *prometheus.GaugeVec     // consumer
-	ackPending   *prometheus.GaugeVec     // consumer
-	recoveryRuns *prometheus.CounterVec   // kind: sweep, reconcile
-	consumerErrs *prometheus.CounterVec   // consumer
-	stalled      *prometheus.GaugeVec     // stage, consumer
-	dependencyUp *prometheus.GaugeVec     // dependency: store, nats
+	received          *prometheus.CounterVec   // stage
+	done              *prometheus.CounterVec   // stage, outcome
+	retried           *prometheus.CounterVec   // stage, reason
+	deadLettered      *prometheus.CounterVec   // stage, reason
+	sessions          *prometheus.CounterVec   // close_reason, selected
+	duration          *prometheus.HistogramVec // stage
+	pending           *prometheus.GaugeVec     // consumer
+	ackPending        *prometheus.GaugeVec     // consumer
+	recoveryRuns      *prometheus.CounterVec   // kind: sweep, reconcile
+	consumerErrs      *prometheus.CounterVec   // consumer
+	stalled           *prometheus.GaugeVec     // stage, consumer
+	dependencyUp      *prometheus.GaugeVec     // dependency: store, nats
+	recordingsDeleted *prometheus.CounterVec   // reason: retention, metadata_only
 }
 
 func newPipelineMetrics(reg prometheus.Registerer) *pipelineMetrics {
@@ -115,6 +116,9 @@ func newPipelineMetrics(reg prometheus.Registerer) *pipelineMetrics {
 		dependencyUp: f.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "lkscore_dependency_up", Help: "1 while the worker's dependency (store, nats) is up; the pipeline pauses while one is down.",
 		}, []string{"dependency"}),
+		recordingsDeleted: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "lkscore_recordings_deleted_total", Help: "Sessions whose stored recording lkscore deleted, by reason (retention, metadata_only).",
+		}, []string{"reason"}),
 		ackPending: f.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "lkscore_consumer_ack_pending_messages", Help: "Messages delivered to a durable consumer and not yet acknowledged.",
 		}, []string{"consumer"}),

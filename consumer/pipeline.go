@@ -131,7 +131,7 @@ func startPipeline(ctx context.Context, d pipelineDeps) (*pipeline, error) {
 	if err != nil {
 		return nil, err
 	}
-	w, err := newWorker(workerOptions{js: d.js, store: d.store, scorer: scorer, limits: cfg.Limits, subjects: subj, timeouts: to, log: d.log})
+	w, err := newWorker(workerOptions{privacy: cfg.Privacy, facts: d.facts, deleted: d.metrics.recordingsDeleted, js: d.js, store: d.store, scorer: scorer, limits: cfg.Limits, subjects: subj, timeouts: to, log: d.log})
 	if err != nil {
 		return nil, err
 	}
@@ -182,6 +182,11 @@ func startPipeline(ctx context.Context, d pipelineDeps) (*pipeline, error) {
 	set := &settler{nc: d.nc, facts: d.facts, js: d.js, subjects: subj, window: pc.SettleWindow, tick: min(250*time.Millisecond, pc.SettleWindow),
 		selected: loc.selected, timeouts: to, metrics: d.metrics, log: d.log, now: d.now}
 	p.goLoop(func() { set.run(bgCtx) })
+	if r := cfg.Retention; r.Recordings > 0 && cfg.S3.Bucket == "" {
+		ret := &retention{store: d.store, facts: d.facts, layout: layout, keep: r.Recordings, interval: r.SweepInterval,
+			deleted: d.metrics.recordingsDeleted, log: d.log, now: d.now}
+		p.goLoop(func() { ret.run(bgCtx) })
+	}
 	if pc.SweepInterval > 0 {
 		sw := &sweeper{loc: loc, interval: pc.SweepInterval, rate: pc.SweepRate, window: pc.DedupWindow, log: d.log}
 		p.goLoop(func() { sw.run(bgCtx) })

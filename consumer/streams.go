@@ -70,7 +70,8 @@ func (s Subjects) WebhookStream() string { return s.streamPrefix + "_WEBHOOKS" }
 func (s Subjects) UploadStream() string { return s.streamPrefix + "_UPLOADS" }
 
 // streamConfigs returns lkscore's streams, with explicit settings.
-func streamConfigs(s Subjects, n config.NATS, p config.Pipeline) []jetstream.StreamConfig {
+func streamConfigs(s Subjects, c config.Config) []jetstream.StreamConfig {
+	n, p := c.NATS, c.Pipeline
 	base := jetstream.StreamConfig{
 		Retention:  jetstream.LimitsPolicy,
 		Storage:    storageType(n.Storage),
@@ -100,6 +101,7 @@ func streamConfigs(s Subjects, n config.NATS, p config.Pipeline) []jetstream.Str
 	results.Name = s.ResultStream()
 	results.Description = "Scorecards by close reason, one per session key and scoring version"
 	results.Subjects = []string{s.prefix + "result.>"}
+	results.MaxAge = c.Retention.Results // retention.results
 	dlq := base
 	dlq.Name = s.DLQStream()
 	dlq.Description = "Dead letters by stage: the original message, the error, the stage, the delivery count"
@@ -117,9 +119,9 @@ func storageType(s string) jetstream.StorageType {
 }
 
 // EnsureStreams creates or updates lkscore's streams idempotently.
-func EnsureStreams(ctx context.Context, js jetstream.JetStream, s Subjects, n config.NATS, p config.Pipeline) error {
-	for _, cfg := range streamConfigs(s, n, p) {
-		ctx, cancel := context.WithTimeout(ctx, n.RequestTimeout)
+func EnsureStreams(ctx context.Context, js jetstream.JetStream, s Subjects, c config.Config) error {
+	for _, cfg := range streamConfigs(s, c) {
+		ctx, cancel := context.WithTimeout(ctx, c.NATS.RequestTimeout)
 		_, err := js.CreateOrUpdateStream(ctx, cfg)
 		cancel()
 		if err != nil {

@@ -56,10 +56,14 @@ func (d *Daemon) startUI(ctx context.Context, js jetstream.JetStream, facts *fac
 			return sc, json.Unmarshal(m.Data, &sc)
 		},
 		Items: func(ctx context.Context, key string) ([]scoring.Item, error) {
-			ref, err := recordingOf(ctx, facts, key)
+			f, err := recordingOf(ctx, facts, key)
 			if err != nil {
 				return nil, err
 			}
+			if f.ContentDroppedAt != nil {
+				return nil, errors.New("privacy.mode metadata_only dropped the transcript and audio after scoring")
+			}
+			ref := f.Recording
 			s, err := loadSession(ctx, st, ref, lim.Parser(), lim.UploadBytes())
 			if errors.Is(err, recording.ErrNotFound) {
 				return nil, fmt.Errorf("the recording is no longer in the store (%s)", ref.Location)
@@ -70,12 +74,23 @@ func (d *Daemon) startUI(ctx context.Context, js jetstream.JetStream, facts *fac
 			if s.Chat == nil {
 				return nil, errors.New("the upload has no chat history (transcript recording was off)")
 			}
-			return s.ScoringInput(ref.Location, "").Items, nil
+			items := s.ScoringInput(ref.Location, "").Items
+			if d.cfg.Privacy.Redacted(s.RedactionEnabled || resolve(f.Observations).RedactionEnabled) {
+				redactItems(items)
+			}
+			return items, nil
 		},
 		Recording: func(ctx context.Context, key, object string) (io.ReadCloser, error) {
-			ref, err := recordingOf(ctx, facts, key)
+			f, err := recordingOf(ctx, facts, key)
 			if err != nil {
 				return nil, err
+			}
+			ref := f.Recording
+			if object != recording.ObjectHeader && d.cfg.Privacy.Redacted(resolve(f.Observations).RedactionEnabled) {
+				return nil, errors.New("the session is redacted: its transcript and audio are not served")
+			}
+			if f.ContentDroppedAt != nil && object != recording.ObjectHeader {
+				return nil, errors.New("privacy.mode metadata_only dropped the transcript and audio after scoring")
 			}
 			if ref.Dir == "" {
 				return nil, errors.New("the session is stored as one multipart object; its parts are not served separately")
@@ -125,8 +140,19 @@ func (d *Daemon) stopUI() {
 	d.ui.done.Wait()
 }
 
-// recordingOf finds where a session's recording is, from its facts.
-func recordingOf(ctx context.Context, facts *factStore, key string) (*RecordingRef, error) {
+// redactItems replaces what the user, the agent and tools said with its length.
+func redactItems(items []scoring.Item) {
+	for i := range items {
+		it := &items[i]
+		if it.Text != "" {
+			it.Text = fmt.Sprintf("[redacted: %d characters]", len([]rune(it.Text)))
+		}
+		it.Arguments, it.Output = "", ""
+	}
+}
+
+// recordingOf returns a session's facts, which say where its recording is.
+func recordingOf(ctx context.Context, facts *factStore, key string) (*SessionFacts, error) {
 	room, job, _ := strings.Cut(key, "/")
 	if strings.HasPrefix(job, "h-") {
 		job = ""
@@ -138,7 +164,7 @@ func recordingOf(ctx context.Context, facts *factStore, key string) (*RecordingR
 	if f.Recording == nil {
 		return nil, errors.New("lkscore has no record of where this session's recording is")
 	}
-	return f.Recording, nil
+	return f, nil
 }
 
 // loadSession reads a located session: a directory upload or a raw

@@ -15,6 +15,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/lkscore/lkscore/config"
 )
 
 // Headers lkscore sets on stored webhook messages.
@@ -33,6 +36,7 @@ type publisher interface {
 // livekit/protocol, stores the event on JetStream keyed by its id and answers
 // 200 only after the PubAck.
 type webhookHandler struct {
+	privacy   config.Privacy
 	keys      auth.KeyProvider
 	pub       publisher
 	connected func() bool
@@ -53,6 +57,7 @@ type eventOutcome struct{ event, outcome string }
 
 // webhookOptions configures a webhookHandler.
 type webhookOptions struct {
+	privacy        config.Privacy
 	keys           auth.KeyProvider
 	publisher      publisher
 	connected      func() bool // nil: always connected
@@ -78,7 +83,7 @@ func newWebhookHandler(o webhookOptions, m *metrics, log *slog.Logger) (*webhook
 		connected = func() bool { return true }
 	}
 	h := &webhookHandler{
-		keys: o.keys, pub: o.publisher, connected: connected, subjects: o.subjects,
+		privacy: o.privacy, keys: o.keys, pub: o.publisher, connected: connected, subjects: o.subjects,
 		maxBody: o.maxBodyBytes, events: ev, timeout: o.publishTimeout, metrics: m, log: log,
 		requests:       map[string]prometheus.Counter{},
 		stored:         map[eventOutcome]prometheus.Counter{},
@@ -164,6 +169,14 @@ func (h *webhookHandler) store(w http.ResponseWriter, ctx context.Context, ev *l
 		w.Header().Set("Retry-After", "2")
 		return h.reject(w, http.StatusServiceUnavailable, "queue unavailable, retry later")
 	}
+	if h.privacy.Redacted(ev.GetJob().GetEnableRedaction()) {
+		if clean, err := redactEvent(ev); err == nil {
+			body = clean
+		} else {
+			h.log.Warn("webhook not redacted; storing without its free text failed", "event_id", ev.Id, "err", err)
+			return h.reject(w, http.StatusServiceUnavailable, "could not store the event, retry later")
+		}
+	}
 	msg := nats.NewMsg(h.subjects.Webhook(ev.Event))
 	msg.Data = body
 	msg.Header.Set(HeaderEvent, ev.Event)
@@ -198,4 +211,33 @@ func (h *webhookHandler) reject(w http.ResponseWriter, code int, msg string) str
 	h.metrics.rejected.WithLabelValues("webhook", reason).Inc()
 	http.Error(w, msg, code)
 	return reason
+}
+
+// redactEvent re-encodes an event without the free text the application
+// put in it (room, job and participant metadata and attributes, names): a
+// redacted session's webhook is stored without them. lkscore reads none of
+// them.
+func redactEvent(ev *livekit.WebhookEvent) ([]byte, error) {
+	ev = proto.Clone(ev).(*livekit.WebhookEvent)
+	clearRoom := func(r *livekit.Room) {
+		if r != nil {
+			r.Metadata = ""
+		}
+	}
+	clearParticipant := func(p *livekit.ParticipantInfo) {
+		if p != nil {
+			p.Metadata, p.Attributes, p.Name = "", nil, ""
+		}
+	}
+	clearRoom(ev.Room)
+	clearParticipant(ev.Participant)
+	if j := ev.Job; j != nil {
+		j.Metadata, j.Attributes = "", nil
+		clearRoom(j.Room)
+		clearParticipant(j.Participant)
+		if j.State != nil {
+			j.State.Error = ""
+		}
+	}
+	return protojson.Marshal(ev)
 }

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/recording"
@@ -28,11 +30,15 @@ const (
 type sessionReader interface {
 	recording.ObjectReader
 	store.BucketReader
+	store.Deleter
 }
 
 // worker scores sessions: it fetches a work item's chat history, scores it
 // and publishes the scorecard on lkscore.result.<CLOSE_REASON>.
 type worker struct {
+	privacy   config.Privacy
+	facts     *factStore
+	deleted   *prometheus.CounterVec // reason
 	js        jetstream.JetStream
 	store     sessionReader
 	scorer    *scoring.Scorer
@@ -45,6 +51,9 @@ type worker struct {
 
 // workerOptions configures newWorker.
 type workerOptions struct {
+	privacy  config.Privacy
+	facts    *factStore
+	deleted  *prometheus.CounterVec
 	js       jetstream.JetStream
 	store    sessionReader
 	scorer   *scoring.Scorer
@@ -61,7 +70,7 @@ func newWorker(o workerOptions) (*worker, error) {
 	if o.timeouts.publish <= 0 {
 		return nil, errors.New("worker: the publish timeout must be positive")
 	}
-	return &worker{js: o.js, store: o.store, scorer: o.scorer, lim: o.limits.Parser(), maxUpload: o.limits.UploadBytes(),
+	return &worker{privacy: o.privacy, facts: o.facts, deleted: o.deleted, js: o.js, store: o.store, scorer: o.scorer, lim: o.limits.Parser(), maxUpload: o.limits.UploadBytes(),
 		subjects: o.subjects, timeouts: o.timeouts, log: o.log}, nil
 }
 
@@ -81,6 +90,7 @@ func (w *worker) handle(ctx context.Context, m jetstream.Msg) error {
 	in := s.ScoringInput(item.Location, item.AgentName)
 	// The session's facts come from every signal, not the header alone.
 	in.CloseReason, in.CloseReasonSource = item.CloseReason, item.CloseReasonSource
+	in.Redacted = w.privacy.Redacted(in.Redacted || (item.Facts != nil && item.Facts.RedactionEnabled))
 	if f := item.Facts; f != nil {
 		in.CloseReasonEvidence = f.CloseReasonEvidence
 		in.Facts = &scoring.Facts{SDKLanguage: f.SDKLanguage, SDKVersion: f.SDKVersion, DeploymentID: f.DeploymentID,
@@ -110,7 +120,38 @@ func (w *worker) handle(ctx context.Context, m jetstream.Msg) error {
 	}
 	w.log.Info("session scored", "session_key", item.SessionKey, "verdict", card.Overall.Verdict,
 		"score", card.Overall.Score, "close_reason", item.CloseReason, "duplicate", ack.Duplicate)
+	if w.privacy.Mode == "metadata_only" {
+		return w.dropContent(ctx, item)
+	}
 	return nil
+}
+
+// dropContent removes a scored session's chat history and audio from the
+// store (privacy.mode metadata_only): the header, the facts and the
+// scorecard stay. An error retries the message; the scorecard is not
+// published twice (its msg id dedups it).
+func (w *worker) dropContent(ctx context.Context, item WorkItem) error {
+	if item.Dir == "" {
+		w.log.Warn("metadata_only: a raw multipart object cannot be trimmed; it is kept whole", "session_key", item.SessionKey,
+			"object", item.Object, "bucket", item.Bucket)
+		return nil
+	}
+	for _, name := range []string{recording.ObjectChatHistory, recording.ObjectAudio} {
+		if err := w.store.Delete(ctx, item.Dir+name); err != nil {
+			return fmt.Errorf("metadata_only: delete %s: %w", item.Dir+name, err)
+		}
+	}
+	w.deleted.WithLabelValues("metadata_only").Inc()
+	w.log.Info("transcript and audio dropped after scoring (privacy.mode metadata_only)", "session_key", item.SessionKey, "dir", item.Dir)
+	room, job := item.RoomID, item.JobID
+	now := time.Now().UTC()
+	return w.facts.modify(ctx, factsKey(room, job), func(f *SessionFacts) bool {
+		if f.RoomID == "" || f.ContentDroppedAt != nil {
+			return false
+		}
+		f.ContentDroppedAt = &now
+		return true
+	})
 }
 
 // load reads the session the item points at, directory layout or multipart object.

@@ -13,6 +13,7 @@ func (s *Session) ScoringInput(source, agentName string) scoring.Session {
 	in := scoring.Session{
 		Key: s.Key, RoomID: s.RoomID, RoomName: s.RoomName, JobID: s.JobID, AgentName: agentName,
 		CloseReason: s.CloseReason, CloseReasonSource: s.CloseReasonSource, Source: source,
+		Redacted: s.RedactionEnabled, // the header asked for redaction
 	}
 	if s.Chat == nil {
 		return in

@@ -258,3 +258,31 @@ func TestConfigValidate(t *testing.T) {
 		t.Error("the scoring version must follow the config, and only the config")
 	}
 }
+
+// TestRedactedToolError: a redacted session's findings describe a failed
+// tool without quoting its output.
+func TestRedactedToolError(t *testing.T) {
+	items := []Item{
+		{ID: "c", Type: TypeFunctionCall, CallID: "1", Name: "lookup_patient", Arguments: `{"phone":"+1 555 0100"}`, CreatedAt: 10},
+		{ID: "o", Type: TypeFunctionCallOutput, CallID: "1", Name: "lookup_patient", IsError: true,
+			Output: "timeout looking up Jane Doe, +1 555 0100", CreatedAt: 11},
+	}
+	for _, redacted := range []bool{false, true} {
+		sc := Score(Session{Key: "RM/AJ", Items: items, Redacted: redacted}, DefaultConfig())
+		var msg string
+		for _, c := range sc.Components {
+			for _, f := range c.Findings {
+				if f.Code == CodeToolError {
+					msg = f.Message
+				}
+			}
+		}
+		quoted := strings.Contains(msg, "Jane Doe") || strings.Contains(msg, "555")
+		if redacted && (quoted || !strings.Contains(msg, "timeout") || !strings.Contains(msg, "lookup_patient")) {
+			t.Errorf("redacted: %q", msg)
+		}
+		if !redacted && !quoted {
+			t.Errorf("not redacted: %q", msg)
+		}
+	}
+}

@@ -45,6 +45,9 @@ type Session struct {
 	// Facts are what the daemon learned from the other signals (webhooks,
 	// OTLP); nil when scoring a recording alone.
 	Facts *Facts
+	// Redacted forbids quoting anything the user or a tool said in
+	// findings (the session asked for redaction, or config forces it).
+	Redacted bool
 	// Source points back at the recording (s3://…, file://…).
 	Source string
 	Items  []Item

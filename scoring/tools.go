@@ -1,6 +1,10 @@
 package scoring
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
 
 // Tool reliability finding codes.
 const (
@@ -58,7 +62,7 @@ func toolFindings(a *analysis, cfg Config) []Finding {
 			}
 			if it.IsError {
 				out = append(out, Finding{Code: CodeToolError, Severity: Critical, ItemID: it.ID, Turn: some(i),
-					Deduction: failed.take(), Message: fmt.Sprintf("%s returned an error: %s", it.Name, clip(it.Output, 120))})
+					Deduction: failed.take(), Message: toolErrorMessage(it, a.s.Redacted)})
 			}
 			if hasCall && items[c].CreatedAt > 0 && it.CreatedAt > 0 {
 				if d := ms(it.CreatedAt - items[c].CreatedAt); d > cfg.Tools.SlowMs {
@@ -88,4 +92,35 @@ func clip(s string, n int) string {
 		return s
 	}
 	return string(r[:n]) + "…"
+}
+
+// toolErrorMessage describes a failed tool call. A redacted session's
+// message never quotes the output (it routinely holds personal data): it
+// names the tool, the kind of error and the output's length.
+func toolErrorMessage(it *Item, redacted bool) string {
+	if !redacted {
+		return fmt.Sprintf("%s returned an error: %s", it.Name, clip(it.Output, 120))
+	}
+	return fmt.Sprintf("%s returned an error (%s; %d characters, not quoted: the session is redacted)",
+		it.Name, errorClass(it.Output), utf8.RuneCountInString(it.Output))
+}
+
+// errorClass sorts an error output into a coarse class by keywords.
+func errorClass(out string) string {
+	o := strings.ToLower(out)
+	for _, c := range []struct{ class, any string }{
+		{"timeout", "timeout|timed out|deadline"},
+		{"unavailable", "unavailable|503|connection refused|unreachable"},
+		{"not_found", "not found|404|no such"},
+		{"denied", "denied|forbidden|unauthorized|401|403"},
+		{"invalid_input", "invalid|bad request|400|malformed"},
+		{"rate_limited", "rate limit|429|too many"},
+	} {
+		for _, k := range strings.Split(c.any, "|") {
+			if strings.Contains(o, k) {
+				return c.class
+			}
+		}
+	}
+	return "other"
 }

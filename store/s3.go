@@ -248,3 +248,13 @@ func classifyS3(op, bucket, key string, err error) error {
 	}
 	return fmt.Errorf("%s: %w: %w", where, ErrUnavailable, err)
 }
+
+// Delete removes an object; S3 answers a missing key with success too.
+func (s *S3) Delete(ctx context.Context, key string) error {
+	rctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	if _, err := s.client.DeleteObject(rctx, &s3.DeleteObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key)}); err != nil {
+		return classifyS3("delete", s.bucket, key, err)
+	}
+	return nil
+}

@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/lkscore/lkscore/config"
@@ -58,6 +61,10 @@ type (
 		// scorecards (file:///… or s3://…).
 		Location(dir string) string
 	}
+	// Deleter removes an object; a missing one is not an error.
+	Deleter interface {
+		Delete(ctx context.Context, key string) error
+	}
 	// BucketReader reads an object in a named bucket (an egress location).
 	// Stores without buckets fail with ErrPermanent for any bucket but "".
 	BucketReader interface {
@@ -71,6 +78,7 @@ type Store interface {
 	Lister
 	Writer
 	BucketReader
+	Deleter
 }
 
 var (
@@ -122,4 +130,21 @@ func (s *Local) OpenBucket(ctx context.Context, bucket, key string, maxBytes int
 		return nil, fmt.Errorf("open s3://%s/%s: the recording store is a local directory, not S3: %w", bucket, key, ErrPermanent)
 	}
 	return s.Open(ctx, key, maxBytes)
+}
+
+// Delete removes an object and the directories it leaves empty.
+func (s *Local) Delete(_ context.Context, key string) error {
+	if err := checkKey(key); err != nil {
+		return err
+	}
+	path := filepath.Join(s.root, filepath.FromSlash(key))
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("delete %s: %w", key, err)
+	}
+	for dir := filepath.Dir(path); dir != s.root && strings.HasPrefix(dir, s.root); dir = filepath.Dir(dir) {
+		if os.Remove(dir) != nil {
+			break // not empty
+		}
+	}
+	return nil
 }

@@ -1,0 +1,113 @@
+package consumer
+
+import (
+	"context"
+	"log/slog"
+	"path"
+	"sort"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/lkscore/lkscore/recording"
+	"github.com/lkscore/lkscore/store"
+)
+
+// retention deletes uploads older than retention.recordings from the local
+// store. For S3, a bucket lifecycle rule does it (README, "Data and
+// privacy"). A session whose work was not published yet (it still waits for
+// a webhook or its settle window) is kept, however old. Every deletion is
+// logged and counted.
+type retention struct {
+	store interface {
+		store.Lister
+		store.Deleter
+	}
+	facts    *factStore
+	layout   recording.Layout
+	keep     time.Duration
+	interval time.Duration
+	deleted  *prometheus.CounterVec
+	log      *slog.Logger
+	now      func() time.Time
+}
+
+func (r *retention) run(ctx context.Context) {
+	t := time.NewTicker(r.interval)
+	defer t.Stop()
+	for {
+		if n, err := r.sweep(ctx); err != nil && ctx.Err() == nil {
+			r.log.Warn("retention: sweep failed", "err", err)
+		} else if n > 0 {
+			r.log.Info("retention: sweep done", "deleted_sessions", n)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// sweep deletes every expired session directory once; it returns how many.
+func (r *retention) sweep(ctx context.Context) (int, error) {
+	objs, err := r.store.List(ctx, r.layout.RoomPrefix(recording.Vars{}))
+	if err != nil {
+		return 0, err
+	}
+	type session struct {
+		newest time.Time
+		keys   []string
+	}
+	sessions := map[string]*session{}
+	for _, o := range objs {
+		dir := path.Dir(o.Key) + "/"
+		if _, ok := r.layout.Match(dir + recording.ObjectHeader); !ok {
+			continue
+		}
+		s := sessions[dir]
+		if s == nil {
+			s = &session{}
+			sessions[dir] = s
+		}
+		s.keys = append(s.keys, o.Key)
+		if o.Modified.After(s.newest) {
+			s.newest = o.Modified
+		}
+	}
+	dirs := make([]string, 0, len(sessions))
+	for d := range sessions {
+		dirs = append(dirs, d)
+	}
+	sort.Strings(dirs)
+	cutoff := r.now().Add(-r.keep)
+	n := 0
+	for _, dir := range dirs {
+		s := sessions[dir]
+		if !s.newest.Before(cutoff) {
+			continue
+		}
+		v, _ := r.layout.Match(dir + recording.ObjectHeader)
+		job := v.JobID
+		if len(job) > 2 && job[:2] == "h-" {
+			job = ""
+		}
+		f, _, err := r.facts.get(ctx, factsKey(v.RoomID, job))
+		if err != nil {
+			return n, err
+		}
+		if f.Recording != nil && f.PublishedAt == nil {
+			r.log.Info("retention: kept an old recording whose session is not scored yet", "dir", dir)
+			continue
+		}
+		for _, k := range s.keys {
+			if err := r.store.Delete(ctx, k); err != nil {
+				return n, err
+			}
+		}
+		n++
+		r.deleted.WithLabelValues("retention").Inc()
+		r.log.Info("retention: recording deleted", "dir", dir, "age", r.now().Sub(s.newest).Round(time.Hour).String(), "retention", r.keep.String())
+	}
+	return n, nil
+}
