@@ -1,10 +1,16 @@
 package consumer
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
+	"maps"
+	"net/http"
 	"os"
+	"strings"
 	"path/filepath"
 	"testing"
 	"time"
@@ -12,6 +18,9 @@ import (
 	"github.com/livekit/protocol/livekit"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/internal/testenv"
@@ -123,5 +132,152 @@ func TestMetadataOnly(t *testing.T) {
 				t.Errorf("deletions counted %v", v)
 			}
 		})
+	}
+}
+
+// TestRedactionMarkers plants a unique marker in every free-text field of a
+// redacted session (what the user and the agent said, tool arguments and
+// outputs, instructions, webhook metadata and attributes, a job error, OTLP
+// log fields) and checks that none of them appears anywhere lkscore writes:
+// every NATS stream (KV buckets included), its logs (at debug level), and
+// its HTTP answers (ingest and dashboard). A control session without
+// redaction shows that the scan does find a marker that leaks.
+func TestRedactionMarkers(t *testing.T) {
+	ns := startNATS(t)
+	cfg := pipelineConfig(t, ns.URL())
+	var logs syncBuffer
+	reg := prometheus.NewRegistry()
+	d, err := New(cfg, slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})), reg, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Shutdown(context.Background()) })
+
+	var answers strings.Builder // every HTTP answer lkscore gave
+	markers := map[string]string{}
+	mark := func(field string) string {
+		m := fmt.Sprintf("MRK%s%d", strings.ReplaceAll(field, "_", ""), len(markers))
+		markers[field] = m
+		return m
+	}
+	chat := func(prefix string) []byte {
+		items := []map[string]any{
+			{"id": "i1", "type": "agent_config_update", "instructions": prefix + mark("instructions"), "created_at": 1764417600.0},
+			{"id": "i2", "type": "message", "role": "assistant", "content": []string{prefix + mark("agent_text")}, "interrupted": false, "created_at": 1764417601.0},
+			{"id": "i3", "type": "message", "role": "user", "content": []string{prefix + mark("user_text")}, "interrupted": false, "created_at": 1764417603.0},
+			{"id": "i4", "type": "function_call", "call_id": "c1", "name": "lookup", "arguments": `{"q":"` + prefix + mark("tool_args") + `"}`, "created_at": 1764417604.0},
+			{"id": "i5", "type": "function_call_output", "call_id": "c1", "name": "lookup", "output": "timeout for " + prefix + mark("tool_output"), "is_error": true, "created_at": 1764417605.0},
+			{"id": "i6", "type": "message", "role": "assistant", "content": []string{prefix + mark("agent_text2")}, "interrupted": true, "created_at": 1764417606.0},
+		}
+		b, _ := json.Marshal(map[string]any{"items": items})
+		return b
+	}
+	send := func(room, job, prefix string, redacted bool) {
+		header, _ := proto.Marshal(&livekit.MetricsRecordingHeader{RoomId: room, JobId: job, RedactionEnabled: redacted})
+		body, ct := pythonUpload(t, fullParts(header, chat(prefix), nil)[:2])
+		resp, msg := post(t, "http://"+d.IngestAddr()+"/observability/recordings/v0", bearer(pythonToken(t, testKey, testSecret, true)), ct, bytes.NewReader(body))
+		answers.WriteString(msg)
+		if resp.StatusCode != 200 {
+			t.Fatalf("upload: %d %s", resp.StatusCode, msg)
+		}
+		ev := &livekit.WebhookEvent{Event: "agent_job_ended", Id: "EV_" + job, Room: &livekit.Room{Sid: room, Metadata: prefix + mark("room_metadata")},
+			Job: &livekit.Job{Id: job, AgentName: "red-agent", EnableRedaction: redacted, Metadata: prefix + mark("job_metadata"),
+				Attributes:  map[string]string{"caller": prefix + mark("job_attribute")},
+				Room:        &livekit.Room{Sid: room, Metadata: prefix + mark("job_room_metadata")},
+				Participant: &livekit.ParticipantInfo{Identity: "caller", Name: prefix + mark("participant_name"), Metadata: prefix + mark("participant_metadata")},
+				State:       &livekit.JobState{Status: livekit.JobStatus_JS_FAILED, Error: prefix + mark("job_error")}}}
+		wb, _ := protojson.Marshal(ev)
+		resp, msg = post(t, "http://"+d.IngestAddr()+"/webhook", signWebhook(t, testKey, testSecret, wb, 5*time.Minute), "application/webhook+json", bytes.NewReader(wb))
+		answers.WriteString(msg)
+		if resp.StatusCode != 200 {
+			t.Fatalf("webhook: %d %s", resp.StatusCode, msg)
+		}
+		logsBody := jsLogs(room, job, "red-agent",
+			map[string]any{"msg": "AgentSession closed", "reason": "error", "error": prefix + mark("otlp_error")},
+			map[string]any{"msg": "user said something", "transcript": prefix + mark("otlp_field")})
+		r, msg := postOTLP(t, d, "logs", "application/json", logsBody, nil)
+		answers.WriteString(msg)
+		if r.StatusCode != 200 {
+			t.Fatalf("otlp: %d %s", r.StatusCode, msg)
+		}
+	}
+	send("RM_Red", "AJ_Red", "", true)
+	redacted := maps.Clone(markers)
+	send("RM_Open", "AJ_Open", "open", false) // the control
+	waitFor(t, "both scorecards", func() bool { return len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")) == 2 })
+	quiesce(t, ns.URL(), defaultConsumers)
+
+	// The dashboard's pages for the redacted session.
+	ops := "http://" + d.OpsAddr()
+	waitFor(t, "the dashboard index", func() bool {
+		resp, err := http.Get(ops + "/ui/sessions")
+		if err != nil {
+			return false
+		}
+		b, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		return strings.Contains(string(b), "RM_Red/AJ_Red")
+	})
+	for _, path := range []string{"/ui", "/ui/sessions", "/ui/session?key=RM_Red/AJ_Red",
+		"/ui/recording?key=RM_Red/AJ_Red&object=chat_history.json", "/ui/recording?key=RM_Red/AJ_Red&object=recording.ogg"} {
+		resp, err := http.Get(ops + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		answers.Write(b)
+	}
+
+	// Everything lkscore wrote.
+	var written strings.Builder
+	written.WriteString(logs.String())
+	written.WriteString(answers.String())
+	nc, _ := nats.Connect(ns.URL())
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	names := js.StreamNames(context.Background())
+	streams := 0
+	for name := range names.Name() {
+		streams++
+		st, err := js.Stream(context.Background(), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, _ := st.Info(context.Background())
+		for seq := info.State.FirstSeq; info.State.Msgs > 0 && seq <= info.State.LastSeq; seq++ {
+			m, err := st.GetMsg(context.Background(), seq)
+			if err != nil {
+				continue // deleted (a KV entry's older revision)
+			}
+			written.WriteString(m.Subject)
+			for k, v := range m.Header {
+				written.WriteString(k + strings.Join(v, ","))
+			}
+			written.Write(m.Data)
+		}
+	}
+	if streams < 7 { // WEBHOOKS, UPLOADS, SESSIONS, RESULTS, DLQ and two KV buckets
+		t.Errorf("scanned %d streams", streams)
+	}
+	all := written.String()
+	for field, m := range redacted {
+		if strings.Contains(all, m) {
+			i := strings.Index(all, m)
+			t.Errorf("redacted %s (%s) leaked: …%s…", field, m, all[max(0, i-200):min(len(all), i+50)])
+		}
+	}
+	// The control proves the scan sees a leak: the unredacted session's
+	// finding quotes its tool output.
+	if !strings.Contains(all, markers["tool_output"]) {
+		t.Error("the control session's tool output is not in its scorecard: the scan proves nothing")
+	}
+	// And the markers were planted: the redacted upload is in the store.
+	b, err := os.ReadFile(filepath.Join(cfg.DataDir, "recordings", "RM_Red", "AJ_Red", recording.ObjectChatHistory))
+	if err != nil || !strings.Contains(string(b), redacted["user_text"]) {
+		t.Errorf("the redacted upload was not stored: %v", err)
 	}
 }
