@@ -10,8 +10,8 @@ import (
 	"maps"
 	"net/http"
 	"os"
-	"strings"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 

@@ -79,7 +79,7 @@ func dlqCommand(getenv func(string) string, stdout io.Writer) *cli.Command {
 
 // dlqAdmin connects to NATS as the daemon's config says.
 func dlqAdmin(ctx context.Context, c *cli.Command, getenv func(string) string) (*consumer.DeadLetterAdmin, func(), error) {
-	js, subj, closeFn, err := toolNATS(c, getenv)
+	js, subj, _, closeFn, err := toolNATS(c, getenv)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -88,7 +88,7 @@ func dlqAdmin(ctx context.Context, c *cli.Command, getenv func(string) string) (
 
 // toolNATS connects an operator command (dlq, tail) to the daemon's NATS:
 // --config and --nats-url, else the embedded server's loopback port.
-func toolNATS(c *cli.Command, getenv func(string) string) (jetstream.JetStream, consumer.Subjects, func(), error) {
+func toolNATS(c *cli.Command, getenv func(string) string) (jetstream.JetStream, consumer.Subjects, config.Config, func(), error) {
 	path := c.String("config")
 	if path == "" {
 		path = getenv("LKSCORE_CONFIG")
@@ -99,7 +99,7 @@ func toolNATS(c *cli.Command, getenv func(string) string) (jetstream.JetStream, 
 		}
 	})
 	if err != nil {
-		return nil, consumer.Subjects{}, nil, exitError{code: 2, err: err}
+		return nil, consumer.Subjects{}, cfg, nil, exitError{code: 2, err: err}
 	}
 	url := cfg.NATS.URL
 	if url == "" {
@@ -107,14 +107,14 @@ func toolNATS(c *cli.Command, getenv func(string) string) (jetstream.JetStream, 
 	}
 	nc, err := consumer.Connect(url, cfg.NATS, discardLogger())
 	if err != nil {
-		return nil, consumer.Subjects{}, nil, exitError{code: 1, err: fmt.Errorf("%w (is lkscore serve running?)", err)}
+		return nil, consumer.Subjects{}, cfg, nil, exitError{code: 1, err: fmt.Errorf("%w (is lkscore serve running?)", err)}
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {
 		nc.Close()
-		return nil, consumer.Subjects{}, nil, exitError{code: 1, err: err}
+		return nil, consumer.Subjects{}, cfg, nil, exitError{code: 1, err: err}
 	}
-	return js, consumer.NewSubjects(cfg.NATS.SubjectPrefix, cfg.NATS.StreamPrefix), nc.Close, nil
+	return js, consumer.NewSubjects(cfg.NATS.SubjectPrefix, cfg.NATS.StreamPrefix), cfg, nc.Close, nil
 }
 
 func printDeadLetters(w io.Writer, dls []consumer.DeadLetter, asJSON bool) error {

@@ -90,6 +90,15 @@ func TestInspectLocal(t *testing.T) {
 	if out["audio_bytes"] != float64(8) {
 		t.Errorf("audio bytes %v", out["audio_bytes"])
 	}
+	if _, ok := out["no_transcript"]; ok {
+		t.Error("no_transcript on an upload with a chat history")
+	}
+	// A session whose transcript metadata_only removed: inspect says why.
+	_ = os.Remove(filepath.Join(dir, recording.ObjectChatHistory))
+	code, out, stderr = runInspect(t, nil, dir)
+	if why, _ := out["no_transcript"].(string); code != 0 || !strings.Contains(why, "metadata_only") {
+		t.Errorf("header only: exit %d, no_transcript %q, %s", code, why, stderr)
+	}
 }
 
 func TestInspectErrors(t *testing.T) {

@@ -37,7 +37,7 @@ func tailCommand(getenv func(string) string, stdout io.Writer) *cli.Command {
 			if err != nil {
 				return exitError{code: 2, err: err}
 			}
-			js, subj, closeFn, err := toolNATS(c, getenv)
+			js, subj, _, closeFn, err := toolNATS(c, getenv)
 			if err != nil {
 				return err
 			}

@@ -21,9 +21,14 @@ import (
 
 // startTestDaemon runs the daemon in process on the embedded default.
 func startTestDaemon(t *testing.T) (*consumer.Daemon, *sender) {
+	d, snd, _ := startTestDaemonIn(t, t.TempDir())
+	return d, snd
+}
+
+func startTestDaemonIn(t *testing.T, dataDir string) (*consumer.Daemon, *sender, config.Config) {
 	t.Helper()
 	cfg := config.Default()
-	cfg.Listen, cfg.OpsListen, cfg.DataDir, cfg.NATS.EmbeddedPort = "127.0.0.1:0", "127.0.0.1:0", t.TempDir(), -1
+	cfg.Listen, cfg.OpsListen, cfg.DataDir, cfg.NATS.EmbeddedPort = "127.0.0.1:0", "127.0.0.1:0", dataDir, -1
 	cfg.LiveKit.Keys = map[string]string{"APItail": "tail-secret-0123456789"}
 	cfg.Pipeline.CloseReasons = config.CloseReasons()
 	reg := prometheus.NewRegistry()
@@ -39,7 +44,7 @@ func startTestDaemon(t *testing.T) (*consumer.Daemon, *sender) {
 		defer cancel()
 		_ = d.Shutdown(ctx)
 	})
-	return d, newSender("http://"+d.IngestAddr(), "APItail", "tail-secret-0123456789")
+	return d, newSender("http://"+d.IngestAddr(), "APItail", "tail-secret-0123456789"), cfg
 }
 
 // sendScenario sends one scenario's upload, webhook and close log.

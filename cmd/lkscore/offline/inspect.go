@@ -28,7 +28,14 @@ type inspectOutput struct {
 	*recording.Session
 	Chat       *chatSummary `json:"chat,omitempty"`
 	AudioBytes *int64       `json:"audio_bytes,omitempty"`
+	// NoTranscript says why there is no chat history, when there is none.
+	NoTranscript string `json:"no_transcript,omitempty"`
 }
+
+// noTranscriptWhy is what inspect says of an upload without a chat history.
+const noTranscriptWhy = "no chat_history.json: the agent recorded no transcript, or lkscore ran with " +
+	"privacy.mode metadata_only, which removes the transcript and audio once the session is scored " +
+	"(the session facts record content_dropped_at)"
 
 type chatSummary struct {
 	Items         int            `json:"items"`
@@ -152,6 +159,8 @@ func output(src string, s *recording.Session, audio *int64) *inspectOutput {
 	out := &inspectOutput{Source: src, Session: s, AudioBytes: audio}
 	if s.Chat != nil {
 		out.Chat = &chatSummary{Items: len(s.Chat.Items), Counts: s.Chat.Counts, TimestampUnit: s.Chat.TimestampUnit, KeyStyle: s.Chat.KeyStyle}
+	} else {
+		out.NoTranscript = noTranscriptWhy
 	}
 	return out
 }

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/urfave/cli/v3"
+
+	"github.com/lkscore/lkscore/consumer"
+	"github.com/lkscore/lkscore/recording"
+	"github.com/lkscore/lkscore/store"
+)
+
+func forgetCommand(getenv func(string) string, stdout io.Writer) *cli.Command {
+	return &cli.Command{
+		Name:  "forget",
+		Usage: "remove one session everywhere lkscore keeps it, and report what could not be removed",
+		Description: "Removes the session's stored objects (local directory or S3, as the config says), its facts,\n" +
+			"and its scorecards, work items, upload notices, dead letters and agent_job_ended webhooks from the\n" +
+			"streams. Exit 1 when something could not be removed.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "session", Usage: "the session key, room_id/job_id", Required: true},
+			&cli.StringFlag{Name: "config", Usage: "config file (env LKSCORE_CONFIG)"},
+			&cli.StringFlag{Name: "nats-url", Usage: "NATS URL (env LKSCORE_NATS_URL; empty: the embedded server on 127.0.0.1:<nats.embedded_port>)"},
+			&cli.StringFlag{Name: "data-dir", Usage: "the daemon's data directory, for the local store (env LKSCORE_DATA_DIR)"},
+			&cli.BoolFlag{Name: "json", Usage: "print the report as JSON"},
+		},
+		Action: func(ctx context.Context, c *cli.Command) error {
+			js, subj, cfg, closeFn, err := toolNATS(c, getenv)
+			if err != nil {
+				return err
+			}
+			defer closeFn()
+			if c.IsSet("data-dir") {
+				cfg.DataDir = c.String("data-dir")
+			}
+			st, err := store.Open(ctx, cfg)
+			if err != nil {
+				return exitError{code: 1, err: err}
+			}
+			layout, err := recording.NewLayout(cfg.S3.Prefix, cfg.Recordings.KeyTemplate)
+			if err != nil {
+				return exitError{code: 2, err: err}
+			}
+			steps := consumer.Forget(ctx, js, subj, st, layout, c.String("session"))
+			if err := printForget(stdout, steps, c.Bool("json")); err != nil {
+				return exitError{code: 1, err: err}
+			}
+			for _, s := range steps {
+				if s.Err != "" {
+					return exitError{code: 1, err: errors.New("forget: some places could not be cleared (see the report)")}
+				}
+			}
+			return nil
+		},
+	}
+}
+
+func printForget(w io.Writer, steps []consumer.ForgetStep, asJSON bool) error {
+	if asJSON {
+		return json.NewEncoder(w).Encode(steps)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PLACE\tREMOVED\tNOTE")
+	for _, s := range steps {
+		note := s.Note
+		if s.Err != "" {
+			note = "ERROR: " + s.Err
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\n", s.Place, s.Removed, note)
+	}
+	return tw.Flush()
+}
