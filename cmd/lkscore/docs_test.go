@@ -57,7 +57,7 @@ func TestDocsMatchCode(t *testing.T) {
 		}
 		// Flags of other tools the README quotes (helm, kubectl, docker, nats, go).
 		foreign := map[string]bool{"set": true, "from-literal": true, "from-file": true, "build-arg": true, "filter": true,
-			"tags": true, "always": true, "namespace": true}
+			"tags": true, "always": true, "namespace": true, "bucket": true, "lifecycle-configuration": true}
 		for _, m := range regexp.MustCompile(`(?:^|[\s(\x60])--([a-z][a-z0-9-]+)`).FindAllStringSubmatch(readme, -1) {
 			if !flags[m[1]] && !foreign[m[1]] {
 				t.Errorf("README names --%s, which no lkscore command has", m[1])
