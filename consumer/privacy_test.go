@@ -131,6 +131,13 @@ func TestMetadataOnly(t *testing.T) {
 			if v := counter(t, reg, "lkscore_recordings_deleted_total", map[string]string{"reason": "metadata_only"}); v != 1 {
 				t.Errorf("deletions counted %v", v)
 			}
+			nc, _ := nats.Connect(ns.URL())
+			defer nc.Close()
+			js, _ := jetstream.New(nc)
+			rs, _ := js.Stream(ctx, "LKSCORE_RESULTS")
+			if info, err := rs.Info(ctx); err != nil || info.Config.MaxAge != cfg.Retention.Results {
+				t.Errorf("results stream MaxAge: %v, want retention.results %s", err, cfg.Retention.Results)
+			}
 		})
 	}
 }
@@ -145,6 +152,7 @@ func TestMetadataOnly(t *testing.T) {
 func TestRedactionMarkers(t *testing.T) {
 	ns := startNATS(t)
 	cfg := pipelineConfig(t, ns.URL())
+	cfg.Pipeline.RecordingDeadline = time.Second
 	var logs syncBuffer
 	reg := prometheus.NewRegistry()
 	d, err := New(cfg, slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})), reg, reg)
@@ -205,9 +213,18 @@ func TestRedactionMarkers(t *testing.T) {
 		}
 	}
 	send("RM_Red", "AJ_Red", "", true)
+	// A redacted job whose recording never comes: its webhook ends in the DLQ.
+	lost := &livekit.WebhookEvent{Event: "agent_job_ended", Id: "EV_lost", Job: &livekit.Job{Id: "AJ_Lost", EnableRedaction: true,
+		Metadata: mark("lost_job_metadata"), Room: &livekit.Room{Sid: "RM_Lost", Metadata: mark("lost_room_metadata")},
+		State: &livekit.JobState{Status: livekit.JobStatus_JS_FAILED, Error: mark("lost_job_error")}}}
+	lb, _ := protojson.Marshal(lost)
+	if resp, msg := post(t, "http://"+d.IngestAddr()+"/webhook", signWebhook(t, testKey, testSecret, lb, 5*time.Minute), "application/webhook+json", bytes.NewReader(lb)); resp.StatusCode != 200 {
+		t.Fatalf("webhook: %d %s", resp.StatusCode, msg)
+	}
 	redacted := maps.Clone(markers)
 	send("RM_Open", "AJ_Open", "open", false) // the control
 	waitFor(t, "both scorecards", func() bool { return len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")) == 2 })
+	waitFor(t, "the lost job's dead letter", func() bool { return len(streamMsgs(t, ns.URL(), "LKSCORE_DLQ")) == 1 })
 	quiesce(t, ns.URL(), defaultConsumers)
 
 	// The dashboard's pages for the redacted session.
