@@ -6,7 +6,6 @@ import (
 	"os"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/internal/testenv"
@@ -16,12 +15,7 @@ import (
 
 func s3Env(t *testing.T, secret string) { testenv.SetAWSEnv(t, secret) }
 
-func s3Config(srv *testenv.S3, bucket string) config.S3 {
-	c := config.Default().S3
-	c.Bucket, c.Endpoint, c.ForcePathStyle, c.Region = bucket, srv.Endpoint, true, "us-east-1"
-	c.RequestTimeout, c.MaxAttempts = 5*time.Second, 2
-	return c
-}
+func s3Config(srv *testenv.S3, bucket string) config.S3 { return srv.Config(bucket) }
 
 func newTestS3Store(t *testing.T, srv *testenv.S3, bucket string) *store.S3 {
 	t.Helper()

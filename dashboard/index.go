@@ -8,11 +8,13 @@ package dashboard
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"sort"
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lkscore/lkscore/scoring"
@@ -80,25 +82,42 @@ func (x *Index) follow(ctx context.Context, js jetstream.JetStream, stream strin
 	if start == 0 {
 		start = 1
 	}
-	cons, err := js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{
-		DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: start})
+	// An ephemeral consumer of our own, fetched under ctx: shutdown ends a
+	// fetch at once (an ordered consumer's reset can outlive its context).
+	// The server removes the consumer once idle; Follow starts a new one
+	// after any error.
+	cons, err := js.CreateConsumer(ctx, stream, jetstream.ConsumerConfig{
+		DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: start, AckPolicy: jetstream.AckNonePolicy,
+		InactiveThreshold: time.Minute, MemoryStorage: true})
 	if err != nil {
 		return err
 	}
 	for {
-		m, err := cons.Next(jetstream.FetchContext(ctx))
+		fctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		batch, err := cons.Fetch(256, jetstream.FetchContext(fctx))
 		if err != nil {
+			cancel()
 			return err
 		}
-		meta, err := m.Metadata()
-		if err != nil {
-			continue
+		for m := range batch.Messages() {
+			meta, err := m.Metadata()
+			if err != nil {
+				continue
+			}
+			var sc scoring.Scorecard
+			if err := json.Unmarshal(m.Data(), &sc); err != nil {
+				continue
+			}
+			x.add(entryOf(meta.Sequence.Stream, meta.Timestamp, sc))
 		}
-		var sc scoring.Scorecard
-		if err := json.Unmarshal(m.Data(), &sc); err != nil {
-			continue
+		err = batch.Error()
+		cancel()
+		if ctx.Err() != nil {
+			return ctx.Err()
 		}
-		x.add(entryOf(meta.Sequence.Stream, meta.Timestamp, sc))
+		if err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, nats.ErrTimeout) {
+			return err
+		}
 	}
 }
 

@@ -4,6 +4,7 @@
 package testenv
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +21,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/lkscore/lkscore/config"
 )
 
 // NATS is an embedded NATS server that a test can stop and restart on the
@@ -178,4 +182,30 @@ func (s *S3) CreateBucket(t testing.TB, name string) {
 	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(name)}); err != nil {
 		t.Fatalf("create bucket %s: %v", name, err)
 	}
+}
+
+// Config is lkscore's S3 config for a bucket on this gateway.
+func (s *S3) Config(bucket string) config.S3 {
+	c := config.Default().S3
+	c.Bucket, c.Endpoint, c.ForcePathStyle, c.Region = bucket, s.Endpoint, true, "us-east-1"
+	c.RequestTimeout, c.MaxAttempts = 5*time.Second, 2
+	return c
+}
+
+// SyncBuffer is a goroutine-safe writer, for capturing logs.
+type SyncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *SyncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *SyncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
