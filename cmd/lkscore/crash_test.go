@@ -280,6 +280,32 @@ func (l *load) count() int {
 	return len(l.sent)
 }
 
+// burst sends n more sessions at once from senders goroutines; the channel
+// closes when all are acknowledged.
+func (l *load) burst(n, senders int) <-chan struct{} {
+	done := make(chan struct{})
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range senders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				l.session(i)
+			}
+		}()
+	}
+	go func() {
+		for i := range n {
+			next <- 100000 + i
+		}
+		close(next)
+		wg.Wait()
+		close(done)
+	}()
+	return done
+}
+
 func (l *load) sentAt(key string) time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -443,8 +469,14 @@ func TestCrashWorkerKill9(t *testing.T) {
 	a := c.startLkscore("worker-a", "worker")
 	c.startLkscore("worker-b", "worker")
 	l := c.startLoad("Kill", 40)
-	time.Sleep(10 * time.Second)
+	time.Sleep(8 * time.Second)
+	// A burst on top of the steady load, so that many sessions are in
+	// flight (acknowledged, not yet scored) when the worker dies.
+	burstDone := l.burst(300, 32)
+	time.Sleep(2 * time.Second)
 	diedAt := time.Now()
+	cards, _ := c.scorecards()
+	t.Logf("kill -9: %d sessions acknowledged, %d scored: %d in flight when the worker died", l.count(), len(cards), l.count()-len(cards))
 	if err := a.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
@@ -455,8 +487,9 @@ func TestCrashWorkerKill9(t *testing.T) {
 	<-a.exit
 	before := l.sentBefore(time.Now())
 	time.Sleep(10 * time.Second)
+	<-burstDone
 	sent := l.finish()
-	cards := c.checkExactlyOnce(sent, 3*crashAckWait)
+	cards = c.checkExactlyOnce(sent, 3*crashAckWait)
 
 	rBefore, rAfter := rate(cards, diedAt.Add(-8*time.Second), diedAt), rate(cards, diedAt, diedAt.Add(10*time.Second))
 	gap := longestGap(cards, diedAt, diedAt.Add(10*time.Second))
