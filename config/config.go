@@ -53,6 +53,17 @@ type Config struct {
 	Retention Retention `yaml:"retention"`
 }
 
+// Roles a process can run (config key role).
+const (
+	RoleAll    = "all"
+	RoleIngest = "ingest" // webhook, collector and OTLP endpoints
+	RoleWorker = "worker" // locator, settler and scoring pool
+)
+
+// Runs reports whether this process runs the given part (RoleIngest or
+// RoleWorker): its own role, or all of them.
+func (c Config) Runs(role string) bool { return c.Role == RoleAll || c.Role == role }
+
 // Privacy configures redaction and what is kept (README "Data and privacy").
 type Privacy struct {
 	// Redaction is "auto" (honour the session's flags: the header's

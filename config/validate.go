@@ -109,7 +109,7 @@ func (c Config) validateServer(p *problems) {
 	p.positive("http.read_header_timeout", c.HTTP.ReadHeaderTimeout)
 	p.positive("http.idle_timeout", c.HTTP.IdleTimeout)
 	switch c.Role {
-	case "all", "ingest", "worker":
+	case RoleAll, RoleIngest, RoleWorker:
 	default:
 		p.add("role: %q is not all, ingest or worker", c.Role)
 	}

@@ -47,7 +47,7 @@ func TestRealAgentsJS(t *testing.T) {
 	waitFor(t, "the scorecard", func() bool { return len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")) == 1 })
 	c := results(t, ns.URL())[0]
 	if c.Session.Key != "RM_AgentsJS/AJ_AgentsJS" || c.Session.AgentName != "js-agent" || c.Completion.CloseReason != "CR_USER_INITIATED" ||
-		c.Completion.CloseReasonSource != SourceOTLPLog || c.Session.SDK == nil || c.Session.SDK.Language != "nodejs" {
+		c.Completion.CloseReasonSource != sourceOTLPLog || c.Session.SDK == nil || c.Session.SDK.Language != "nodejs" {
 		t.Fatalf("scorecard session %+v completion %+v", c.Session, c.Completion)
 	}
 	if c.Components[0].Name == "" || c.Overall.Verdict == "" {

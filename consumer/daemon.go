@@ -112,7 +112,7 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	if d.cfg.Role == "all" || d.cfg.Role == "worker" {
+	if d.cfg.Runs(config.RoleWorker) {
 		d.pipeline, err = startPipeline(ctx, pipelineDeps{cfg: d.cfg, nc: d.nc, js: js, store: st, facts: facts, metrics: d.pmetrics, log: d.log, now: time.Now})
 		if err != nil {
 			return err
@@ -122,7 +122,7 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 		return err
 	}
 	listen := ""
-	if d.cfg.Role == "all" || d.cfg.Role == "ingest" {
+	if d.cfg.Runs(config.RoleIngest) {
 		h, err := d.ingestHandler(js, st, facts)
 		if err != nil {
 			return err
@@ -259,8 +259,11 @@ func (d *Daemon) ingestHandler(js jetstream.JetStream, st uploadStore, facts fac
 	mux.Handle("/webhook", wh)
 	mux.Handle("/observability/recordings/v0", col)
 	for _, sig := range []string{"traces", "logs", "metrics"} {
-		mux.Handle("/observability/"+sig+"/otlp/v0", &otlpReceiver{signal: sig, keys: keys, facts: facts,
-			maxBody: d.cfg.Limits.OTLPBytes, metrics: d.metrics, log: d.log})
+		rcv := &otlpReceiver{signal: sig, keys: keys, facts: facts, maxBody: d.cfg.Limits.OTLPBytes, metrics: d.metrics, log: d.log}
+		if sig == "metrics" {
+			rcv.facts = nil // metrics carry no session facts lkscore uses
+		}
+		mux.Handle("/observability/"+sig+"/otlp/v0", rcv)
 	}
 	return collapseSlashes(mux), nil
 }

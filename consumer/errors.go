@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"time"
-	"unicode/utf8"
 
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/store"
@@ -144,13 +143,8 @@ func backoff(base time.Duration, n uint64) time.Duration {
 // truncateHeader bounds a header value at 1 KiB without cutting a UTF-8
 // character in half.
 func truncateHeader(s string) string {
-	const limit = 1024
-	if len(s) <= limit {
+	if len(s) <= 1024 {
 		return s
 	}
-	cut := limit
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
+	return bounded(s, 1024) + "…"
 }

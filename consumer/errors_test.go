@@ -117,7 +117,7 @@ func TestWatchdogNamesTheStall(t *testing.T) {
 	m := newPipelineMetrics(nil)
 	now := time.Now()
 	s := &stage{name: StageScore, consumerName: "score-default", concurrency: 4, metrics: m, log: log,
-		health: newHealth(nil, nil, time.Second, m.dependencyUp, log), now: func() time.Time { return now }}
+		health: newHealth(nil, nil, time.Second, time.Second, m.dependencyUp, log), now: func() time.Time { return now }}
 	s.progress.Store(now.Add(-2 * time.Minute).UnixNano())
 	info := &jetstream.ConsumerInfo{NumPending: 7, NumAckPending: 10, Config: jetstream.ConsumerConfig{MaxAckPending: 10}}
 	s.checkStall(info, time.Minute)

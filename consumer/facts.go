@@ -10,10 +10,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/livekit/protocol/livekit/agent"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/recording"
+	"github.com/lkscore/lkscore/scoring"
 )
 
 // Session facts: what every signal said about one session (the recording
@@ -26,40 +28,40 @@ import (
 
 // Fact fields.
 const (
-	FieldCloseReason  = "close_reason"
-	FieldAgentName    = "agent_name"
-	FieldSDKLanguage  = "sdk_language"
-	FieldSDKVersion   = "sdk_version"
-	FieldDeploymentID = "deployment_id"
-	FieldCloudAgentID = "cloud_agent_id"
-	FieldSimulated    = "simulated"
-	FieldRedaction    = "redaction_enabled"
-	FieldTag          = "tag"
-	FieldOutcome      = "outcome"
-	FieldEvaluation   = "evaluation"
-	FieldJobStatus    = "job_status"
+	fieldCloseReason  = "close_reason"
+	fieldAgentName    = "agent_name"
+	fieldSDKLanguage  = "sdk_language"
+	fieldSDKVersion   = "sdk_version"
+	fieldDeploymentID = "deployment_id"
+	fieldCloudAgentID = "cloud_agent_id"
+	fieldSimulated    = "simulated"
+	fieldRedaction    = "redaction_enabled"
+	fieldTag          = "tag"
+	fieldOutcome      = "outcome"
+	fieldEvaluation   = "evaluation"
+	fieldJobStatus    = "job_status"
 )
 
 // Fact sources, in the order close reasons are trusted (docs/facts.md).
 const (
-	SourceSummary        = recording.SourceSummary // the header's session_summary
-	SourceOTLPSpan       = "otlp_span"             // a span's lk.close_reason
-	SourceOTLPLog        = "otlp_log"              // a log record that names the reason
-	SourceOTLPLogImplied = "otlp_log_implied"      // a log record that implies it
-	SourceJobStatus      = "job_status"            // agent_job_ended: JS_FAILED → CR_ERROR
-	SourceAbsent         = recording.SourceAbsent  // no signal said anything
-	SourceHeader         = "header"                // other header fields
-	SourceWebhook        = "webhook"               // agent_job_ended's job
-	SourceOTLP           = "otlp"                  // other OTLP attributes
+	sourceSummary        = recording.SourceSummary // the header's session_summary
+	sourceOTLPSpan       = "otlp_span"             // a span's lk.close_reason
+	sourceOTLPLog        = "otlp_log"              // a log record that names the reason
+	sourceOTLPLogImplied = "otlp_log_implied"      // a log record that implies it
+	sourceJobStatus      = "job_status"            // agent_job_ended: JS_FAILED → CR_ERROR
+	sourceAbsent         = recording.SourceAbsent  // no signal said anything
+	sourceHeader         = "header"                // other header fields
+	sourceWebhook        = "webhook"               // agent_job_ended's job
+	sourceOTLP           = "otlp"                  // other OTLP attributes
 )
 
 // closeReasonRank orders close-reason sources: higher wins.
 var closeReasonRank = map[string]int{
-	SourceSummary: 5, SourceOTLPSpan: 4, SourceOTLPLog: 3, SourceOTLPLogImplied: 2, SourceJobStatus: 1,
+	sourceSummary: 5, sourceOTLPSpan: 4, sourceOTLPLog: 3, sourceOTLPLogImplied: 2, sourceJobStatus: 1,
 }
 
 // fieldRank orders the sources of the other fields: higher wins.
-var fieldRank = map[string]int{SourceWebhook: 3, SourceHeader: 2, SourceOTLP: 1}
+var fieldRank = map[string]int{sourceWebhook: 3, sourceHeader: 2, sourceOTLP: 1}
 
 // Observation is one fact one signal gave.
 type Observation struct {
@@ -138,39 +140,33 @@ func (f *SessionFacts) merge(u factUpdate) bool {
 	return changed
 }
 
-// Resolved are the facts as scored: each field from its best source.
+// Resolved are the facts as scored: each field from its best source. The
+// scoring model's Facts are embedded, so the worker hands them on as they are.
 type Resolved struct {
-	CloseReason         string            `json:"close_reason"`
-	CloseReasonSource   string            `json:"close_reason_source"`
-	CloseReasonEvidence string            `json:"close_reason_evidence,omitempty"`
-	AgentName           string            `json:"agent_name,omitempty"`
-	SDKLanguage         string            `json:"sdk_language,omitempty"`
-	SDKVersion          string            `json:"sdk_version,omitempty"`
-	DeploymentID        string            `json:"deployment_id,omitempty"`
-	CloudAgentID        string            `json:"cloud_agent_id,omitempty"`
-	Simulated           bool              `json:"simulated,omitempty"`
-	RedactionEnabled    bool              `json:"redaction_enabled,omitempty"`
-	Tags                []string          `json:"tags,omitempty"`
-	Outcome             string            `json:"outcome,omitempty"`
-	JobStatus           string            `json:"job_status,omitempty"`
-	Provenance          map[string]string `json:"provenance,omitempty"`
+	CloseReason         string `json:"close_reason"`
+	CloseReasonSource   string `json:"close_reason_source"`
+	CloseReasonEvidence string `json:"close_reason_evidence,omitempty"`
+	AgentName           string `json:"agent_name,omitempty"`
+	scoring.Facts
 }
 
 // closeReasonOrder breaks ties between equally trusted close reasons: the
 // more serious one wins.
-var closeReasonOrder = map[string]int{"CR_ERROR": 0, "CR_PARTICIPANT_DISCONNECTED": 1, "CR_USER_INITIATED": 2,
-	"CR_JOB_SHUTDOWN": 3, "CR_COMPLETED": 4, "CR_UNKNOWN": 5}
+var closeReasonOrder = map[string]int{agent.CloseReason_CR_ERROR.String(): 0, agent.CloseReason_CR_PARTICIPANT_DISCONNECTED.String(): 1,
+	agent.CloseReason_CR_USER_INITIATED.String(): 2, agent.CloseReason_CR_JOB_SHUTDOWN.String(): 3,
+	agent.CloseReason_CR_COMPLETED.String(): 4, agent.CloseReason_CR_UNKNOWN.String(): 5}
 
 // resolve derives the facts from a set of observations. It is a pure
 // function of the set: the same observations in any order resolve alike.
 func resolve(obs []Observation) Resolved {
-	r := Resolved{CloseReason: "CR_UNKNOWN", CloseReasonSource: SourceAbsent, Provenance: map[string]string{}}
+	r := Resolved{CloseReason: agent.CloseReason_CR_UNKNOWN.String(), CloseReasonSource: sourceAbsent}
+	r.Provenance = map[string]string{}
 	best := map[string]Observation{}
 	better := func(o, cur Observation, rank map[string]int) bool {
 		if d := rank[o.Source] - rank[cur.Source]; d != 0 {
 			return d > 0
 		}
-		if o.Field == FieldCloseReason {
+		if o.Field == fieldCloseReason {
 			if d := closeReasonOrder[o.Value] - closeReasonOrder[cur.Value]; d != 0 {
 				return d < 0
 			}
@@ -180,22 +176,22 @@ func resolve(obs []Observation) Resolved {
 	tags := map[string]bool{}
 	for _, o := range obs {
 		switch o.Field {
-		case FieldTag:
+		case fieldTag:
 			tags[o.Value] = true
 			continue
-		case FieldSimulated:
+		case fieldSimulated:
 			r.Simulated = r.Simulated || o.Value == "true"
 			continue
-		case FieldRedaction:
+		case fieldRedaction:
 			r.RedactionEnabled = r.RedactionEnabled || o.Value == "true"
 			continue
-		case FieldEvaluation:
+		case fieldEvaluation:
 			continue // kept in the facts; the scorecard does not carry them yet
 		}
 		rank := fieldRank
-		if o.Field == FieldCloseReason {
+		if o.Field == fieldCloseReason {
 			rank = closeReasonRank
-			if o.Value == "CR_UNKNOWN" {
+			if o.Value == agent.CloseReason_CR_UNKNOWN.String() {
 				continue // says nothing
 			}
 		}
@@ -203,25 +199,15 @@ func resolve(obs []Observation) Resolved {
 			best[o.Field] = o
 		}
 	}
+	// Where each single-valued field lands.
+	dst := map[string]*string{fieldAgentName: &r.AgentName, fieldSDKLanguage: &r.SDKLanguage, fieldSDKVersion: &r.SDKVersion,
+		fieldDeploymentID: &r.DeploymentID, fieldCloudAgentID: &r.CloudAgentID, fieldOutcome: &r.Outcome, fieldJobStatus: &r.JobStatus}
 	for field, o := range best {
 		r.Provenance[field] = o.Source
-		switch field {
-		case FieldCloseReason:
+		if field == fieldCloseReason {
 			r.CloseReason, r.CloseReasonSource, r.CloseReasonEvidence = o.Value, o.Source, o.Evidence
-		case FieldAgentName:
-			r.AgentName = o.Value
-		case FieldSDKLanguage:
-			r.SDKLanguage = o.Value
-		case FieldSDKVersion:
-			r.SDKVersion = o.Value
-		case FieldDeploymentID:
-			r.DeploymentID = o.Value
-		case FieldCloudAgentID:
-			r.CloudAgentID = o.Value
-		case FieldOutcome:
-			r.Outcome = o.Value
-		case FieldJobStatus:
-			r.JobStatus = o.Value
+		} else if p := dst[field]; p != nil {
+			*p = o.Value
 		}
 	}
 	for t := range tags {
@@ -243,7 +229,7 @@ func (f *SessionFacts) complete() bool {
 		return false
 	}
 	r := resolve(f.Observations)
-	return closeReasonRank[r.CloseReasonSource] >= closeReasonRank[SourceOTLPLog]
+	return closeReasonRank[r.CloseReasonSource] >= closeReasonRank[sourceOTLPLog]
 }
 
 // factsKey is a session's KV key.

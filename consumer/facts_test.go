@@ -20,21 +20,21 @@ import (
 
 func TestResolvePrecedence(t *testing.T) {
 	cr := func(value, source string) Observation {
-		return Observation{Field: FieldCloseReason, Value: value, Source: source, Evidence: source + ": x"}
+		return Observation{Field: fieldCloseReason, Value: value, Source: source, Evidence: source + ": x"}
 	}
 	for _, tc := range []struct {
 		name       string
 		obs        []Observation
 		want, from string
 	}{
-		{"nothing", nil, "CR_UNKNOWN", SourceAbsent},
-		{"job failed only", []Observation{cr("CR_ERROR", SourceJobStatus)}, "CR_ERROR", SourceJobStatus},
-		{"implied beats job status", []Observation{cr("CR_ERROR", SourceJobStatus), cr("CR_PARTICIPANT_DISCONNECTED", SourceOTLPLogImplied)}, "CR_PARTICIPANT_DISCONNECTED", SourceOTLPLogImplied},
-		{"named log beats implied", []Observation{cr("CR_PARTICIPANT_DISCONNECTED", SourceOTLPLogImplied), cr("CR_USER_INITIATED", SourceOTLPLog)}, "CR_USER_INITIATED", SourceOTLPLog},
-		{"span beats log", []Observation{cr("CR_USER_INITIATED", SourceOTLPLog), cr("CR_JOB_SHUTDOWN", SourceOTLPSpan)}, "CR_JOB_SHUTDOWN", SourceOTLPSpan},
-		{"summary beats all", []Observation{cr("CR_JOB_SHUTDOWN", SourceOTLPSpan), cr("CR_COMPLETED", SourceSummary), cr("CR_ERROR", SourceJobStatus)}, "CR_COMPLETED", SourceSummary},
-		{"unknown says nothing", []Observation{cr("CR_UNKNOWN", SourceSummary), cr("CR_ERROR", SourceJobStatus)}, "CR_ERROR", SourceJobStatus},
-		{"tie: the more serious", []Observation{cr("CR_PARTICIPANT_DISCONNECTED", SourceOTLPLogImplied), cr("CR_ERROR", SourceOTLPLogImplied)}, "CR_ERROR", SourceOTLPLogImplied},
+		{"nothing", nil, "CR_UNKNOWN", sourceAbsent},
+		{"job failed only", []Observation{cr("CR_ERROR", sourceJobStatus)}, "CR_ERROR", sourceJobStatus},
+		{"implied beats job status", []Observation{cr("CR_ERROR", sourceJobStatus), cr("CR_PARTICIPANT_DISCONNECTED", sourceOTLPLogImplied)}, "CR_PARTICIPANT_DISCONNECTED", sourceOTLPLogImplied},
+		{"named log beats implied", []Observation{cr("CR_PARTICIPANT_DISCONNECTED", sourceOTLPLogImplied), cr("CR_USER_INITIATED", sourceOTLPLog)}, "CR_USER_INITIATED", sourceOTLPLog},
+		{"span beats log", []Observation{cr("CR_USER_INITIATED", sourceOTLPLog), cr("CR_JOB_SHUTDOWN", sourceOTLPSpan)}, "CR_JOB_SHUTDOWN", sourceOTLPSpan},
+		{"summary beats all", []Observation{cr("CR_JOB_SHUTDOWN", sourceOTLPSpan), cr("CR_COMPLETED", sourceSummary), cr("CR_ERROR", sourceJobStatus)}, "CR_COMPLETED", sourceSummary},
+		{"unknown says nothing", []Observation{cr("CR_UNKNOWN", sourceSummary), cr("CR_ERROR", sourceJobStatus)}, "CR_ERROR", sourceJobStatus},
+		{"tie: the more serious", []Observation{cr("CR_PARTICIPANT_DISCONNECTED", sourceOTLPLogImplied), cr("CR_ERROR", sourceOTLPLogImplied)}, "CR_ERROR", sourceOTLPLogImplied},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := resolve(tc.obs)
@@ -43,9 +43,9 @@ func TestResolvePrecedence(t *testing.T) {
 			}
 		})
 	}
-	r := resolve([]Observation{{Field: FieldAgentName, Value: "from-otlp", Source: SourceOTLP}, {Field: FieldAgentName, Value: "from-webhook", Source: SourceWebhook}})
-	if r.AgentName != "from-webhook" || r.Provenance[FieldAgentName] != SourceWebhook {
-		t.Errorf("agent name %q from %q", r.AgentName, r.Provenance[FieldAgentName])
+	r := resolve([]Observation{{Field: fieldAgentName, Value: "from-otlp", Source: sourceOTLP}, {Field: fieldAgentName, Value: "from-webhook", Source: sourceWebhook}})
+	if r.AgentName != "from-webhook" || r.Provenance[fieldAgentName] != sourceWebhook {
+		t.Errorf("agent name %q from %q", r.AgentName, r.Provenance[fieldAgentName])
 	}
 }
 
@@ -53,10 +53,10 @@ func TestResolvePrecedence(t *testing.T) {
 // duplicates, give the same facts.
 func TestMergeOrderIndependent(t *testing.T) {
 	updates := []factUpdate{
-		{observations: []Observation{{Field: FieldAgentName, Value: "a", Source: SourceOTLP}, {Field: FieldCloseReason, Value: "CR_ERROR", Source: SourceOTLPLogImplied, Evidence: "e1"}}},
-		{observations: []Observation{{Field: FieldAgentName, Value: "b", Source: SourceWebhook}, {Field: FieldJobStatus, Value: "JS_FAILED", Source: SourceWebhook}}, jobEnded: true},
-		{observations: []Observation{{Field: FieldCloseReason, Value: "CR_USER_INITIATED", Source: SourceOTLPLog, Evidence: "e2"}, {Field: FieldTag, Value: "t2", Source: SourceOTLP}}},
-		{observations: []Observation{{Field: FieldTag, Value: "t1", Source: SourceOTLP}, {Field: FieldSimulated, Value: "true", Source: SourceHeader}}, recording: &RecordingRef{SessionKey: "RM/AJ"}},
+		{observations: []Observation{{Field: fieldAgentName, Value: "a", Source: sourceOTLP}, {Field: fieldCloseReason, Value: "CR_ERROR", Source: sourceOTLPLogImplied, Evidence: "e1"}}},
+		{observations: []Observation{{Field: fieldAgentName, Value: "b", Source: sourceWebhook}, {Field: fieldJobStatus, Value: "JS_FAILED", Source: sourceWebhook}}, jobEnded: true},
+		{observations: []Observation{{Field: fieldCloseReason, Value: "CR_USER_INITIATED", Source: sourceOTLPLog, Evidence: "e2"}, {Field: fieldTag, Value: "t2", Source: sourceOTLP}}},
+		{observations: []Observation{{Field: fieldTag, Value: "t1", Source: sourceOTLP}, {Field: fieldSimulated, Value: "true", Source: sourceHeader}}, recording: &RecordingRef{SessionKey: "RM/AJ"}},
 	}
 	var want *SessionFacts
 	for i := range 200 {

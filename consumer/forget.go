@@ -33,7 +33,10 @@ type forgetStore interface {
 // objects, its facts, its scorecards, work items, upload notices, dead
 // letters and agent_job_ended webhooks. It reports each place, with what it
 // could not remove.
-func Forget(ctx context.Context, js jetstream.JetStream, s Subjects, st forgetStore, layout recording.Layout, sessionKey string) []ForgetStep {
+// requestTimeout (config nats.request_timeout) bounds each KV request and
+// each wait for a stream's next message.
+func Forget(ctx context.Context, js jetstream.JetStream, s Subjects, st forgetStore, layout recording.Layout, requestTimeout time.Duration,
+	sessionKey string) []ForgetStep {
 	room, job, ok := strings.Cut(sessionKey, "/")
 	if !ok || room == "" || job == "" {
 		return []ForgetStep{{Place: "session key", Err: fmt.Sprintf("%q is not room_id/job_id", sessionKey)}}
@@ -47,7 +50,7 @@ func Forget(ctx context.Context, js jetstream.JetStream, s Subjects, st forgetSt
 	kv, err := js.KeyValue(ctx, s.SessionFacts())
 	fkey := factsKey(room, factsJob)
 	if err == nil {
-		fs := &factStore{kv: kv, timeout: 10 * time.Second, now: time.Now}
+		fs := &factStore{kv: kv, timeout: requestTimeout, now: time.Now}
 		if f, _, gerr := fs.get(ctx, fkey); gerr == nil {
 			ref = f.Recording
 		}
@@ -97,7 +100,7 @@ func Forget(ctx context.Context, js jetstream.JetStream, s Subjects, st forgetSt
 	// Messages keyed by the session.
 	byKey := func(m jetstream.Msg) bool { return m.Headers().Get(HeaderSessionKey) == sessionKey }
 	for _, stream := range []string{s.ResultStream(), s.SessionStream(), s.UploadStream(), s.DLQStream()} {
-		steps = append(steps, forgetIn(ctx, js, stream, byKey))
+		steps = append(steps, forgetIn(ctx, js, stream, requestTimeout, byKey))
 	}
 	// agent_job_ended webhooks of the job (room events concern the whole room and stay).
 	jobIDs := [][]byte{[]byte(`"id":"` + job + `"`), []byte(`"id": "` + job + `"`)}
@@ -113,7 +116,7 @@ func Forget(ctx context.Context, js jetstream.JetStream, s Subjects, st forgetSt
 		}
 		return false
 	}
-	step = forgetIn(ctx, js, s.WebhookStream(), isJobEnd)
+	step = forgetIn(ctx, js, s.WebhookStream(), requestTimeout, isJobEnd)
 	step.Note = "room_finished and egress_ended events concern the whole room and are kept until nats.max_age"
 	steps = append(steps, step)
 	steps = append(steps, ForgetStep{Place: "deduplication", Note: "the streams remember the session key for " +
@@ -123,7 +126,7 @@ func Forget(ctx context.Context, js jetstream.JetStream, s Subjects, st forgetSt
 }
 
 // forgetIn deletes the messages of a stream that match.
-func forgetIn(ctx context.Context, js jetstream.JetStream, stream string, match func(jetstream.Msg) bool) ForgetStep {
+func forgetIn(ctx context.Context, js jetstream.JetStream, stream string, wait time.Duration, match func(jetstream.Msg) bool) ForgetStep {
 	step := ForgetStep{Place: "stream " + stream}
 	st, err := js.Stream(ctx, stream)
 	if err != nil {
@@ -143,7 +146,7 @@ func forgetIn(ctx context.Context, js jetstream.JetStream, stream string, match 
 		return step
 	}
 	for {
-		m, err := cons.Next(jetstream.FetchMaxWait(2 * time.Second))
+		m, err := cons.Next(jetstream.FetchMaxWait(wait))
 		if err != nil {
 			break
 		}

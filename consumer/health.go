@@ -24,8 +24,11 @@ type health struct {
 	probe    func(ctx context.Context) error // nil: the store is always up
 	interval time.Duration
 	upEvery  time.Duration
-	up       *prometheus.GaugeVec // dependency
-	log      *slog.Logger
+	// probeTimeout bounds one probe (config s3.request_timeout; the local
+	// store answers at once).
+	probeTimeout time.Duration
+	up           *prometheus.GaugeVec // dependency
+	log          *slog.Logger
 
 	mu        sync.Mutex
 	storeErr  error         // non-nil while the store is down
@@ -34,8 +37,8 @@ type health struct {
 	wake      chan struct{}
 }
 
-func newHealth(nc *nats.Conn, probe func(context.Context) error, interval time.Duration, up *prometheus.GaugeVec, log *slog.Logger) *health {
-	h := &health{nc: nc, probe: probe, interval: interval, upEvery: max(5*time.Second, interval), up: up, log: log,
+func newHealth(nc *nats.Conn, probe func(context.Context) error, interval, probeTimeout time.Duration, up *prometheus.GaugeVec, log *slog.Logger) *health {
+	h := &health{nc: nc, probe: probe, interval: interval, probeTimeout: probeTimeout, upEvery: max(5*time.Second, interval), up: up, log: log,
 		wake: make(chan struct{}, 1)}
 	up.WithLabelValues("store").Set(1)
 	up.WithLabelValues("nats").Set(1)
@@ -61,7 +64,7 @@ func (h *health) run(ctx context.Context) {
 		case <-h.wake:
 			continue // just marked down: probe on the short interval
 		}
-		pctx, cancel := context.WithTimeout(ctx, max(h.interval, 2*time.Second))
+		pctx, cancel := context.WithTimeout(ctx, h.probeTimeout)
 		err := h.probe(pctx)
 		cancel()
 		if ctx.Err() != nil {

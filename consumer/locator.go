@@ -170,19 +170,19 @@ func (l *locator) jobEnded(ctx context.Context, ev *livekit.WebhookEvent) error 
 func jobObservations(job *livekit.Job) []Observation {
 	status := job.GetState().GetStatus()
 	obs := []Observation{
-		{Field: FieldAgentName, Value: job.GetAgentName(), Source: SourceWebhook},
-		{Field: FieldDeploymentID, Value: job.GetDeployment(), Source: SourceWebhook},
-		{Field: FieldJobStatus, Value: status.String(), Source: SourceWebhook},
+		{Field: fieldAgentName, Value: job.GetAgentName(), Source: sourceWebhook},
+		{Field: fieldDeploymentID, Value: job.GetDeployment(), Source: sourceWebhook},
+		{Field: fieldJobStatus, Value: status.String(), Source: sourceWebhook},
 	}
 	if job.GetEnableRedaction() {
-		obs = append(obs, Observation{Field: FieldRedaction, Value: "true", Source: SourceWebhook})
+		obs = append(obs, Observation{Field: fieldRedaction, Value: "true", Source: sourceWebhook})
 	}
 	if status == livekit.JobStatus_JS_FAILED {
 		evidence := "job_status: JS_FAILED"
 		if e := job.GetState().GetError(); e != "" {
 			evidence += " (" + bounded(e, maxEvidence) + ")"
 		}
-		obs = append(obs, Observation{Field: FieldCloseReason, Value: agent.CloseReason_CR_ERROR.String(), Source: SourceJobStatus, Evidence: evidence})
+		obs = append(obs, Observation{Field: fieldCloseReason, Value: agent.CloseReason_CR_ERROR.String(), Source: sourceJobStatus, Evidence: evidence})
 	}
 	return slices.DeleteFunc(obs, func(o Observation) bool { return o.Value == "" })
 }
@@ -239,20 +239,20 @@ func (l *locator) record(ctx context.Context, f located) error {
 func recordingUpdate(s *recording.Session, ref *RecordingRef, job *livekit.Job) factUpdate {
 	u := factUpdate{roomID: s.RoomID, jobID: s.JobID, recording: ref}
 	if s.CloseReasonSource == recording.SourceSummary {
-		u.observations = append(u.observations, Observation{Field: FieldCloseReason, Value: s.CloseReason,
-			Source: SourceSummary, Evidence: "summary: close_reason=" + s.CloseReason})
+		u.observations = append(u.observations, Observation{Field: fieldCloseReason, Value: s.CloseReason,
+			Source: sourceSummary, Evidence: "summary: close_reason=" + s.CloseReason})
 	}
 	if v := s.Summary.SDK; v != "" {
-		u.observations = append(u.observations, Observation{Field: FieldSDKLanguage, Value: bounded(v, 32), Source: SourceHeader, Evidence: "summary sdk"})
+		u.observations = append(u.observations, Observation{Field: fieldSDKLanguage, Value: bounded(v, 32), Source: sourceHeader, Evidence: "summary sdk"})
 	}
 	if v := s.Summary.SDKVersion; v != "" {
-		u.observations = append(u.observations, Observation{Field: FieldSDKVersion, Value: bounded(v, 32), Source: SourceHeader, Evidence: "summary sdk_version"})
+		u.observations = append(u.observations, Observation{Field: fieldSDKVersion, Value: bounded(v, 32), Source: sourceHeader, Evidence: "summary sdk_version"})
 	}
 	if s.Simulated {
-		u.observations = append(u.observations, Observation{Field: FieldSimulated, Value: "true", Source: SourceHeader})
+		u.observations = append(u.observations, Observation{Field: fieldSimulated, Value: "true", Source: sourceHeader})
 	}
 	if s.RedactionEnabled {
-		u.observations = append(u.observations, Observation{Field: FieldRedaction, Value: "true", Source: SourceHeader})
+		u.observations = append(u.observations, Observation{Field: fieldRedaction, Value: "true", Source: sourceHeader})
 	}
 	if job != nil {
 		u.observations = append(u.observations, jobObservations(job)...)

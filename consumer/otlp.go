@@ -81,6 +81,14 @@ func (o *otlpReceiver) serve(w http.ResponseWriter, r *http.Request) error {
 		o.log.Debug("otlp refused", "err", err)
 		return refuse(http.StatusUnauthorized, "invalid token")
 	}
+	if o.facts == nil { // metrics: read within the limit and dropped, never decoded
+		if _, err := io.Copy(io.Discard, http.MaxBytesReader(w, r.Body, o.maxBody)); err != nil {
+			return refuse(http.StatusRequestEntityTooLarge, "body exceeds %d bytes", o.maxBody)
+		}
+		o.metrics.otlpDiscarded.WithLabelValues(o.signal).Inc()
+		w.WriteHeader(http.StatusOK)
+		return nil
+	}
 	body, isJSON, err := readOTLPBody(r, w, o.maxBody)
 	if err != nil {
 		return err
@@ -99,8 +107,6 @@ func (o *otlpReceiver) serve(w http.ResponseWriter, r *http.Request) error {
 			return refuse(http.StatusBadRequest, "OTLP traces: %v", err)
 		}
 		updates = traceFacts(&req)
-	default:
-		o.metrics.otlpDiscarded.WithLabelValues(o.signal).Inc()
 	}
 	for _, u := range sortedUpdates(updates) {
 		if err := o.facts.add(r.Context(), *u); err != nil {
@@ -262,27 +268,27 @@ func (c factCollector) add(id sessionID, o Observation) {
 
 // common facts every record or span may carry.
 func (c factCollector) identity(id sessionID, a attrs) {
-	c.add(id, Observation{Field: FieldAgentName, Value: a.str("lk.agent_name"), Source: SourceOTLP})
-	c.add(id, Observation{Field: FieldCloudAgentID, Value: a.str("lk.cloud_agent_id"), Source: SourceOTLP})
-	c.add(id, Observation{Field: FieldDeploymentID, Value: a.str("lk.deployment_id"), Source: SourceOTLP})
+	c.add(id, Observation{Field: fieldAgentName, Value: a.str("lk.agent_name"), Source: sourceOTLP})
+	c.add(id, Observation{Field: fieldCloudAgentID, Value: a.str("lk.cloud_agent_id"), Source: sourceOTLP})
+	c.add(id, Observation{Field: fieldDeploymentID, Value: a.str("lk.deployment_id"), Source: sourceOTLP})
 	if a.str("lk.simulation.enabled") == "true" {
-		c.add(id, Observation{Field: FieldSimulated, Value: "true", Source: SourceOTLP})
+		c.add(id, Observation{Field: fieldSimulated, Value: "true", Source: sourceOTLP})
 	}
 	if a.str("lk.redaction.enabled") == "true" {
-		c.add(id, Observation{Field: FieldRedaction, Value: "true", Source: SourceOTLP})
+		c.add(id, Observation{Field: fieldRedaction, Value: "true", Source: sourceOTLP})
 	}
 	if lang := a.str("telemetry.sdk.language"); lang != "" && a.str("service.name") != "" {
-		c.add(id, Observation{Field: FieldSDKLanguage, Value: lang, Source: SourceOTLP, Evidence: "resource telemetry.sdk.language"})
+		c.add(id, Observation{Field: fieldSDKLanguage, Value: lang, Source: sourceOTLP, Evidence: "resource telemetry.sdk.language"})
 	}
 	if v, ok := a.get("lk.close_reason"); ok {
-		c.closeReason(id, SourceOTLPLog, anyString(v), "lk.close_reason="+bounded(anyString(v), 64))
+		c.closeReason(id, sourceOTLPLog, anyString(v), "lk.close_reason="+bounded(anyString(v), 64))
 	}
 }
 
 // closeReason records a close reason a signal named.
 func (c factCollector) closeReason(id sessionID, source, raw, evidence string) {
-	name, _ := recording.NormalizeCloseReason([]byte(strconv.Quote(raw)))
-	c.add(id, Observation{Field: FieldCloseReason, Value: name, Source: source, Evidence: source + ": " + bounded(evidence, maxEvidence)})
+	name, _ := recording.NormalizeCloseReasonString(raw)
+	c.add(id, Observation{Field: fieldCloseReason, Value: name, Source: source, Evidence: source + ": " + bounded(evidence, maxEvidence)})
 }
 
 // Log bodies that say how a session closed (agents-js 1.9.0
@@ -321,27 +327,27 @@ func (c factCollector) logRecord(id sessionID, a attrs, body string, isJSON bool
 	switch {
 	case body == logSessionClosed || body == logSessionClosedPy:
 		if reason := a.str("reason"); reason != "" {
-			c.closeReason(id, SourceOTLPLog, reason, body+" reason="+reason)
+			c.closeReason(id, sourceOTLPLog, reason, body+" reason="+reason)
 		}
 		if body == logSessionClosed && isJSON {
 			// Only agents-js exports its logs as OTLP/JSON.
-			c.add(id, Observation{Field: FieldSDKLanguage, Value: sdkLanguageFromJSONLog, Source: SourceOTLP, Evidence: "OTLP/JSON log export"})
+			c.add(id, Observation{Field: fieldSDKLanguage, Value: sdkLanguageFromJSONLog, Source: sourceOTLP, Evidence: "OTLP/JSON log export"})
 		}
 	case strings.HasPrefix(body, logParticipantGone):
-		c.closeReason(id, SourceOTLPLogImplied, "participant_disconnected", logParticipantGone)
+		c.closeReason(id, sourceOTLPLogImplied, "participant_disconnected", logParticipantGone)
 	case strings.HasPrefix(body, logUnrecoverable) || strings.HasPrefix(body, logUnrecoverableJS):
-		c.closeReason(id, SourceOTLPLogImplied, "error", body)
+		c.closeReason(id, sourceOTLPLogImplied, "error", body)
 	case body == logSessionReport:
-		c.add(id, Observation{Field: FieldAgentName, Value: a.str("agent_name"), Source: SourceOTLP})
+		c.add(id, Observation{Field: fieldAgentName, Value: a.str("agent_name"), Source: sourceOTLP})
 		if v := a.str("sdk_version"); v != "" {
-			c.add(id, Observation{Field: FieldSDKVersion, Value: v, Source: SourceOTLP, Evidence: "session report sdk_version"})
+			c.add(id, Observation{Field: fieldSDKVersion, Value: v, Source: sourceOTLP, Evidence: "session report sdk_version"})
 			if !isJSON {
-				c.add(id, Observation{Field: FieldSDKLanguage, Value: "python", Source: SourceOTLP, Evidence: "session report sdk_version"})
+				c.add(id, Observation{Field: fieldSDKLanguage, Value: "python", Source: sourceOTLP, Evidence: "session report sdk_version"})
 			}
 		}
 		if v, ok := a.get("session.tags"); ok {
 			for _, t := range tagValues(v) {
-				c.add(id, Observation{Field: FieldTag, Value: bounded(t, 128), Source: SourceOTLP})
+				c.add(id, Observation{Field: fieldTag, Value: bounded(t, 128), Source: sourceOTLP})
 			}
 		}
 	case body == logOutcome:
@@ -349,13 +355,13 @@ func (c factCollector) logRecord(id sessionID, a attrs, body string, isJSON bool
 		if v, ok := a.get("outcome"); ok && v.GetKvlistValue() != nil {
 			out = bounded(anyString(kvGet(v.GetKvlistValue().GetValues(), "outcome")), 64)
 		}
-		c.add(id, Observation{Field: FieldOutcome, Value: out, Source: SourceOTLP})
+		c.add(id, Observation{Field: fieldOutcome, Value: out, Source: sourceOTLP})
 	case body == logEvaluation:
 		if v, ok := a.get("evaluation"); ok && v.GetKvlistValue() != nil {
 			kv := v.GetKvlistValue().GetValues()
 			name, verdict := anyString(kvGet(kv, "name")), anyString(kvGet(kv, "verdict"))
 			if name != "" {
-				c.add(id, Observation{Field: FieldEvaluation, Value: bounded(name, 64) + "=" + bounded(verdict, 32), Source: SourceOTLP})
+				c.add(id, Observation{Field: fieldEvaluation, Value: bounded(name, 64) + "=" + bounded(verdict, 32), Source: sourceOTLP})
 			}
 		}
 	}
@@ -402,7 +408,7 @@ func traceFacts(req *coltrace.ExportTraceServiceRequest) map[sessionID]*factUpda
 				id := a.session()
 				if v, ok := a.get("lk.close_reason"); ok {
 					raw := anyString(v)
-					c.closeReason(id, SourceOTLPSpan, raw, fmt.Sprintf("span %s lk.close_reason=%s", bounded(sp.GetName(), 64), bounded(raw, 64)))
+					c.closeReason(id, sourceOTLPSpan, raw, fmt.Sprintf("span %s lk.close_reason=%s", bounded(sp.GetName(), 64), bounded(raw, 64)))
 				}
 				// identity without lk.close_reason: a span's reason is a span fact, not a log fact
 				c.identity(id, attrs{withoutKey(sp.GetAttributes(), "lk.close_reason"), ss.GetScope().GetAttributes(), rs.GetResource().GetAttributes()})

@@ -46,6 +46,7 @@ var locatorEvents = []string{"agent_job_ended", "room_finished", "egress_ended"}
 // consumer that feed a stage, and what handles and settles its messages.
 type stageSpec struct {
 	name     string // StageLocate, StageScore: dead letters and metrics
+	role     string // the role that runs it (config.RoleWorker)
 	stream   string
 	consumer jetstream.ConsumerConfig
 	handle   func(ctx context.Context, m jetstream.Msg) error
@@ -83,11 +84,11 @@ func stageTable(s Subjects, p config.Pipeline, loc *locator, w *worker) []stageS
 	// that is not an error. A finished job with none is.
 	roomMayBeEmpty := func(m jetstream.Msg) bool { return m.Subject() != s.Webhook("room_finished") }
 	return []stageSpec{
-		{name: StageLocate, stream: s.WebhookStream(), handle: loc.handle, onGiveUp: roomMayBeEmpty,
+		{name: StageLocate, role: config.RoleWorker, stream: s.WebhookStream(), handle: loc.handle, onGiveUp: roomMayBeEmpty,
 			consumer: with(LocatorWebhooks, "lkscore locator: webhooks to session work", hooks)},
-		{name: StageLocate, stream: s.UploadStream(), handle: loc.handle, onGiveUp: roomMayBeEmpty,
+		{name: StageLocate, role: config.RoleWorker, stream: s.UploadStream(), handle: loc.handle, onGiveUp: roomMayBeEmpty,
 			consumer: with(LocatorUploads, "lkscore locator: collector uploads to session work", []string{s.UploadStored()})},
-		{name: StageScore, stream: s.SessionStream(), handle: w.handle,
+		{name: StageScore, role: config.RoleWorker, stream: s.SessionStream(), handle: w.handle,
 			consumer: with(ScoreConsumer(p.Pool), "lkscore scoring pool "+p.Pool, sessions)},
 	}
 }
@@ -147,13 +148,16 @@ func startPipeline(ctx context.Context, d pipelineDeps) (*pipeline, error) {
 		}
 		return err
 	}
-	h := newHealth(d.nc, probe, cfg.Pipeline.HealthInterval, d.metrics.dependencyUp, d.log)
+	h := newHealth(d.nc, probe, cfg.Pipeline.HealthInterval, cfg.S3.RequestTimeout, d.metrics.dependencyUp, d.log)
 	p := &pipeline{cancel: cancel, background: bgCancel, health: h}
 	fail := func(err error) (*pipeline, error) {
 		_ = p.stop(context.Background())
 		return nil, err
 	}
 	for _, spec := range stageTable(subj, cfg.Pipeline, loc, w) {
+		if !cfg.Runs(spec.role) {
+			continue
+		}
 		cctx, ccancel := context.WithTimeout(ctx, to.request)
 		cons, err := d.js.CreateOrUpdateConsumer(cctx, spec.stream, spec.consumer)
 		ccancel()

@@ -105,7 +105,7 @@ func (s *settler) consider(ctx context.Context, e jetstream.KeyValueEntry) {
 	case f.PublishedAt != nil || f.Recording == nil:
 		delete(s.pending, key) // done, or nothing to score yet
 	case f.complete():
-		s.publish(ctx, key)
+		s.publish(ctx, key, &f) // the watch delivered the latest entry: no need to read it again
 	default:
 		s.pending[key] = f.LastInputAt.Add(s.window)
 	}
@@ -116,15 +116,16 @@ func (s *settler) publishDue(ctx context.Context) {
 	now := s.now()
 	for key, at := range s.pending {
 		if !now.Before(at) {
-			s.publish(ctx, key)
+			s.publish(ctx, key, nil)
 		}
 	}
 }
 
 // publish publishes one session's work and marks its facts published. On
 // failure the session stays pending and is tried again on the next tick.
-func (s *settler) publish(ctx context.Context, key string) {
-	if err := s.publishKey(ctx, key); err != nil {
+// f is the entry when the caller has it fresh, else nil.
+func (s *settler) publish(ctx context.Context, key string, f *SessionFacts) {
+	if err := s.publishKey(ctx, key, f); err != nil {
 		s.log.Warn("settler: session work not published; retrying", "key", key, "err", err)
 		if _, ok := s.pending[key]; !ok {
 			s.pending[key] = s.now()
@@ -134,10 +135,12 @@ func (s *settler) publish(ctx context.Context, key string) {
 	delete(s.pending, key)
 }
 
-func (s *settler) publishKey(ctx context.Context, key string) error {
-	f, _, err := s.facts.get(ctx, key)
-	if err != nil {
-		return err
+func (s *settler) publishKey(ctx context.Context, key string, f *SessionFacts) error {
+	if f == nil {
+		var err error
+		if f, _, err = s.facts.get(ctx, key); err != nil {
+			return err
+		}
 	}
 	if f.PublishedAt != nil || f.Recording == nil {
 		return nil

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -19,19 +20,38 @@ import (
 
 // uiServer is the dashboard on the ops listener: it answers 503 until the
 // daemon has started, then serves dashboard.Handler.
+//
+// The index starts following the results stream on the first request, not
+// at start-up: every replica serves the dashboard, and none should decode
+// every scorecard for a page nobody opened. The first request waits (a few
+// seconds at most) for the index to catch up.
 type uiServer struct {
 	mu      sync.RWMutex
 	handler http.Handler
+	follow  func()          // starts the index following the stream
+	ready   <-chan struct{} // the index caught up
+	once    sync.Once
+	stopped bool // set by stopUI: no follower starts after it
 	cancel  context.CancelFunc
 	done    sync.WaitGroup
 }
 
+// catchUpWait bounds how long the first dashboard request waits for the index.
+const catchUpWait = 3 * time.Second
+
 func (u *uiServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	u.mu.RLock()
-	h := u.handler
+	h, follow, ready := u.handler, u.follow, u.ready
 	u.mu.RUnlock()
 	if h == nil {
 		http.Error(w, "starting", http.StatusServiceUnavailable)
+		return
+	}
+	u.once.Do(follow)
+	select {
+	case <-ready:
+	case <-time.After(catchUpWait):
+	case <-r.Context().Done():
 		return
 	}
 	h.ServeHTTP(w, r)
@@ -119,13 +139,20 @@ func (d *Daemon) startUI(ctx context.Context, js jetstream.JetStream, facts *fac
 	}
 	uctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	d.ui.mu.Lock()
-	d.ui.handler, d.ui.cancel = h, cancel
+	d.ui.handler, d.ui.cancel, d.ui.ready = h, cancel, index.CaughtUp()
+	d.ui.follow = func() {
+		d.ui.mu.Lock()
+		defer d.ui.mu.Unlock()
+		if d.ui.stopped {
+			return
+		}
+		d.ui.done.Add(1)
+		go func() {
+			defer d.ui.done.Done()
+			index.Follow(uctx, js, d.subjects.ResultStream(), d.log)
+		}()
+	}
 	d.ui.mu.Unlock()
-	d.ui.done.Add(1)
-	go func() {
-		defer d.ui.done.Done()
-		index.Follow(uctx, js, d.subjects.ResultStream(), d.log)
-	}()
 	return nil
 }
 
@@ -133,6 +160,7 @@ func (d *Daemon) startUI(ctx context.Context, js jetstream.JetStream, facts *fac
 func (d *Daemon) stopUI() {
 	d.ui.mu.Lock()
 	cancel := d.ui.cancel
+	d.ui.stopped = true
 	d.ui.mu.Unlock()
 	if cancel != nil {
 		cancel()

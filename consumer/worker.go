@@ -93,9 +93,8 @@ func (w *worker) handle(ctx context.Context, m jetstream.Msg) error {
 	in.Redacted = w.privacy.Redacted(in.Redacted || (item.Facts != nil && item.Facts.RedactionEnabled))
 	if f := item.Facts; f != nil {
 		in.CloseReasonEvidence = f.CloseReasonEvidence
-		in.Facts = &scoring.Facts{SDKLanguage: f.SDKLanguage, SDKVersion: f.SDKVersion, DeploymentID: f.DeploymentID,
-			CloudAgentID: f.CloudAgentID, Simulated: f.Simulated, RedactionEnabled: f.RedactionEnabled, Tags: f.Tags,
-			Outcome: f.Outcome, JobStatus: f.JobStatus, Provenance: f.Provenance}
+		facts := f.Facts
+		in.Facts = &facts
 	}
 	card := w.scorer.Score(in)
 	data, err := json.Marshal(card)

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/scoring"
 )
 
@@ -140,7 +141,7 @@ type page struct {
 func (h *Handler) page(r *http.Request, title string, f Filter, held int) page {
 	return page{Title: title, Filter: f, Since: r.URL.Query().Get("since"), Window: h.index.window, Held: held,
 		Agents: h.index.Agents(), Verdicts: []string{scoring.Pass, scoring.Warn, scoring.Fail},
-		Reasons: []string{"CR_UNKNOWN", "CR_ERROR", "CR_JOB_SHUTDOWN", "CR_PARTICIPANT_DISCONNECTED", "CR_USER_INITIATED", "CR_COMPLETED"}}
+		Reasons: config.CloseReasons()}
 }
 
 // render executes a template into a buffer first, so a failure is a clean

@@ -35,7 +35,9 @@ type Entry struct {
 
 // Index holds the last Window scorecards of the results stream.
 type Index struct {
-	window int
+	window    int
+	caughtUp  chan struct{} // closed once the first catch-up finished
+	closeOnce sync.Once
 
 	mu      sync.RWMutex
 	entries []Entry // oldest first, at most window
@@ -44,7 +46,7 @@ type Index struct {
 
 // NewIndex keeps at most window scorecards.
 func NewIndex(window int) *Index {
-	return &Index{window: window, byKey: map[string]uint64{}}
+	return &Index{window: window, byKey: map[string]uint64{}, caughtUp: make(chan struct{})}
 }
 
 // Follow fills the index from the stream, starting window messages before
@@ -99,10 +101,15 @@ func (x *Index) follow(ctx context.Context, js jetstream.JetStream, stream strin
 			cancel()
 			return err
 		}
+		got := 0
 		for m := range batch.Messages() {
+			got++
 			meta, err := m.Metadata()
 			if err != nil {
 				continue
+			}
+			if meta.NumPending == 0 {
+				x.closeOnce.Do(func() { close(x.caughtUp) })
 			}
 			var sc scoring.Scorecard
 			if err := json.Unmarshal(m.Data(), &sc); err != nil {
@@ -112,6 +119,9 @@ func (x *Index) follow(ctx context.Context, js jetstream.JetStream, stream strin
 		}
 		err = batch.Error()
 		cancel()
+		if got == 0 && err == nil || errors.Is(err, context.DeadlineExceeded) {
+			x.closeOnce.Do(func() { close(x.caughtUp) }) // nothing (more) to read
+		}
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -158,6 +168,10 @@ func (x *Index) live() []Entry {
 	}
 	return x.entries
 }
+
+// CaughtUp is closed once the index has read what the stream held when it
+// started following it.
+func (x *Index) CaughtUp() <-chan struct{} { return x.caughtUp }
 
 // Filter selects entries; empty fields match all.
 type Filter struct {

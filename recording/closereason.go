@@ -14,16 +14,34 @@ const (
 	SourceAbsent  = "absent"  // no summary, or no close reason in it
 )
 
-// sdkCloseReasons maps the SDKs' lowercase strings (docs/formats.md, "Session summary and close reason") to proto names.
+// sdkNames are the SDKs' lowercase strings for the proto close reasons
+// (docs/formats.md, "Session summary and close reason"): what their logs and
+// the OTel attribute lk.close_reason say.
+var sdkNames = map[agent.CloseReason]string{
+	agent.CloseReason_CR_ERROR:                    "error",
+	agent.CloseReason_CR_JOB_SHUTDOWN:             "job_shutdown",
+	agent.CloseReason_CR_PARTICIPANT_DISCONNECTED: "participant_disconnected",
+	agent.CloseReason_CR_USER_INITIATED:           "user_initiated",
+	agent.CloseReason_CR_COMPLETED:                "task_completed",
+}
+
+// sdkCloseReasons maps the SDK strings (and two aliases) to proto names.
 // Not "CR_"+upper(s): that would produce the nonexistent CR_TASK_COMPLETED.
-var sdkCloseReasons = map[string]agent.CloseReason{
-	"error":                    agent.CloseReason_CR_ERROR,
-	"job_shutdown":             agent.CloseReason_CR_JOB_SHUTDOWN,
-	"participant_disconnected": agent.CloseReason_CR_PARTICIPANT_DISCONNECTED,
-	"user_initiated":           agent.CloseReason_CR_USER_INITIATED,
-	"task_completed":           agent.CloseReason_CR_COMPLETED,
-	"completed":                agent.CloseReason_CR_COMPLETED,
-	"unknown":                  agent.CloseReason_CR_UNKNOWN,
+var sdkCloseReasons = func() map[string]agent.CloseReason {
+	m := map[string]agent.CloseReason{"completed": agent.CloseReason_CR_COMPLETED, "unknown": agent.CloseReason_CR_UNKNOWN}
+	for cr, s := range sdkNames {
+		m[s] = cr
+	}
+	return m
+}()
+
+// SDKCloseReason is the SDK string for a proto close reason name ("unknown"
+// for CR_UNKNOWN and anything else).
+func SDKCloseReason(name string) string {
+	if s, ok := sdkNames[agent.CloseReason(agent.CloseReason_value[name])]; ok {
+		return s
+	}
+	return "unknown"
 }
 
 // NormalizeCloseReason maps a close_reason JSON value to a proto value name:
@@ -33,7 +51,7 @@ var sdkCloseReasons = map[string]agent.CloseReason{
 func NormalizeCloseReason(raw json.RawMessage) (string, bool) {
 	var s string
 	if err := json.Unmarshal(raw, &s); err == nil {
-		return normalizeCloseReasonString(s)
+		return NormalizeCloseReasonString(s)
 	}
 	var f float64
 	if err := json.Unmarshal(raw, &f); err == nil && f == math.Trunc(f) && f >= 0 && f <= 5 {
@@ -44,7 +62,9 @@ func NormalizeCloseReason(raw json.RawMessage) (string, bool) {
 	return agent.CloseReason_CR_UNKNOWN.String(), false
 }
 
-func normalizeCloseReasonString(s string) (string, bool) {
+// NormalizeCloseReasonString is NormalizeCloseReason for a string (an SDK
+// log's reason, the lk.close_reason attribute).
+func NormalizeCloseReasonString(s string) (string, bool) {
 	t := strings.TrimSpace(s)
 	if _, ok := agent.CloseReason_value[t]; ok {
 		return t, true

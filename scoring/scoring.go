@@ -56,16 +56,16 @@ type Session struct {
 // Facts are a session's facts beyond the recording, each from its best
 // source (Provenance names it per field).
 type Facts struct {
-	SDKLanguage      string
-	SDKVersion       string
-	DeploymentID     string
-	CloudAgentID     string
-	Simulated        bool
-	RedactionEnabled bool
-	Tags             []string
-	Outcome          string
-	JobStatus        string
-	Provenance       map[string]string
+	SDKLanguage      string            `json:"sdk_language,omitempty"`
+	SDKVersion       string            `json:"sdk_version,omitempty"`
+	DeploymentID     string            `json:"deployment_id,omitempty"`
+	CloudAgentID     string            `json:"cloud_agent_id,omitempty"`
+	Simulated        bool              `json:"simulated,omitempty"`
+	RedactionEnabled bool              `json:"redaction_enabled,omitempty"`
+	Tags             []string          `json:"tags,omitempty"`
+	Outcome          string            `json:"outcome,omitempty"`
+	JobStatus        string            `json:"job_status,omitempty"`
+	Provenance       map[string]string `json:"provenance,omitempty"`
 }
 
 // Item is one chat item. Times are Unix seconds and delays seconds, as the

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/livekit/protocol/livekit"
+	"github.com/livekit/protocol/livekit/agent"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
@@ -98,7 +99,7 @@ func runDemo(ctx context.Context, stdout, stderr io.Writer, dataDir string, keep
 		}
 		want[recording.SessionKey(hdr.RoomId, hdr.JobId, sc.Header)] = golden
 		status := livekit.JobStatus_JS_SUCCESS
-		if golden.Completion.CloseReason == "CR_ERROR" {
+		if golden.Completion.CloseReason == agent.CloseReason_CR_ERROR.String() {
 			status = livekit.JobStatus_JS_FAILED
 		}
 		ev := &livekit.WebhookEvent{Event: "agent_job_ended", Id: "EV_demo_" + sc.Name, CreatedAt: time.Now().Unix(),
@@ -113,7 +114,7 @@ func runDemo(ctx context.Context, stdout, stderr io.Writer, dataDir string, keep
 		}
 		// The session's close log, as agents-js exports it (the facts read it).
 		steps = append(steps, func() error {
-			return snd.closeLog(ctx, hdr.RoomId, hdr.JobId, demoAgent, sdkReason(golden.Completion.CloseReason))
+			return snd.closeLog(ctx, hdr.RoomId, hdr.JobId, demoAgent, recording.SDKCloseReason(golden.Completion.CloseReason))
 		})
 		for _, step := range steps {
 			if err := step(); err != nil {
@@ -121,7 +122,8 @@ func runDemo(ctx context.Context, stdout, stderr io.Writer, dataDir string, keep
 			}
 		}
 	}
-	got, err := awaitScorecards(ctx, d.NATSURL(), len(want), timeout)
+	subj := consumer.NewSubjects(cfg.NATS.SubjectPrefix, cfg.NATS.StreamPrefix)
+	got, err := awaitScorecards(ctx, d.NATSURL(), subj.ResultStream(), len(want), timeout)
 	if err != nil {
 		return exitError{code: 1, err: err}
 	}
@@ -157,26 +159,9 @@ func runDemo(ctx context.Context, stdout, stderr io.Writer, dataDir string, keep
 	return nil
 }
 
-// sdkReason is the lowercase string the SDKs log for a close reason.
-func sdkReason(cr string) string {
-	switch cr {
-	case "CR_ERROR":
-		return "error"
-	case "CR_JOB_SHUTDOWN":
-		return "job_shutdown"
-	case "CR_PARTICIPANT_DISCONNECTED":
-		return "participant_disconnected"
-	case "CR_USER_INITIATED":
-		return "user_initiated"
-	case "CR_COMPLETED":
-		return "task_completed"
-	}
-	return "unknown"
-}
-
 // awaitScorecards reads scorecards from the results stream until n distinct
 // sessions have one, or timeout.
-func awaitScorecards(ctx context.Context, natsURL string, n int, timeout time.Duration) (map[string]scoring.Scorecard, error) {
+func awaitScorecards(ctx context.Context, natsURL, stream string, n int, timeout time.Duration) (map[string]scoring.Scorecard, error) {
 	nc, err := nats.Connect(natsURL)
 	if err != nil {
 		return nil, err
@@ -188,8 +173,7 @@ func awaitScorecards(ctx context.Context, natsURL string, n int, timeout time.Du
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	subj := consumer.NewSubjects(config.Default().NATS.SubjectPrefix, config.Default().NATS.StreamPrefix)
-	cons, err := js.OrderedConsumer(ctx, subj.ResultStream(), jetstream.OrderedConsumerConfig{})
+	cons, err := js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{})
 	if err != nil {
 		return nil, fmt.Errorf("read scorecards: %w", err)
 	}

@@ -17,11 +17,7 @@ import (
 )
 
 func dlqCommand(getenv func(string) string, stdout io.Writer) *cli.Command {
-	flags := []cli.Flag{
-		&cli.StringFlag{Name: "config", Usage: "config file (env LKSCORE_CONFIG)"},
-		&cli.StringFlag{Name: "nats-url", Usage: "NATS URL (env LKSCORE_NATS_URL; empty: the embedded server on 127.0.0.1:<nats.embedded_port>)"},
-		&cli.StringFlag{Name: "stage", Usage: "only dead letters of this stage (locate, score)"},
-	}
+	flags := append(toolFlags(), &cli.StringFlag{Name: "stage", Usage: "only dead letters of this stage (locate, score)"})
 	return &cli.Command{
 		Name:  "dlq",
 		Usage: "inspect and re-drive dead letters",
@@ -84,6 +80,15 @@ func dlqAdmin(ctx context.Context, c *cli.Command, getenv func(string) string) (
 		return nil, nil, err
 	}
 	return consumer.NewDeadLetterAdmin(js, subj), closeFn, nil
+}
+
+// toolFlags are the flags of every operator command that talks to the
+// daemon's NATS (dlq, tail, forget); toolNATS reads them.
+func toolFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "config", Usage: "config file (env LKSCORE_CONFIG)"},
+		&cli.StringFlag{Name: "nats-url", Usage: "NATS URL (env LKSCORE_NATS_URL; empty: the embedded server on 127.0.0.1:<nats.embedded_port>)"},
+	}
 }
 
 // toolNATS connects an operator command (dlq, tail) to the daemon's NATS:

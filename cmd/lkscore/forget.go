@@ -22,13 +22,11 @@ func forgetCommand(getenv func(string) string, stdout io.Writer) *cli.Command {
 		Description: "Removes the session's stored objects (local directory or S3, as the config says), its facts,\n" +
 			"and its scorecards, work items, upload notices, dead letters and agent_job_ended webhooks from the\n" +
 			"streams. Exit 1 when something could not be removed.",
-		Flags: []cli.Flag{
+		Flags: append(toolFlags(),
 			&cli.StringFlag{Name: "session", Usage: "the session key, room_id/job_id", Required: true},
-			&cli.StringFlag{Name: "config", Usage: "config file (env LKSCORE_CONFIG)"},
-			&cli.StringFlag{Name: "nats-url", Usage: "NATS URL (env LKSCORE_NATS_URL; empty: the embedded server on 127.0.0.1:<nats.embedded_port>)"},
 			&cli.StringFlag{Name: "data-dir", Usage: "the daemon's data directory, for the local store (env LKSCORE_DATA_DIR)"},
 			&cli.BoolFlag{Name: "json", Usage: "print the report as JSON"},
-		},
+		),
 		Action: func(ctx context.Context, c *cli.Command) error {
 			js, subj, cfg, closeFn, err := toolNATS(c, getenv)
 			if err != nil {
@@ -46,7 +44,7 @@ func forgetCommand(getenv func(string) string, stdout io.Writer) *cli.Command {
 			if err != nil {
 				return exitError{code: 2, err: err}
 			}
-			steps := consumer.Forget(ctx, js, subj, st, layout, c.String("session"))
+			steps := consumer.Forget(ctx, js, subj, st, layout, cfg.NATS.RequestTimeout, c.String("session"))
 			if err := printForget(stdout, steps, c.Bool("json")); err != nil {
 				return exitError{code: 1, err: err}
 			}

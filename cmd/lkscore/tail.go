@@ -22,16 +22,14 @@ func tailCommand(getenv func(string) string, stdout io.Writer) *cli.Command {
 	return &cli.Command{
 		Name:  "tail",
 		Usage: "follow scorecards as they are published, one line each (or one JSON object with --json)",
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "config", Usage: "config file (env LKSCORE_CONFIG)"},
-			&cli.StringFlag{Name: "nats-url", Usage: "NATS URL (env LKSCORE_NATS_URL; empty: the embedded server on 127.0.0.1:<nats.embedded_port>)"},
+		Flags: append(toolFlags(),
 			&cli.StringSliceFlag{Name: "close-reason", Usage: "only these close reasons (CR_ERROR, …); repeatable"},
 			&cli.StringSliceFlag{Name: "verdict", Usage: "only these verdicts (pass, warn, fail); repeatable"},
 			&cli.StringFlag{Name: "agent", Usage: "only this agent name"},
 			&cli.BoolFlag{Name: "json", Usage: "print each scorecard as one JSON object per line"},
 			&cli.StringFlag{Name: "since", Usage: "replay from a point in time: a duration (1h) or an RFC 3339 time; default: only new scorecards"},
 			&cli.IntFlag{Name: "limit", Usage: "stop after this many scorecards (0: follow until interrupted)"},
-		},
+		),
 		Action: func(ctx context.Context, c *cli.Command) error {
 			f, err := tailFilterFrom(c)
 			if err != nil {
