@@ -5,8 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/lkscore/lkscore/internal/testenv"
 )
 
 // TestNakWithDelayHoldsAckPending records what JetStream does with a
@@ -17,12 +18,7 @@ import (
 // outage pauses fetching instead of cycling messages through delayed naks.
 func TestNakWithDelayHoldsAckPending(t *testing.T) {
 	ns := startNATS(t)
-	nc, err := nats.Connect(ns.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
+	js := testenv.JetStream(t, ns.URL())
 	ctx := context.Background()
 	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "NAKTEST", Subjects: []string{"naktest.>"}}); err != nil {
 		t.Fatal(err)

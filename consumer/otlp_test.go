@@ -13,8 +13,6 @@ import (
 	"time"
 
 	"github.com/livekit/protocol/livekit"
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlplog/otlploghttp"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
@@ -24,8 +22,13 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.26.0"
 	collogs "go.opentelemetry.io/proto/otlp/collector/logs/v1"
+	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	common "go.opentelemetry.io/proto/otlp/common/v1"
+	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/lkscore/lkscore/internal/testenv"
 	"github.com/lkscore/lkscore/scoring"
 )
 
@@ -82,12 +85,7 @@ func postOTLP(t *testing.T, d *Daemon, signal, contentType string, body []byte, 
 
 func readFacts(t *testing.T, url, roomID, jobID string) *SessionFacts {
 	t.Helper()
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
+	js := testenv.JetStream(t, url)
 	kv, err := js.KeyValue(context.Background(), "LKSCORE_SESSION_FACTS")
 	if err != nil {
 		t.Fatal(err)
@@ -346,5 +344,38 @@ func TestOTLPHostile(t *testing.T) {
 	// Metrics are still accepted and dropped.
 	if resp, msg := postOTLP(t, d, "metrics", "application/x-protobuf", []byte{0x0a, 0x00}, nil); resp.StatusCode != 200 {
 		t.Errorf("metrics: %d %s", resp.StatusCode, msg)
+	}
+}
+
+// TestOTLPChunkedGzip: a gzipped protobuf body sent chunked, without a
+// Content-Length (as agents-js sends its traces), is read.
+func TestOTLPChunkedGzip(t *testing.T) {
+	ns := startNATS(t)
+	d, _ := startDaemon(t, testConfig(t, ns.URL()))
+	req := &coltrace.ExportTraceServiceRequest{ResourceSpans: []*tracepb.ResourceSpans{{
+		Resource: &resourcepb.Resource{Attributes: []*common.KeyValue{strKV("room_id", "RM_Chunk"), strKV("job_id", "AJ_Chunk")}},
+		ScopeSpans: []*tracepb.ScopeSpans{{Spans: []*tracepb.Span{{Name: "session_close",
+			Attributes: []*common.KeyValue{strKV("lk.close_reason", "participant_disconnected")}}}}},
+	}}}
+	pb, _ := proto.Marshal(req)
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	_, _ = zw.Write(pb)
+	_ = zw.Close()
+	hr, _ := http.NewRequest(http.MethodPost, "http://"+d.IngestAddr()+"/observability/traces/otlp/v0", io.MultiReader(&gz))
+	hr.Header.Set("Authorization", bearer(pythonToken(t, testKey, testSecret, true)))
+	hr.Header.Set("Content-Type", "application/x-protobuf")
+	hr.Header.Set("Content-Encoding", "gzip")
+	resp, err := http.DefaultClient.Do(hr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != 200 || hr.ContentLength != 0 {
+		t.Fatalf("status %d (content length %d)", resp.StatusCode, hr.ContentLength)
+	}
+	f := readFacts(t, ns.URL(), "RM_Chunk", "AJ_Chunk")
+	if f == nil || resolve(f.Observations).CloseReason != "CR_PARTICIPANT_DISCONNECTED" {
+		t.Fatalf("facts %+v", f)
 	}
 }

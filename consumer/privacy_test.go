@@ -16,8 +16,6 @@ import (
 	"time"
 
 	"github.com/livekit/protocol/livekit"
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
@@ -33,12 +31,7 @@ import (
 // an old one whose session is not scored yet are kept.
 func TestRetentionDeletesOldKeepsFresh(t *testing.T) {
 	ns := startNATS(t)
-	nc, err := nats.Connect(ns.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
+	js := testenv.JetStream(t, ns.URL())
 	cfg := config.Default()
 	facts, err := openFacts(context.Background(), js, NewSubjects("lkscore.", "LKSCORE"), cfg.NATS)
 	if err != nil {
@@ -131,9 +124,7 @@ func TestMetadataOnly(t *testing.T) {
 			if v := counter(t, reg, "lkscore_recordings_deleted_total", map[string]string{"reason": "metadata_only"}); v != 1 {
 				t.Errorf("deletions counted %v", v)
 			}
-			nc, _ := nats.Connect(ns.URL())
-			defer nc.Close()
-			js, _ := jetstream.New(nc)
+			js := testenv.JetStream(t, ns.URL())
 			rs, _ := js.Stream(ctx, "LKSCORE_RESULTS")
 			if info, err := rs.Info(ctx); err != nil || info.Config.MaxAge != cfg.Retention.Results {
 				t.Errorf("results stream MaxAge: %v, want retention.results %s", err, cfg.Retention.Results)
@@ -253,9 +244,7 @@ func TestRedactionMarkers(t *testing.T) {
 	var written strings.Builder
 	written.WriteString(logs.String())
 	written.WriteString(answers.String())
-	nc, _ := nats.Connect(ns.URL())
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
+	js := testenv.JetStream(t, ns.URL())
 	names := js.StreamNames(context.Background())
 	streams := 0
 	for name := range names.Name() {

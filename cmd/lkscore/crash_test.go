@@ -43,10 +43,11 @@ const (
 // The configuration every process of a crash test runs with; the bounds
 // the tests assert come from these values.
 const (
-	crashAckWait        = 6 * time.Second
-	crashHealthInterval = 250 * time.Millisecond
-	crashSettle         = time.Second
-	crashConfig         = `
+	crashAckWait         = 6 * time.Second
+	crashHealthInterval  = 250 * time.Millisecond
+	crashSettle          = time.Second
+	crashShutdownTimeout = 10 * time.Second
+	crashConfig          = `
 shutdown_timeout: 10s
 nats: {publish_timeout: 2s, request_timeout: 2s}
 s3: {bucket: rec, region: us-east-1, force_path_style: true, max_attempts: 1, request_timeout: 2s}
@@ -557,13 +558,23 @@ func TestCrashNATSRestart(t *testing.T) {
 	time.Sleep(8 * time.Second)
 	sent := l.finish()
 	cards := c.checkExactlyOnce(sent, 3*crashAckWait)
-	first, ok := firstAfter(cards, backAt)
+	// After a reconnect (the client retries every 0.5 s) a stage's open fetch
+	// may wait out its pull (ack_wait/2), then the session settles.
+	assertResumed(t, "NATS restart", cards, backAt, 500*time.Millisecond+crashAckWait/2+time.Second)
+}
+
+// assertResumed checks that scoring resumed within bound of back, and
+// never later than the 5 s the pipeline promises.
+func assertResumed(t *testing.T, fault string, cards map[string]time.Time, back time.Time, bound time.Duration) {
+	t.Helper()
+	first, ok := firstAfter(cards, back)
 	if !ok {
-		t.Fatal("nothing scored after NATS came back")
+		t.Fatalf("%s: nothing scored after the fault ended", fault)
 	}
-	t.Logf("NATS restart: first scorecard %.2f s after the server was back", first.Sub(backAt).Seconds())
-	if first.Sub(backAt) > 5*time.Second {
-		t.Errorf("scoring resumed %s after NATS came back, want within 5 s", first.Sub(backAt))
+	took := first.Sub(back)
+	t.Logf("%s: first scorecard %.2f s after the fault ended (bound %s)", fault, took.Seconds(), bound)
+	if took > min(bound, 5*time.Second) {
+		t.Errorf("%s: scoring resumed %s after the fault ended, want within %s", fault, took, min(bound, 5*time.Second))
 	}
 }
 
@@ -593,14 +604,9 @@ func TestCrashS3Outage(t *testing.T) {
 	time.Sleep(8 * time.Second)
 	sent := l.finish()
 	cards := c.checkExactlyOnce(sent, 3*crashAckWait)
-	first, ok := firstAfter(cards, backAt)
-	if !ok {
-		t.Fatal("nothing scored after S3 came back")
-	}
-	t.Logf("S3 outage: first scorecard %.2f s after the store was back (health_interval %s)", first.Sub(backAt).Seconds(), crashHealthInterval)
-	if first.Sub(backAt) > 5*time.Second {
-		t.Errorf("scoring resumed %s after S3 came back, want within 5 s", first.Sub(backAt))
-	}
+	// The probe notices within health_interval; the held messages are
+	// retried at once and their sessions settle.
+	assertResumed(t, "S3 outage", cards, backAt, crashHealthInterval+crashSettle+time.Second)
 }
 
 // TestCrashSIGTERMUnderLoad: SIGTERM one of two workers under load: it
@@ -621,8 +627,8 @@ func TestCrashSIGTERMUnderLoad(t *testing.T) {
 			t.Errorf("worker-a after SIGTERM: %v", err)
 		}
 		t.Logf("SIGTERM: worker-a exited after %.2f s", time.Since(termAt).Seconds())
-	case <-time.After(15 * time.Second):
-		t.Fatal("worker-a did not exit within its shutdown_timeout")
+	case <-time.After(crashShutdownTimeout + time.Second):
+		t.Fatalf("worker-a did not exit within its shutdown_timeout (%s)", crashShutdownTimeout)
 	}
 	time.Sleep(5 * time.Second)
 	sent := l.finish()

@@ -4,6 +4,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
@@ -132,6 +133,62 @@ func TestDocsMatchCode(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestDocsNameOnlyWhatExists: the pages in docs/ name only flags,
+// environment variables and metrics that exist.
+func TestDocsNameOnlyWhatExists(t *testing.T) {
+	pages, _ := filepath.Glob("../../docs/*.md")
+	if len(pages) < 5 {
+		t.Fatalf("%d pages in docs/", len(pages))
+	}
+	flags := map[string]bool{}
+	var walk func(c *cli.Command)
+	walk = func(c *cli.Command) {
+		for _, f := range c.Flags {
+			for _, n := range f.Names() {
+				flags[n] = true
+			}
+		}
+		for _, sub := range c.Commands {
+			walk(sub)
+		}
+	}
+	walk(newApp(func(string) string { return "" }, io.Discard, io.Discard))
+	env := map[string]bool{"LKSCORE_CONFIG": true, "LKSCORE_REQUIRE_S3": true, "LKSCORE_REQUIRE_HELM": true,
+		"LKSCORE_REQUIRE_AGENTS_JS": true, "LKSCORE_REQUIRE_BROWSER": true, "LKSCORE_SCREENSHOT_DIR": true}
+	getenv := func(k string) string { env[k] = true; return "" }
+	_, _ = config.Load("", getenv, nil)
+	subj := consumer.NewSubjects("lkscore.", "LKSCORE")
+	for _, n := range []string{subj.WebhookStream(), subj.UploadStream(), subj.SessionStream(), subj.ResultStream(),
+		subj.DLQStream(), subj.EgressLinks(), subj.SessionFacts()} {
+		env[n] = true
+	}
+	rec := &descRecorder{names: map[string]bool{}}
+	cfg := config.Default()
+	cfg.LiveKit.Keys = map[string]string{"k": "secret-0123456789"}
+	if _, err := consumer.New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), rec, prometheus.NewRegistry()); err != nil {
+		t.Fatal(err)
+	}
+	for _, page := range pages {
+		b, _ := os.ReadFile(page)
+		doc := string(b)
+		for _, m := range regexp.MustCompile(`(?:^|[\s(\x60])--([a-z][a-z0-9-]+)`).FindAllStringSubmatch(doc, -1) {
+			if !flags[m[1]] {
+				t.Errorf("%s names --%s, which no lkscore command has", filepath.Base(page), m[1])
+			}
+		}
+		for _, m := range regexp.MustCompile(`\bLKSCORE_[A-Z0-9_]+`).FindAllString(doc, -1) {
+			if !env[m] {
+				t.Errorf("%s names %s, which lkscore does not read", filepath.Base(page), m)
+			}
+		}
+		for _, m := range regexp.MustCompile(`\blkscore_[a-z_]+`).FindAllString(doc, -1) {
+			if !rec.names[m] {
+				t.Errorf("%s names the metric %s, which is not registered", filepath.Base(page), m)
+			}
+		}
+	}
 }
 
 // yamlKeys lists the dotted YAML keys of a config struct; scoring.* is

@@ -9,19 +9,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
+	"github.com/lkscore/lkscore/internal/testenv"
 )
 
 // resultKeys lists the session keys of the scorecards on the results stream.
 func resultKeys(t *testing.T, url string) []string {
 	t.Helper()
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
+	js := testenv.JetStream(t, url)
 	s, err := js.Stream(context.Background(), "LKSCORE_RESULTS")
 	if err != nil {
 		t.Fatal(err)
@@ -67,9 +61,7 @@ func TestForget(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(rec, "RM_ErrorClose06", "AJ_ErrorClose06", "header.binpb")); err != nil {
 		t.Errorf("the other session's recording is gone: %v", err)
 	}
-	nc, _ := nats.Connect(d.NATSURL())
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
+	js := testenv.JetStream(t, d.NATSURL())
 	kv, _ := js.KeyValue(context.Background(), "LKSCORE_SESSION_FACTS")
 	if _, err := kv.Get(context.Background(), "RM_CleanCall01.AJ_CleanCall01"); err == nil {
 		t.Error("the forgotten session's facts are still there")
