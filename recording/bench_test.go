@@ -3,9 +3,13 @@ package recording
 import (
 	"bytes"
 	"encoding/json"
+	"flag"
 	"fmt"
+	"os"
 	"testing"
 )
+
+var updateFixture = flag.Bool("update-fixture", false, "rewrite "+historyFixture)
 
 // realisticHistory builds a Python-form chat_history.json of turns user and
 // agent turns with metrics, a tool call every fourth turn, and a handoff
@@ -79,5 +83,25 @@ func TestRealisticHistoryParses(t *testing.T) {
 	}
 	if len(data) < 200<<10 || h.Counts[TypeMessage] != 400 || h.Counts[TypeFunctionCall] != 50 || len(h.Problems) != 0 {
 		t.Fatalf("%d bytes, counts %v, problems %v", len(data), h.Counts, h.Problems)
+	}
+}
+
+// historyFixture is realisticHistory(200), committed so that other modules
+// (bench/decoders) and tools/perf-vs-python.py measure the same bytes.
+const historyFixture = "testdata/history_200turns.json"
+
+func TestHistoryFixtureCurrent(t *testing.T) {
+	want := realisticHistory(200)
+	if *updateFixture {
+		if err := os.WriteFile(historyFixture, want, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := os.ReadFile(historyFixture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("%s is stale: run go test ./recording -run TestHistoryFixtureCurrent -update-fixture", historyFixture)
 	}
 }

@@ -93,37 +93,117 @@ type Metrics struct {
 	E2ELatency               *float64 `json:"e2e_latency,omitempty"`
 }
 
-// ParseChatHistory decodes chat_history.json as a stream: items are decoded
-// one at a time, the input is capped at lim.MaxBytes and the item count at
-// lim.MaxItems. Syntax errors and limits are fatal *ParseErrors; a field of
-// the wrong type or an unknown item type is a Problem, and parsing goes on.
+// ParseChatHistory reads chat_history.json (at most lim.MaxBytes, else a
+// limit *ParseError) and decodes it with ParseChatHistoryBytes. A failing
+// reader gives its own error, wrapped: a store hiccup is not bad input.
 func ParseChatHistory(r io.Reader, lim ChatLimits) (*ChatHistory, error) {
+	lim = lim.withDefaults()
+	data, err := readCapped(r, lim.MaxBytes)
+	if errors.Is(err, ErrLimit) {
+		return nil, limitErr(PartChatHistory, -1, lim.MaxBytes, fmt.Sprintf("max_bytes=%d", lim.MaxBytes))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", PartChatHistory, err)
+	}
+	return ParseChatHistoryBytes(data, lim)
+}
+
+// ParseChatHistoryBytes decodes chat_history.json. Syntax errors and limits
+// are fatal *ParseErrors naming the item and byte offset; a field of the
+// wrong type or an unknown item type is a Problem, and parsing goes on.
+//
+// Well-formed input takes the fast path (fastChat, goccy/go-json); anything
+// it does not accept as is (a syntax or type error, a repeated or missing
+// "items", invalid UTF-8, too many items) is decoded again by the streaming
+// encoding/json path, which gives the exact error or problems. Both paths
+// give the same result wherever the fast one answers (FuzzChatPathsAgree).
+func ParseChatHistoryBytes(data []byte, lim ChatLimits) (*ChatHistory, error) {
+	lim = lim.withDefaults()
+	if int64(len(data)) > lim.MaxBytes {
+		return nil, limitErr(PartChatHistory, -1, lim.MaxBytes, fmt.Sprintf("max_bytes=%d", lim.MaxBytes))
+	}
+	if h, ok := fastChat(data, lim); ok {
+		return h, nil
+	}
+	return streamChat(bytes.NewReader(data), lim)
+}
+
+// matchesItems reports whether encoding/json would decode a top-level key
+// into the "items" field: it matches names case-insensitively, with its own
+// folding rules, which the fast path's decoder shares.
+func matchesItems(key string) bool {
+	if key == "items" {
+		return true
+	}
+	doc, err := json.Marshal(map[string]int{key: 1})
+	var probe struct {
+		Items *int `json:"items"`
+	}
+	return err == nil && json.Unmarshal(doc, &probe) == nil && probe.Items != nil
+}
+
+// readCapped reads r whole, failing with ErrLimit past max bytes. A reader
+// that knows its length (bytes.Reader, a store's sized reader) is read into
+// one allocation of that size.
+func readCapped(r io.Reader, max int64) ([]byte, error) {
+	size := 64 << 10
+	if l, ok := r.(interface{ Len() int }); ok && int64(l.Len()) <= max {
+		size = l.Len() + 1 // +1: room for the read that sees EOF
+	}
+	buf := make([]byte, 0, size)
+	cr := &capReader{r: r, left: max}
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := cr.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if errors.Is(err, io.EOF) {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+func (lim ChatLimits) withDefaults() ChatLimits {
 	if lim.MaxBytes <= 0 {
 		lim.MaxBytes = DefaultMaxChatBytes
 	}
 	if lim.MaxItems <= 0 {
 		lim.MaxItems = DefaultMaxChatItems
 	}
+	return lim
+}
+
+// streamChat decodes with encoding/json one item at a time: the reference
+// path, exact about errors, offsets and per-field problems.
+func streamChat(r io.Reader, lim ChatLimits) (*ChatHistory, error) {
 	lr := &capReader{r: r, left: lim.MaxBytes}
 	dec := json.NewDecoder(lr)
-	p := &chatParser{dec: dec, lr: lr, lim: lim, h: &ChatHistory{Counts: map[string]int{}}}
+	p := &chatParser{dec: dec, lr: lr, lim: lim, unmarshal: json.Unmarshal, h: &ChatHistory{Counts: map[string]int{}}}
 	if err := p.parse(); err != nil {
 		return nil, err
 	}
 	return p.h, nil
 }
 
+// unmarshalFunc decodes one value: encoding/json's on the streaming path,
+// goccy/go-json's on the fast one.
+type unmarshalFunc func([]byte, any) error
+
 type chatParser struct {
-	dec        *json.Decoder
-	lr         *capReader
-	lim        ChatLimits
-	h          *ChatHistory
-	snake      bool
-	camel      bool
-	seconds    bool
-	millis     bool
-	sawItems   bool
-	limitLabel string
+	unmarshal unmarshalFunc
+	dec       *json.Decoder
+	lr        *capReader
+	lim       ChatLimits
+	h         *ChatHistory
+	snake     bool
+	camel     bool
+	seconds   bool
+	millis    bool
+	sawItems  bool
 }
 
 func (p *chatParser) fail(item int, err error) error {
@@ -151,7 +231,7 @@ func (p *chatParser) parse() error {
 			return p.fail(-1, err)
 		}
 		key, _ := tok.(string)
-		if key != "items" {
+		if !matchesItems(key) {
 			var skip json.RawMessage // other top-level keys are allowed and ignored
 			if err := p.dec.Decode(&skip); err != nil {
 				return p.fail(-1, err)
@@ -191,9 +271,9 @@ func (p *chatParser) expectDelim(want json.Delim, item int) error {
 }
 
 func (p *chatParser) items() error {
-	if p.sawItems {
-		return parseErr(PartChatHistory, -1, p.dec.InputOffset(), errors.New(`"items" appears twice`))
-	}
+	// A repeated "items" replaces the earlier one, as encoding/json (and
+	// goccy/go-json on the fast path) decode a repeated key.
+	*p = chatParser{unmarshal: p.unmarshal, dec: p.dec, lr: p.lr, lim: p.lim, h: &ChatHistory{Counts: map[string]int{}}}
 	p.sawItems = true
 	tok, err := p.dec.Token()
 	if err != nil {
@@ -205,11 +285,12 @@ func (p *chatParser) items() error {
 	if d, ok := tok.(json.Delim); !ok || d != '[' {
 		return parseErr(PartChatHistory, -1, p.dec.InputOffset(), fmt.Errorf(`"items" is not an array`))
 	}
+	var raw rawItem
 	for i := 0; p.dec.More(); i++ {
 		if i >= p.lim.MaxItems {
 			return limitErr(PartChatHistory, i, p.dec.InputOffset(), fmt.Sprintf("max_items=%d", p.lim.MaxItems))
 		}
-		var raw rawItem
+		raw = newRawItem()
 		err := p.dec.Decode(&raw)
 		var te *json.UnmarshalTypeError
 		switch {
@@ -277,28 +358,28 @@ func (c *capReader) Read(b []byte) (int, error) {
 // contentStrings keeps the text entries of a message's content: a list of
 // strings (images and audio are objects, dropped by the SDKs by default) or a
 // bare string.
-func contentStrings(raw json.RawMessage) ([]string, bool) {
+func contentStrings(raw json.RawMessage, unmarshal unmarshalFunc) ([]string, bool) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || raw[0] == 'n' {
 		return nil, true
 	}
 	if raw[0] == '"' {
 		var s string
-		err := json.Unmarshal(raw, &s)
+		err := unmarshal(raw, &s)
 		return []string{s}, err == nil
 	}
 	var ss []string
-	if json.Unmarshal(raw, &ss) == nil {
+	if unmarshal(raw, &ss) == nil {
 		return ss, true
 	}
 	var parts []json.RawMessage
-	if json.Unmarshal(raw, &parts) != nil {
+	if unmarshal(raw, &parts) != nil {
 		return nil, false
 	}
 	ss = ss[:0] // the failed decode above may have filled some entries
 	for _, part := range parts {
 		var s string
-		if json.Unmarshal(part, &s) == nil {
+		if unmarshal(part, &s) == nil {
 			ss = append(ss, s)
 		}
 	}
@@ -307,19 +388,19 @@ func contentStrings(raw json.RawMessage) ([]string, bool) {
 
 // instructionsText reads instructions given as a string or as the JS object
 // {"type":"instructions","audio":…,"text":…}.
-func instructionsText(raw json.RawMessage) string {
+func instructionsText(raw json.RawMessage, unmarshal unmarshalFunc) string {
 	if len(raw) == 0 {
 		return ""
 	}
 	var s string
-	if json.Unmarshal(raw, &s) == nil {
+	if unmarshal(raw, &s) == nil {
 		return s
 	}
 	var o struct {
 		Text  string `json:"text"`
 		Audio string `json:"audio"`
 	}
-	if json.Unmarshal(raw, &o) == nil {
+	if unmarshal(raw, &o) == nil {
 		if o.Text != "" {
 			return o.Text
 		}

@@ -6,6 +6,10 @@ import (
 	"math"
 )
 
+// rawItem is one chat item as either SDK writes it. Numbers are float64
+// holding NaN when absent (newRawItem): JSON cannot carry NaN, and a
+// pointer per number cost an allocation each.
+//
 // rawItem is one chat item as either SDK writes it: snake_case (Python,
 // agents-js since #1804) and camelCase (older agents-js) side by side.
 // encoding/json matches keys case-insensitively, so "call_id" and "callId"
@@ -13,14 +17,14 @@ import (
 type rawItem struct {
 	ID        string          `json:"id"`
 	Type      string          `json:"type"`
-	CreatedAt *float64        `json:"created_at"`
-	CreatedAC *float64        `json:"createdAt"`
+	CreatedAt float64         `json:"created_at"`
+	CreatedAC float64         `json:"createdAt"`
 	Role      string          `json:"role"`
 	Content   json.RawMessage `json:"content"`
 
 	Interrupted bool       `json:"interrupted"`
-	TConf       *float64   `json:"transcript_confidence"`
-	TConfC      *float64   `json:"transcriptConfidence"`
+	TConf       float64    `json:"transcript_confidence"`
+	TConfC      float64    `json:"transcriptConfidence"`
 	Metrics     rawMetrics `json:"metrics"`
 
 	CallID    string `json:"call_id"`
@@ -47,26 +51,47 @@ type rawItem struct {
 }
 
 type rawMetrics struct {
-	StartedSpeakingAt         *float64 `json:"started_speaking_at"`
-	StartedSpeakingAtC        *float64 `json:"startedSpeakingAt"`
-	StoppedSpeakingAt         *float64 `json:"stopped_speaking_at"`
-	StoppedSpeakingAtC        *float64 `json:"stoppedSpeakingAt"`
-	TranscriptionDelay        *float64 `json:"transcription_delay"`
-	TranscriptionDelayC       *float64 `json:"transcriptionDelay"`
-	EndOfTurnDelay            *float64 `json:"end_of_turn_delay"`
-	EndOfTurnDelayC           *float64 `json:"endOfTurnDelay"`
-	OnUserTurnCompletedDelay  *float64 `json:"on_user_turn_completed_delay"`
-	OnUserTurnCompletedDelayC *float64 `json:"onUserTurnCompletedDelay"`
-	LLMNodeTTFT               *float64 `json:"llm_node_ttft"`
-	LLMNodeTTFTC              *float64 `json:"llmNodeTtft"`
-	LLMNodeTPS                *float64 `json:"llm_node_tps"`
-	LLMNodeTTFS               *float64 `json:"llm_node_ttfs"`
-	TTSNodeTTFB               *float64 `json:"tts_node_ttfb"`
-	TTSNodeTTFBC              *float64 `json:"ttsNodeTtfb"`
-	PlaybackLatency           *float64 `json:"playback_latency"`
-	PlaybackLatencyC          *float64 `json:"playbackLatency"`
-	E2ELatency                *float64 `json:"e2e_latency"`
-	E2ELatencyC               *float64 `json:"e2eLatency"`
+	StartedSpeakingAt         float64 `json:"started_speaking_at"`
+	StartedSpeakingAtC        float64 `json:"startedSpeakingAt"`
+	StoppedSpeakingAt         float64 `json:"stopped_speaking_at"`
+	StoppedSpeakingAtC        float64 `json:"stoppedSpeakingAt"`
+	TranscriptionDelay        float64 `json:"transcription_delay"`
+	TranscriptionDelayC       float64 `json:"transcriptionDelay"`
+	EndOfTurnDelay            float64 `json:"end_of_turn_delay"`
+	EndOfTurnDelayC           float64 `json:"endOfTurnDelay"`
+	OnUserTurnCompletedDelay  float64 `json:"on_user_turn_completed_delay"`
+	OnUserTurnCompletedDelayC float64 `json:"onUserTurnCompletedDelay"`
+	LLMNodeTTFT               float64 `json:"llm_node_ttft"`
+	LLMNodeTTFTC              float64 `json:"llmNodeTtft"`
+	LLMNodeTPS                float64 `json:"llm_node_tps"`
+	LLMNodeTTFS               float64 `json:"llm_node_ttfs"`
+	TTSNodeTTFB               float64 `json:"tts_node_ttfb"`
+	TTSNodeTTFBC              float64 `json:"ttsNodeTtfb"`
+	PlaybackLatency           float64 `json:"playback_latency"`
+	PlaybackLatencyC          float64 `json:"playbackLatency"`
+	E2ELatency                float64 `json:"e2e_latency"`
+	E2ELatencyC               float64 `json:"e2eLatency"`
+}
+
+// newRawItem returns an item with every number absent.
+func newRawItem() rawItem {
+	n := math.NaN()
+	return rawItem{CreatedAt: n, CreatedAC: n, TConf: n, TConfC: n, Metrics: rawMetrics{
+		StartedSpeakingAt: n, StartedSpeakingAtC: n, StoppedSpeakingAt: n, StoppedSpeakingAtC: n,
+		TranscriptionDelay: n, TranscriptionDelayC: n, EndOfTurnDelay: n, EndOfTurnDelayC: n,
+		OnUserTurnCompletedDelay: n, OnUserTurnCompletedDelayC: n, LLMNodeTTFT: n, LLMNodeTTFTC: n,
+		LLMNodeTPS: n, LLMNodeTTFS: n, TTSNodeTTFB: n, TTSNodeTTFBC: n, PlaybackLatency: n, PlaybackLatencyC: n,
+		E2ELatency: n, E2ELatencyC: n,
+	}}
+}
+
+// pickNum returns the snake_case number if present, else the camelCase one;
+// NaN when neither is.
+func pickNum(snake, camel float64) float64 {
+	if !math.IsNaN(snake) {
+		return snake
+	}
+	return camel
 }
 
 func pick[T comparable](snake, camel T) T {
@@ -85,39 +110,58 @@ func pickList(snake, camel []string) []string {
 }
 
 func (m *rawMetrics) normalize() *Metrics {
-	out := Metrics{
-		StartedSpeakingAt:        pick(m.StartedSpeakingAt, m.StartedSpeakingAtC),
-		StoppedSpeakingAt:        pick(m.StoppedSpeakingAt, m.StoppedSpeakingAtC),
-		TranscriptionDelay:       pick(m.TranscriptionDelay, m.TranscriptionDelayC),
-		EndOfTurnDelay:           pick(m.EndOfTurnDelay, m.EndOfTurnDelayC),
-		OnUserTurnCompletedDelay: pick(m.OnUserTurnCompletedDelay, m.OnUserTurnCompletedDelayC),
-		LLMNodeTTFT:              pick(m.LLMNodeTTFT, m.LLMNodeTTFTC),
-		LLMNodeTPS:               m.LLMNodeTPS,
-		LLMNodeTTFS:              m.LLMNodeTTFS,
-		TTSNodeTTFB:              pick(m.TTSNodeTTFB, m.TTSNodeTTFBC),
-		PlaybackLatency:          pick(m.PlaybackLatency, m.PlaybackLatencyC),
-		E2ELatency:               pick(m.E2ELatency, m.E2ELatencyC),
+	vals := [...]float64{
+		pickNum(m.StartedSpeakingAt, m.StartedSpeakingAtC),
+		pickNum(m.StoppedSpeakingAt, m.StoppedSpeakingAtC),
+		pickNum(m.TranscriptionDelay, m.TranscriptionDelayC),
+		pickNum(m.EndOfTurnDelay, m.EndOfTurnDelayC),
+		pickNum(m.OnUserTurnCompletedDelay, m.OnUserTurnCompletedDelayC),
+		pickNum(m.LLMNodeTTFT, m.LLMNodeTTFTC),
+		m.LLMNodeTPS,
+		m.LLMNodeTTFS,
+		pickNum(m.TTSNodeTTFB, m.TTSNodeTTFBC),
+		pickNum(m.PlaybackLatency, m.PlaybackLatencyC),
+		pickNum(m.E2ELatency, m.E2ELatencyC),
 	}
-	if out == (Metrics{}) {
+	present := false
+	for _, v := range vals {
+		present = present || !math.IsNaN(v)
+	}
+	if !present {
 		return nil
 	}
 	// The speaking timestamps are Unix seconds in both SDKs; normalize anyway
 	// so a millisecond value cannot skew every gap computed from them.
-	for _, p := range []**float64{&out.StartedSpeakingAt, &out.StoppedSpeakingAt} {
-		if *p != nil {
-			v := UnixSeconds(**p)
-			*p = &v
+	for i := 0; i < 2; i++ {
+		if !math.IsNaN(vals[i]) {
+			vals[i] = UnixSeconds(vals[i])
 		}
 	}
-	return &out
+	// One allocation holds every value the pointers refer to.
+	out := &struct {
+		m    Metrics
+		vals [len(vals)]float64
+	}{vals: vals}
+	ptr := func(i int) *float64 {
+		if math.IsNaN(out.vals[i]) {
+			return nil
+		}
+		return &out.vals[i]
+	}
+	out.m = Metrics{
+		StartedSpeakingAt: ptr(0), StoppedSpeakingAt: ptr(1), TranscriptionDelay: ptr(2), EndOfTurnDelay: ptr(3),
+		OnUserTurnCompletedDelay: ptr(4), LLMNodeTTFT: ptr(5), LLMNodeTPS: ptr(6), LLMNodeTTFS: ptr(7),
+		TTSNodeTTFB: ptr(8), PlaybackLatency: ptr(9), E2ELatency: ptr(10),
+	}
+	return &out.m
 }
 
 // add normalizes raw into an Item and appends it.
 func (p *chatParser) add(i int, raw *rawItem) {
 	it := Item{Index: i, ID: raw.ID, Type: raw.Type, Role: raw.Role, Interrupted: raw.Interrupted}
 	p.noteStyle(raw)
-	if ts := pick(raw.CreatedAt, raw.CreatedAC); ts != nil {
-		switch v := *ts; {
+	if v := pickNum(raw.CreatedAt, raw.CreatedAC); !math.IsNaN(v) {
+		switch {
 		case math.IsInf(v, 0) || v < 0:
 			p.problem(i, "created_at_invalid", fmt.Sprintf("created_at %v is not a timestamp", v))
 		case v >= 1e11:
@@ -130,12 +174,14 @@ func (p *chatParser) add(i int, raw *rawItem) {
 	}
 	switch raw.Type {
 	case TypeMessage:
-		content, ok := contentStrings(raw.Content)
+		content, ok := contentStrings(raw.Content, p.unmarshal)
 		if !ok {
 			p.problem(i, "content_invalid", "message content is neither a string nor a list")
 		}
 		it.Content = content
-		it.TranscriptConfidence = pick(raw.TConf, raw.TConfC)
+		if c := pickNum(raw.TConf, raw.TConfC); !math.IsNaN(c) {
+			it.TranscriptConfidence = &c
+		}
 		it.Metrics = raw.Metrics.normalize()
 	case TypeFunctionCall:
 		it.CallID, it.Name = pick(raw.CallID, raw.CallIDC), raw.Name
@@ -146,7 +192,7 @@ func (p *chatParser) add(i int, raw *rawItem) {
 	case TypeAgentHandoff:
 		it.OldAgentID, it.NewAgentID = pick(raw.OldAgentID, raw.OldAgentIDC), pick(raw.NewAgentID, raw.NewAgentIDC)
 	case TypeAgentConfigUpdate:
-		it.Instructions = instructionsText(raw.Instructions)
+		it.Instructions = instructionsText(raw.Instructions, p.unmarshal)
 		it.ToolsAdded, it.ToolsRemoved = pickList(raw.ToolsAdded, raw.ToolsAddedC), pickList(raw.ToolsRemoved, raw.ToolsRemovedC)
 	default:
 		// Newer SDKs add item types: keep the item, report it.
@@ -158,10 +204,10 @@ func (p *chatParser) add(i int, raw *rawItem) {
 }
 
 func (p *chatParser) noteStyle(r *rawItem) {
-	if r.CreatedAt != nil || r.CallID != "" || r.NewAgentID != "" || r.TConf != nil {
+	if !math.IsNaN(r.CreatedAt) || r.CallID != "" || r.NewAgentID != "" || !math.IsNaN(r.TConf) {
 		p.snake = true
 	}
-	if r.CreatedAC != nil || r.CallIDC != "" || r.IsErrorC || r.NewAgentIDC != "" || r.TConfC != nil {
+	if !math.IsNaN(r.CreatedAC) || r.CallIDC != "" || r.IsErrorC || r.NewAgentIDC != "" || !math.IsNaN(r.TConfC) {
 		p.camel = true
 	}
 }

@@ -57,6 +57,11 @@ func ParseMultipart(r io.Reader, contentType string, lim Limits) (*Session, int6
 			}
 			sawChat = true
 			chat, err := ParseChatHistory(part, lim.Chat)
+			var pe *ParseError
+			if err != nil && !errors.As(err, &pe) {
+				// A part that ends early is a malformed body (as for any other part).
+				return nil, 0, parseErr(PartMultipart, -1, -1, fmt.Errorf("part %q: %w", part.FormName(), err))
+			}
 			if err != nil {
 				return nil, 0, err
 			}

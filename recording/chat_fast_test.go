@@ -1,0 +1,75 @@
+package recording
+
+import (
+	"bytes"
+	"reflect"
+	"testing"
+)
+
+// FuzzChatPathsAgree: wherever the fast path answers, its answer is the
+// streaming path's, item for item and problem for problem.
+func FuzzChatPathsAgree(f *testing.F) {
+	for _, p := range []string{"testdata/chat_python.json", "testdata/chat_js.json", "testdata/chat_js_camel.json"} {
+		f.Add(mustRead(f, p))
+	}
+	for _, s := range []string{
+		`{"items": [], "items": [{"type": "message"}]}`,
+		`{"items": [], "Items": [{"type": "message"}]}`,
+		`{"ITEMS": [{"type": "message"}]}`,
+		`{"\u0069tems": [{"type": "message", "content": ["a"]}]}`,
+		`{"items": null}`,
+		`{}`,
+		`{"items": [{"id": "a", "type": "message"}], "it\u0065ms": [{"id": "b"}]}`,
+		`{"items": [{"id": "a", "type": "message"}], "ITEMS": [{"id": "b"}]}`,
+		`{"items": [{"id": "a", "type": "message", "content": ["\\u0065"]}]}`,
+		`{"x": 1}`,
+		`{"items": []}`,
+		`{"items": [{"type": "message"}, {"id": "b", "type": "message"}]}`,
+		`{"items": [{"id": "a", "type": "message"}, {"type": "message"}]}`,
+		`{"items": [{"id": "\\u0000lkscore:absent", "type": "message"}]}`,
+		`{"items": [{"id": "a", "type": "message", "created_at": 1}], "itemſ": [{"id": "b"}]}`,
+		`{"items": [{"type": "message", "created_at": 1e400}]}`,
+		`{"items": [{"type": "message", "created_at": null, "createdAt": 1764417600000}]}`,
+		`{"items": [{"type": "message", "Role": "user", "ROLE": "assistant", "role": "x"}]}`,
+		`{"items": [{"type": "message", "content": ["a", {"type": "image"}, "b"], "metrics": {"e2e_latency": "slow"}}]}`,
+		`{"items": [{"type": "message", "content": "\ud800 lone surrogate"}]}`,
+		`{"items": [{"type": "message", "content": ["caf\u00e9"], "interrupted": 1}]}`,
+		`{"items": [{"type": "agent_config_update", "instructions": {"type": "instructions", "text": "t"}}]}`,
+		`{"items": [{"type": "function_call_output", "callId": "c", "isError": true, "is_error": false}]} `,
+		`{"items": [{"type": "message"}]} x`,
+		"{\"items\": [{\"type\": \"message\", \"content\": [\"\xff\"]}]}",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		lim := ChatLimits{MaxBytes: 1 << 16, MaxItems: 20}.withDefaults()
+		fast, ok := fastChat(data, lim)
+		if !ok {
+			return
+		}
+		slow, err := streamChat(bytes.NewReader(data), lim)
+		if err != nil {
+			t.Fatalf("fast path accepted what the streaming path rejects (%v)", err)
+		}
+		if !reflect.DeepEqual(fast, slow) {
+			t.Fatalf("paths disagree:\nfast %+v\nslow %+v", fast, slow)
+		}
+	})
+}
+
+// TestFastPathTakesSDKFiles: the fast path really answers for the SDKs' own
+// files (a fast path that always declined would pass the fuzz test).
+func TestFastPathTakesSDKFiles(t *testing.T) {
+	for _, p := range []string{"testdata/chat_python.json", "testdata/chat_js.json", "testdata/chat_js_camel.json", historyFixture} {
+		data := mustRead(t, p)
+		lim := ChatLimits{}.withDefaults()
+		fast, ok := fastChat(data, lim)
+		if !ok {
+			t.Fatalf("%s: the fast path declined an SDK's own file", p)
+		}
+		slow, err := streamChat(bytes.NewReader(data), lim)
+		if err != nil || !reflect.DeepEqual(fast, slow) {
+			t.Fatalf("%s: paths disagree (%v)", p, err)
+		}
+	}
+}
