@@ -87,8 +87,8 @@ func TestRealisticHistoryParses(t *testing.T) {
 }
 
 // historyFixture is realisticHistory(200), committed so that other modules
-// (bench/decoders) and tools/perf-vs-python.py measure the same bytes.
-const historyFixture = "testdata/history_200turns.json"
+// (bench/decoders), lkscore bench and tools/perf-vs-python.sh use the same bytes.
+const historyFixture = "../scenarios/load/history_200turns.json"
 
 func TestHistoryFixtureCurrent(t *testing.T) {
 	want := realisticHistory(200)

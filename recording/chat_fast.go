@@ -91,6 +91,9 @@ func oneItemsKey(data []byte) bool {
 			return false // an escaped letter (or @, [, `, …)
 		}
 		i++ // past the escaped character, so "\\" counts once
+		if i >= len(data) {
+			break
+		}
 	}
 	n := 0
 	for i := 0; ; {

@@ -51,7 +51,7 @@ type history struct {
 }
 
 func load(b *testing.B) []byte {
-	data, err := os.ReadFile("../../recording/testdata/history_200turns.json")
+	data, err := os.ReadFile("../../scenarios/load/history_200turns.json")
 	if err != nil {
 		b.Fatal(err)
 	}

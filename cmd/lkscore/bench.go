@@ -1,0 +1,390 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/livekit/protocol/livekit"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/urfave/cli/v3"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/lkscore/lkscore/config"
+	"github.com/lkscore/lkscore/consumer"
+	"github.com/lkscore/lkscore/scenarios"
+)
+
+func benchCommand(getenv func(string) string, stdout io.Writer) *cli.Command {
+	return &cli.Command{
+		Name:  "bench",
+		Usage: "load a running lkscore with signed sessions or webhooks and report throughput and latency",
+		Description: "Sessions mode (the default): each session is an agents SDK recording upload (a 200-turn chat\n" +
+			"history unless --chat is given) followed by LiveKit's agent_job_ended webhook, both signed with your\n" +
+			"LiveKit key as the SDK and LiveKit sign them. bench reads the scorecards from NATS and reports\n" +
+			"sessions/s and the latency from the webhook's 2xx to the scorecard, with lost and duplicated ones.\n" +
+			"Webhooks mode (--webhooks): unique signed room_finished events only, at --concurrency connections.\n" +
+			"Exit 1 when a session is lost or scored twice, or a request is refused.",
+		Flags: append(toolFlags(),
+			&cli.StringFlag{Name: "url", Value: "http://127.0.0.1:8080", Usage: "base URL of the ingest listener (webhooks and uploads)"},
+			&cli.IntFlag{Name: "sessions", Value: 2000, Usage: "sessions to send (or webhooks, with --webhooks)"},
+			&cli.IntFlag{Name: "concurrency", Value: 32, Usage: "clients sending at once"},
+			&cli.Float64Flag{Name: "rate", Usage: "offered sessions (or webhooks) per second; 0: as fast as the clients go"},
+			&cli.BoolFlag{Name: "webhooks", Usage: "send webhooks only and report webhooks/s and their latency"},
+			&cli.StringFlag{Name: "chat", Usage: "chat_history.json to upload with every session (default: a realistic 200-turn history, 253 KB)"},
+			&cli.StringFlag{Name: "api-key", Usage: "which configured LiveKit key signs (default: the only one, or the first by name)"},
+			&cli.DurationFlag{Name: "timeout", Value: 2 * time.Minute, Usage: "how long to wait for the last scorecard after the last session is sent"},
+			&cli.BoolFlag{Name: "json", Usage: "print the report as JSON"},
+		),
+		Action: func(ctx context.Context, c *cli.Command) error {
+			js, subj, cfg, closeFn, err := toolNATS(c, getenv)
+			if err != nil {
+				return err
+			}
+			defer closeFn()
+			o := benchOptions{url: c.String("url"), n: int(c.Int("sessions")), clients: int(c.Int("concurrency")),
+				rate: c.Float64("rate"), webhooksOnly: c.Bool("webhooks"), timeout: c.Duration("timeout"), chat: scenarios.LoadHistory()}
+			if p := c.String("chat"); p != "" {
+				if o.chat, err = readFileLimited(p, cfg.Limits.UploadBytes()); err != nil {
+					return exitError{code: 2, err: err}
+				}
+			}
+			if o.key, o.secret, err = signingKey(cfg, c.String("api-key")); err != nil {
+				return exitError{code: 2, err: err}
+			}
+			if o.n < 1 || o.clients < 1 || o.rate < 0 {
+				return exitError{code: 2, err: errors.New("--sessions and --concurrency must be at least 1, --rate not negative")}
+			}
+			rep, err := runBench(ctx, js, subj, o)
+			if err != nil {
+				return exitError{code: 1, err: err}
+			}
+			if c.Bool("json") {
+				enc := json.NewEncoder(stdout)
+				enc.SetIndent("", "  ")
+				err = enc.Encode(rep)
+			} else {
+				err = rep.print(stdout)
+			}
+			if err != nil {
+				return exitError{code: 1, err: err}
+			}
+			if rep.Lost > 0 || rep.Duplicated > 0 || rep.Refused > 0 {
+				return exitError{code: 1, err: fmt.Errorf("%d lost, %d duplicated, %d refused", rep.Lost, rep.Duplicated, rep.Refused)}
+			}
+			return nil
+		},
+	}
+}
+
+// signingKey picks the LiveKit key bench signs with.
+func signingKey(cfg config.Config, want string) (string, string, error) {
+	keys := make([]string, 0, len(cfg.LiveKit.Keys))
+	for k := range cfg.LiveKit.Keys {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	switch {
+	case want != "":
+		if s, ok := cfg.LiveKit.Keys[want]; ok {
+			return want, s, nil
+		}
+		return "", "", fmt.Errorf("--api-key %s is not among the configured LiveKit keys", want)
+	case len(keys) == 0:
+		return "", "", errors.New("no LiveKit key configured: set LIVEKIT_API_KEY and LIVEKIT_API_SECRET (the daemon's own)")
+	}
+	return keys[0], cfg.LiveKit.Keys[keys[0]], nil
+}
+
+func readFileLimited(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("%s: larger than the upload limit of %d bytes", path, limit)
+	}
+	return b, nil
+}
+
+type benchOptions struct {
+	url          string
+	key, secret  string
+	n, clients   int
+	rate         float64 // per second; 0: closed loop
+	webhooksOnly bool
+	chat         []byte
+	timeout      time.Duration
+}
+
+// benchReport is what `lkscore bench` prints. Latencies are milliseconds.
+type benchReport struct {
+	Mode        string  `json:"mode"` // sessions or webhooks
+	Sent        int     `json:"sent"`
+	Clients     int     `json:"clients"`
+	OfferedRate float64 `json:"offered_rate,omitempty"`
+	SendSeconds float64 `json:"send_seconds"`
+	// WebhooksPerSec counts acknowledged webhooks over the sending time.
+	WebhooksPerSec float64 `json:"webhooks_per_sec"`
+	// SessionsPerSec is scored sessions over the time from the first send
+	// to the last scorecard (sessions mode).
+	SessionsPerSec float64  `json:"sessions_per_sec,omitempty"`
+	Scored         int      `json:"scored,omitempty"`
+	Lost           int      `json:"lost"`
+	Duplicated     int      `json:"duplicated"`
+	Refused        int      `json:"refused"`
+	Latency        latStats `json:"latency_ms"` // webhook 2xx → scorecard, or webhook request → 2xx
+	LatencyOf      string   `json:"latency_of"`
+}
+
+type latStats struct {
+	P50, P90, P99, Max float64
+}
+
+func (l latStats) MarshalJSON() ([]byte, error) {
+	return json.Marshal(map[string]float64{"p50": l.P50, "p90": l.P90, "p99": l.P99, "max": l.Max})
+}
+
+func percentiles(d []time.Duration) latStats {
+	if len(d) == 0 {
+		return latStats{}
+	}
+	slices.Sort(d)
+	at := func(q float64) float64 {
+		i := int(q*float64(len(d))+0.5) - 1
+		return float64(d[min(max(i, 0), len(d)-1)].Microseconds()) / 1000
+	}
+	return latStats{P50: at(0.50), P90: at(0.90), P99: at(0.99), Max: at(1)}
+}
+
+func (r benchReport) print(w io.Writer) error {
+	var err error
+	p := func(format string, a ...any) {
+		if err == nil {
+			_, err = fmt.Fprintf(w, format, a...)
+		}
+	}
+	rate := "as fast as they go"
+	if r.OfferedRate > 0 {
+		rate = fmt.Sprintf("offered %.0f/s", r.OfferedRate)
+	}
+	p("lkscore bench: %d %s from %d clients (%s) in %.2f s\n", r.Sent, r.Mode, r.Clients, rate, r.SendSeconds)
+	p("webhooks:   %.0f/s acknowledged\n", r.WebhooksPerSec)
+	if r.Mode == "sessions" {
+		p("sessions:   %.0f/s end to end (first send → last scorecard), %d scored\n", r.SessionsPerSec, r.Scored)
+	}
+	p("latency:    p50 %.1f ms  p90 %.1f ms  p99 %.1f ms  max %.1f ms (%s)\n", r.Latency.P50, r.Latency.P90, r.Latency.P99, r.Latency.Max, r.LatencyOf)
+	p("lost %d, duplicated %d, refused %d\n", r.Lost, r.Duplicated, r.Refused)
+	return err
+}
+
+// runBench sends the load and, in sessions mode, waits for every scorecard.
+func runBench(ctx context.Context, js jetstream.JetStream, subj consumer.Subjects, o benchOptions) (benchReport, error) {
+	var run [4]byte
+	_, _ = rand.Read(run[:])
+	id := hex.EncodeToString(run[:])
+	rep := benchReport{Mode: "sessions", Sent: o.n, Clients: o.clients, OfferedRate: o.rate,
+		LatencyOf: "webhook 2xx → scorecard received"}
+	if o.webhooksOnly {
+		rep.Mode, rep.LatencyOf = "webhooks", "webhook request → 2xx"
+	}
+	snd := newSender(o.url, o.key, o.secret)
+	// One keep-alive connection per client, as LiveKit's notifier keeps them.
+	snd.client = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
+		MaxIdleConns: o.clients, MaxIdleConnsPerHost: o.clients, IdleConnTimeout: time.Minute}}
+	defer snd.client.CloseIdleConnections()
+
+	var cards *cardWatch
+	if !o.webhooksOnly {
+		var err error
+		if cards, err = watchCards(ctx, js, subj, o.n); err != nil {
+			return rep, err
+		}
+		defer cards.stop()
+	}
+
+	var mu sync.Mutex
+	acked := make(map[string]time.Time, o.n) // session key → webhook 2xx
+	var hookLat []time.Duration
+	refused := 0
+	next := make(chan int)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range o.clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				room, job := fmt.Sprintf("RM_bench%s_%06d", id, i), fmt.Sprintf("AJ_bench%s_%06d", id, i)
+				var err error
+				var t0, t1 time.Time
+				if o.webhooksOnly {
+					ev := &livekit.WebhookEvent{Event: "room_finished", Id: "EV_" + room, CreatedAt: time.Now().Unix(),
+						Room: &livekit.Room{Sid: room, Name: "bench"}}
+					t0 = time.Now()
+					err = snd.webhook(ctx, ev)
+					t1 = time.Now()
+				} else {
+					header, _ := proto.Marshal(&livekit.MetricsRecordingHeader{RoomId: room, JobId: job,
+						SessionSummary: `{"close_reason":"CR_USER_INITIATED"}`})
+					if err = snd.upload(ctx, header, o.chat); err == nil {
+						ev := &livekit.WebhookEvent{Event: "agent_job_ended", Id: "EV_" + job, CreatedAt: time.Now().Unix(),
+							Job: &livekit.Job{Id: job, AgentName: "lkscore-bench", Room: &livekit.Room{Sid: room},
+								State: &livekit.JobState{Status: livekit.JobStatus_JS_SUCCESS}}}
+						t0 = time.Now()
+						err = snd.webhook(ctx, ev)
+						t1 = time.Now()
+					}
+				}
+				mu.Lock()
+				if err != nil {
+					refused++
+				} else {
+					acked[room+"/"+job] = t1
+					hookLat = append(hookLat, t1.Sub(t0))
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	var tick *time.Ticker
+	if o.rate > 0 {
+		tick = time.NewTicker(time.Duration(float64(time.Second) / o.rate))
+		defer tick.Stop()
+	}
+feed:
+	for i := range o.n {
+		if tick != nil {
+			select {
+			case <-tick.C:
+			case <-ctx.Done():
+				break feed
+			}
+		}
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	sent := time.Since(start)
+	rep.SendSeconds = sent.Seconds()
+	rep.Refused = refused
+	rep.WebhooksPerSec = float64(len(acked)) / sent.Seconds()
+	if o.webhooksOnly {
+		rep.Latency = percentiles(hookLat)
+		return rep, ctx.Err()
+	}
+
+	got, dups, last := cards.wait(ctx, acked, o.timeout)
+	lat := make([]time.Duration, 0, len(got))
+	for key, at := range got {
+		lat = append(lat, max(at.Sub(acked[key]), 0))
+	}
+	rep.Scored, rep.Duplicated, rep.Lost = len(got), dups, len(acked)-len(got)
+	rep.Latency = percentiles(lat)
+	if len(got) > 0 {
+		rep.SessionsPerSec = float64(len(got)) / last.Sub(start).Seconds()
+	}
+	return rep, nil
+}
+
+// cardWatch collects scorecards as they arrive: the first receive time per
+// session key, and how many arrived for a key already seen.
+type cardWatch struct {
+	cons jetstream.ConsumeContext
+	mu   sync.Mutex
+	at   map[string]time.Time
+	dups int
+	more chan struct{}
+}
+
+func watchCards(ctx context.Context, js jetstream.JetStream, subj consumer.Subjects, n int) (*cardWatch, error) {
+	// An ephemeral consumer from now on: only this run's scorecards count.
+	c, err := js.OrderedConsumer(ctx, subj.ResultStream(), jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverNewPolicy})
+	if err != nil {
+		return nil, fmt.Errorf("follow %s: %w", subj.ResultStream(), err)
+	}
+	w := &cardWatch{at: make(map[string]time.Time, n), more: make(chan struct{}, 1)}
+	w.cons, err = c.Consume(func(m jetstream.Msg) {
+		now := time.Now()
+		key := m.Headers().Get(consumer.HeaderSessionKey)
+		w.mu.Lock()
+		if _, seen := w.at[key]; seen {
+			w.dups++
+		} else {
+			w.at[key] = now
+		}
+		w.mu.Unlock()
+		select {
+		case w.more <- struct{}{}:
+		default:
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("follow %s: %w", subj.ResultStream(), err)
+	}
+	return w, nil
+}
+
+func (w *cardWatch) stop() { w.cons.Stop() }
+
+// wait returns, for the sessions in sent, when each scorecard arrived; the
+// duplicates among them; and the last arrival. It gives up timeout after
+// the last new scorecard.
+func (w *cardWatch) wait(ctx context.Context, sent map[string]time.Time, timeout time.Duration) (map[string]time.Time, int, time.Time) {
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	collect := func() (map[string]time.Time, int, time.Time) {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		got := map[string]time.Time{}
+		var last time.Time
+		for k := range sent {
+			if at, ok := w.at[k]; ok {
+				got[k] = at
+				if at.After(last) {
+					last = at
+				}
+			}
+		}
+		return got, w.dups, last
+	}
+	for {
+		got, dups, last := collect()
+		if len(got) == len(sent) {
+			// A duplicate would come right behind: give it a moment.
+			time.Sleep(500 * time.Millisecond)
+			_, dups, _ = collect()
+			return got, dups, last
+		}
+		select {
+		case <-w.more:
+			if !timer.Stop() {
+				<-timer.C
+			}
+			timer.Reset(timeout)
+		case <-timer.C:
+			return got, dups, last
+		case <-ctx.Done():
+			return got, dups, last
+		}
+	}
+}

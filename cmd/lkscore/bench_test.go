@@ -1,0 +1,71 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// benchRun runs `lkscore bench` against the in-process daemon with the
+// daemon's own key, and decodes its JSON report.
+func benchRun(t *testing.T, natsURL, ingest string, args ...string) (map[string]any, int, string) {
+	t.Helper()
+	env := map[string]string{"LIVEKIT_API_KEY": "APItail", "LIVEKIT_API_SECRET": "tail-secret-0123456789"}
+	var out, errb bytes.Buffer
+	code := run(context.Background(), append([]string{"lkscore", "bench", "--nats-url", natsURL, "--url", "http://" + ingest, "--json"}, args...),
+		func(k string) string { return env[k] }, &out, &errb)
+	var rep map[string]any
+	if out.Len() > 0 {
+		if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+			t.Fatalf("report is not JSON: %v\n%s", err, out.String())
+		}
+	}
+	return rep, code, errb.String()
+}
+
+// TestBenchEmbedded: lkscore bench against the embedded default scores every
+// session it sends exactly once and reports rates and latencies.
+func TestBenchEmbedded(t *testing.T) {
+	d, _ := startTestDaemon(t)
+	rep, code, stderr := benchRun(t, d.NATSURL(), d.IngestAddr(), "--sessions", "60", "--concurrency", "6")
+	if code != 0 {
+		t.Fatalf("exit %d: %s\n%v", code, stderr, rep)
+	}
+	if rep["mode"] != "sessions" || rep["sent"] != 60.0 || rep["scored"] != 60.0 || rep["lost"] != 0.0 || rep["duplicated"] != 0.0 {
+		t.Fatalf("report %v", rep)
+	}
+	lat := rep["latency_ms"].(map[string]any)
+	if rep["sessions_per_sec"].(float64) <= 0 || rep["webhooks_per_sec"].(float64) <= 0 || lat["p50"].(float64) <= 0 || lat["p99"].(float64) < lat["p50"].(float64) {
+		t.Fatalf("report %v", rep)
+	}
+	t.Logf("%v", rep)
+
+	// At a fixed rate, the send takes about n/rate seconds.
+	rep, code, stderr = benchRun(t, d.NATSURL(), d.IngestAddr(), "--sessions", "20", "--concurrency", "4", "--rate", "40")
+	if code != 0 || rep["scored"] != 20.0 || rep["send_seconds"].(float64) < 0.45 {
+		t.Fatalf("exit %d: %s\n%v", code, stderr, rep)
+	}
+}
+
+func TestBenchWebhooks(t *testing.T) {
+	d, _ := startTestDaemon(t)
+	rep, code, stderr := benchRun(t, d.NATSURL(), d.IngestAddr(), "--webhooks", "--sessions", "500", "--concurrency", "16")
+	if code != 0 || rep["mode"] != "webhooks" || rep["sent"] != 500.0 || rep["refused"] != 0.0 || rep["webhooks_per_sec"].(float64) <= 0 {
+		t.Fatalf("exit %d: %s\n%v", code, stderr, rep)
+	}
+}
+
+// TestBenchReportsRefusals: a wrong key is refused by the daemon, and bench
+// says so and exits 1 instead of reporting a rate.
+func TestBenchReportsRefusals(t *testing.T) {
+	d, _ := startTestDaemon(t)
+	env := map[string]string{"LIVEKIT_API_KEY": "APItail", "LIVEKIT_API_SECRET": "not-the-daemons-secret"}
+	var out, errb bytes.Buffer
+	code := run(context.Background(), []string{"lkscore", "bench", "--nats-url", d.NATSURL(), "--url", "http://" + d.IngestAddr(),
+		"--webhooks", "--sessions", "5", "--concurrency", "2"}, func(k string) string { return env[k] }, &out, &errb)
+	if code != 1 || !strings.Contains(out.String(), "refused 5") {
+		t.Fatalf("exit %d\n%s\n%s", code, out.String(), errb.String())
+	}
+}
