@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -188,6 +189,13 @@ type HTTP struct {
 	ReadHeaderTimeout time.Duration `yaml:"read_header_timeout"`
 	// IdleTimeout closes keep-alive connections idle for this long.
 	IdleTimeout time.Duration `yaml:"idle_timeout"`
+	// MaxInflightUploads bounds the recording uploads stored at once; more
+	// wait their turn. Default: the process's cores (GOMAXPROCS), so that in
+	// --role all a burst of uploads cannot starve scoring of CPU.
+	MaxInflightUploads int `yaml:"max_inflight_uploads"`
+	// UploadWait is how long an upload may wait for a slot before it is
+	// answered 503 with RetryInfo (the SDK retries).
+	UploadWait time.Duration `yaml:"upload_wait"`
 }
 
 // Recordings configures where recording uploads live.
@@ -232,7 +240,7 @@ func Default() Config {
 			PublishTimeout:  3 * time.Second,
 			RequestTimeout:  10 * time.Second,
 		},
-		HTTP:      HTTP{ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute},
+		HTTP:      HTTP{ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, MaxInflightUploads: runtime.GOMAXPROCS(0), UploadWait: 30 * time.Second},
 		Dashboard: Dashboard{Window: 10_000},
 		Privacy:   Privacy{Redaction: "auto", Mode: "full"},
 		Retention: Retention{Recordings: 30 * 24 * time.Hour, Results: 7 * 24 * time.Hour, SweepInterval: time.Hour},
@@ -254,7 +262,7 @@ func Default() Config {
 		Pipeline: Pipeline{
 			CloseReasons:      DefaultCloseReasons(),
 			Pool:              "default",
-			Concurrency:       4,
+			Concurrency:       DefaultConcurrency(),
 			RecordingDeadline: 30 * time.Minute,
 			SettleWindow:      20 * time.Second,
 			DedupWindow:       24 * time.Hour,
@@ -270,6 +278,12 @@ func Default() Config {
 		},
 	}
 }
+
+// DefaultConcurrency is pipeline.concurrency's default: 8 messages per core
+// (GOMAXPROCS, which follows a container's CPU limit) per stage. Scoring is
+// CPU-bound, the rest waits on NATS and the store; docs/performance.md has
+// the measurements behind the factor.
+func DefaultConcurrency() int { return 8 * runtime.GOMAXPROCS(0) }
 
 // Load builds a Config: defaults, then the YAML file at path (if non-empty),
 // then environment variables read through getenv, then set (flags). It

@@ -108,6 +108,10 @@ func (c Config) validateServer(p *problems) {
 	p.positive("shutdown_timeout", c.ShutdownTimeout)
 	p.positive("http.read_header_timeout", c.HTTP.ReadHeaderTimeout)
 	p.positive("http.idle_timeout", c.HTTP.IdleTimeout)
+	p.positive("http.upload_wait", c.HTTP.UploadWait)
+	if c.HTTP.MaxInflightUploads < 1 {
+		p.add("http.max_inflight_uploads: must be at least 1, got %d", c.HTTP.MaxInflightUploads)
+	}
 	switch c.Role {
 	case RoleAll, RoleIngest, RoleWorker:
 	default:

@@ -49,6 +49,8 @@ type collector struct {
 	now       func() time.Time
 	metrics   *metrics
 	log       *slog.Logger
+	inflight  chan struct{} // one token per upload being stored (http.max_inflight_uploads)
+	maxWait   time.Duration // for a token (http.upload_wait)
 }
 
 // collectorOptions configures newCollector.
@@ -61,6 +63,8 @@ type collectorOptions struct {
 	limits    config.Limits
 	layout    recording.Layout
 	timeout   time.Duration // one acknowledged publish
+	inflight  int           // uploads stored at once; 0: no bound
+	maxWait   time.Duration // how long an upload waits for a slot
 	now       func() time.Time
 	metrics   *metrics
 	log       *slog.Logger
@@ -76,8 +80,15 @@ func newCollector(o collectorOptions) (*collector, error) {
 	if o.connected == nil {
 		o.connected = func() bool { return true }
 	}
-	return &collector{keys: o.keys, store: o.store, pub: o.pub, connected: o.connected, subjects: o.subjects, limits: o.limits,
-		layout: o.layout, timeout: o.timeout, now: o.now, metrics: o.metrics, log: o.log}, nil
+	c := &collector{keys: o.keys, store: o.store, pub: o.pub, connected: o.connected, subjects: o.subjects, limits: o.limits,
+		layout: o.layout, timeout: o.timeout, now: o.now, metrics: o.metrics, log: o.log}
+	if o.inflight > 0 {
+		if o.maxWait <= 0 {
+			return nil, errors.New("collector: an upload bound needs a positive wait")
+		}
+		c.inflight, c.maxWait = make(chan struct{}, o.inflight), o.maxWait
+	}
+	return c, nil
 }
 
 // UploadNotice is the message published on Subjects.UploadStored once an
@@ -104,10 +115,51 @@ var idRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
 
 func (c *collector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	outcome := "stored"
+	if err := c.admit(r.Context()); err != nil {
+		outcome = c.fail(w, err)
+		c.metrics.requests.WithLabelValues("recordings", outcome).Inc()
+		return
+	}
+	defer c.release()
 	if err := c.serve(w, r); err != nil {
 		outcome = c.fail(w, err)
 	}
 	c.metrics.requests.WithLabelValues("recordings", outcome).Inc()
+}
+
+// admit waits for one of http.max_inflight_uploads slots. Uploads beyond it
+// wait rather than fail: storing one is mostly disk work, and a burst of
+// them stored all at once would only take CPU from scoring (docs/performance.md).
+// After http.upload_wait the answer is 503 with RetryInfo, which the SDK
+// retries. (net/http notices a client that gave up only once its body is
+// read, so the bound matters.)
+func (c *collector) admit(ctx context.Context) error {
+	if c.inflight == nil {
+		return nil
+	}
+	select {
+	case c.inflight <- struct{}{}:
+		return nil
+	default:
+	}
+	c.metrics.uploadsWaiting.Inc()
+	defer c.metrics.uploadsWaiting.Dec()
+	timer := time.NewTimer(c.maxWait)
+	defer timer.Stop()
+	select {
+	case c.inflight <- struct{}{}:
+		return nil
+	case <-timer.C:
+		return fmt.Errorf("no upload slot free within http.upload_wait (%s)", c.maxWait) // transient: 503 + RetryInfo
+	case <-ctx.Done():
+		return fmt.Errorf("client gone while waiting for an upload slot: %w", ctx.Err())
+	}
+}
+
+func (c *collector) release() {
+	if c.inflight != nil {
+		<-c.inflight
+	}
 }
 
 func (c *collector) serve(w http.ResponseWriter, r *http.Request) error {

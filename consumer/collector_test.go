@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"mime/multipart"
 	"net"
 	"net/http"
@@ -261,5 +262,76 @@ func TestCollectorNATSDown(t *testing.T) {
 	})
 	if msgs := streamMsgs(t, ns.URL(), "LKSCORE_UPLOADS"); len(msgs) != 1 {
 		t.Fatalf("%d notices, want 1", len(msgs))
+	}
+}
+
+// TestCollectorInflightBound: with http.max_inflight_uploads 1, an upload
+// arriving while another is being stored waits (counted in
+// lkscore_collector_uploads_waiting) and is stored once the first is done;
+// one that waits longer than http.upload_wait gets the retryable 503 and
+// stores nothing.
+func TestCollectorInflightBound(t *testing.T) {
+	ns := startNATS(t)
+	cfg := testConfig(t, ns.URL())
+	cfg.HTTP.MaxInflightUploads, cfg.HTTP.UploadWait = 1, time.Second
+	d, reg := startDaemon(t, cfg)
+	url := "http://" + d.IngestAddr() + "/observability/recordings/v0"
+	tok := bearer(pythonToken(t, testKey, testSecret, true))
+	waiting := func() float64 { return gauge(t, reg, "lkscore_collector_uploads_waiting", nil) }
+
+	// The first upload holds the only slot while its body trickles in.
+	body1, ct1 := pythonUpload(t, fullParts(testHeader(t, "RM_slow", "AJ_slow"), []byte(`{"items": []}`), bytes.Repeat([]byte("a"), 4096)))
+	pr, pw := io.Pipe()
+	first := make(chan int, 1)
+	go func() {
+		req, _ := http.NewRequest(http.MethodPost, url, pr)
+		req.Header.Set("Authorization", tok)
+		req.Header.Set("Content-Type", ct1)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			first <- 0
+			return
+		}
+		resp.Body.Close()
+		first <- resp.StatusCode
+	}()
+	// Into the audio part: the chat history is staged, the upload is not done.
+	cut := bytes.Index(body1, []byte(`name="audio"`)) + 1024
+	_, _ = pw.Write(body1[:cut])
+	waitFor(t, "the first upload to stage its objects", func() bool {
+		staged, _ := os.ReadDir(filepath.Join(cfg.DataDir, "recordings", ".staging"))
+		return len(staged) > 0
+	})
+
+	// A second upload waits past http.upload_wait: 503, nothing stored.
+	body2, ct2 := pythonUpload(t, fullParts(testHeader(t, "RM_late", "AJ_late"), []byte(`{"items": []}`), nil))
+	start := time.Now()
+	if resp, msg := post(t, url, tok, ct2, bytes.NewReader(body2)); resp.StatusCode != http.StatusServiceUnavailable || time.Since(start) < cfg.HTTP.UploadWait {
+		t.Fatalf("second upload: %d after %s: %s", resp.StatusCode, time.Since(start), msg)
+	}
+	if _, err := os.Stat(filepath.Join(cfg.DataDir, "recordings", "RM_late")); err == nil {
+		t.Fatal("the refused upload was stored")
+	}
+
+	// A third waits, is counted, and is stored once the first finishes.
+	third := make(chan int, 1)
+	go func() {
+		resp, _ := post(t, url, tok, ct2, bytes.NewReader(body2))
+		third <- resp.StatusCode
+	}()
+	waitFor(t, "the third upload to wait", func() bool { return waiting() == 1 })
+	_, _ = pw.Write(body1[cut:])
+	_ = pw.Close()
+	if code := <-first; code != 200 {
+		t.Fatalf("first upload: %d", code)
+	}
+	if code := <-third; code != 200 {
+		t.Fatalf("third upload: %d", code)
+	}
+	if w := waiting(); w != 0 {
+		t.Fatalf("%v uploads still counted as waiting", w)
+	}
+	if _, err := os.Stat(filepath.Join(cfg.DataDir, "recordings", "RM_late", "AJ_late", recording.ObjectHeader)); err != nil {
+		t.Fatalf("the third upload was not stored: %v", err)
 	}
 }

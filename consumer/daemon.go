@@ -250,7 +250,7 @@ func (d *Daemon) ingestHandler(js jetstream.JetStream, st uploadStore, facts fac
 	col, err := newCollector(collectorOptions{
 		keys: keys, store: st, pub: js, connected: connected, subjects: d.subjects,
 		limits: d.cfg.Limits, layout: layout, timeout: d.cfg.NATS.PublishTimeout, now: time.Now,
-		metrics: d.metrics, log: d.log,
+		metrics: d.metrics, log: d.log, inflight: d.cfg.HTTP.MaxInflightUploads, maxWait: d.cfg.HTTP.UploadWait,
 	})
 	if err != nil {
 		return nil, err

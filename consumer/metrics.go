@@ -17,6 +17,7 @@ type metrics struct {
 	bytesStored    *prometheus.CounterVec
 	otlpDiscarded  *prometheus.CounterVec
 	otlpFacts      *prometheus.CounterVec
+	uploadsWaiting prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -51,6 +52,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "lkscore_otlp_facts_total",
 			Help: "Session facts read from OTLP logs and traces (before deduplication), by signal.",
 		}, []string{"signal"}),
+		uploadsWaiting: f.NewGauge(prometheus.GaugeOpts{
+			Name: "lkscore_collector_uploads_waiting",
+			Help: "Recording uploads waiting for one of http.max_inflight_uploads slots.",
+		}),
 	}
 }
 

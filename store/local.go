@@ -22,7 +22,7 @@ import (
 
 // Local keeps recordings in a local directory (the embedded default).
 // Keys are slash-separated paths relative to the root. Uploads are staged
-// under root/.staging and renamed into place on Commit.
+// as files in root/.staging and renamed into place on Commit.
 type Local struct {
 	root string
 }
@@ -132,10 +132,9 @@ func (s *Local) Begin(_ context.Context, dir string) (Upload, error) {
 	}
 	var rnd [8]byte
 	_, _ = rand.Read(rnd[:])
-	tmp := filepath.Join(s.root, ".staging", hex.EncodeToString(rnd[:]))
-	if err := os.Mkdir(tmp, 0o750); err != nil {
-		return nil, fmt.Errorf("begin upload: %w", err)
-	}
+	// Staged objects are flat files named <random>.<name> in .staging: no
+	// directory to create and remove per upload (docs/performance.md).
+	tmp := filepath.Join(s.root, ".staging", hex.EncodeToString(rnd[:])+".")
 	return &localUpload{tmp: tmp, final: filepath.Join(s.root, filepath.FromSlash(dir))}, nil
 }
 
@@ -153,7 +152,7 @@ func checkKey(key string) error {
 }
 
 type localUpload struct {
-	tmp, final string
+	tmp, final string // tmp is the staged files' path prefix
 	names      []string
 	done       bool
 }
@@ -162,10 +161,11 @@ func (u *localUpload) Write(_ context.Context, name string, r io.Reader, limit i
 	if strings.ContainsAny(name, "/\\") || strings.HasPrefix(name, ".") {
 		return 0, fmt.Errorf("invalid object name %q", name)
 	}
-	f, err := os.OpenFile(filepath.Join(u.tmp, name), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o640)
+	f, err := os.OpenFile(u.tmp+name, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o640)
 	if err != nil {
 		return 0, fmt.Errorf("write %s: %w", name, err)
 	}
+	u.names = append(u.names, name) // Abort removes it, written or not
 	n, err := io.Copy(f, recording.LimitReader(r, limit))
 	if err == nil {
 		err = f.Sync()
@@ -176,7 +176,6 @@ func (u *localUpload) Write(_ context.Context, name string, r io.Reader, limit i
 	if err != nil {
 		return n, fmt.Errorf("write %s: %w", name, err)
 	}
-	u.names = append(u.names, name)
 	return n, nil
 }
 
@@ -188,7 +187,7 @@ func (u *localUpload) Commit(_ context.Context) error {
 		return fmt.Errorf("commit upload: %w", err)
 	}
 	for _, n := range headerLast(u.names) {
-		if err := os.Rename(filepath.Join(u.tmp, n), filepath.Join(u.final, n)); err != nil {
+		if err := os.Rename(u.tmp+n, filepath.Join(u.final, n)); err != nil {
 			return fmt.Errorf("commit upload: %w", err)
 		}
 	}
@@ -197,7 +196,7 @@ func (u *localUpload) Commit(_ context.Context) error {
 		_ = d.Close()
 	}
 	u.done = true
-	return os.RemoveAll(u.tmp)
+	return nil
 }
 
 func (u *localUpload) Abort(_ context.Context) error {
@@ -205,5 +204,11 @@ func (u *localUpload) Abort(_ context.Context) error {
 		return nil
 	}
 	u.done = true
-	return os.RemoveAll(u.tmp)
+	var errs []error
+	for _, n := range u.names {
+		if err := os.Remove(u.tmp + n); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Pipeline throughput as the README reports it: an external nats-server
+# (built from the version in go.mod), `lkscore serve --role all` on local
+# storage, and `lkscore bench` as a separate process. Arguments go to
+# `lkscore bench`, e.g.:
+#   tools/perf-pipeline.sh --sessions 2000 --concurrency 32
+#   tools/perf-pipeline.sh --sessions 3000 --concurrency 64 --rate 150
+#   tools/perf-pipeline.sh --webhooks --sessions 20000 --concurrency 64
+# LKSCORE_CONCURRENCY and other LKSCORE_* variables reach the daemon.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+work=$(mktemp -d "${PERF_TMPDIR:-/tmp}/lkscore-perf.XXXXXX")
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+go build -o "$work/lkscore" ./cmd/lkscore
+go build -o "$work/nats-server" github.com/nats-io/nats-server/v2
+nats_port=${NATS_PORT:-14222}
+"$work/nats-server" -a 127.0.0.1 -p "$nats_port" -js -sd "$work/nats" >"$work/nats.log" 2>&1 &
+pids+=($!)
+export LIVEKIT_API_KEY=${LIVEKIT_API_KEY:-APIbench} LIVEKIT_API_SECRET=${LIVEKIT_API_SECRET:-bench-secret-0123456789abcdef}
+export LKSCORE_NATS_URL="nats://127.0.0.1:$nats_port"
+listen=127.0.0.1:${INGEST_PORT:-18080}
+for _ in $(seq 50); do (echo >"/dev/tcp/127.0.0.1/$nats_port") 2>/dev/null && break; sleep 0.1; done
+LKSCORE_LOG_LEVEL=${LKSCORE_LOG_LEVEL:-warn} "$work/lkscore" serve --role all --listen "$listen" \
+  --ops-listen 127.0.0.1:${OPS_PORT:-19090} --data-dir "$work/data" >"$work/lkscore.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 100); do curl -fs "http://127.0.0.1:${OPS_PORT:-19090}/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
+cpu() { awk '{printf "%.2f", ($14+$15)/100}' "/proc/$1/stat"; }
+nats_cpu0=$(cpu "${pids[0]}"); serve_cpu0=$(cpu "${pids[1]}")
+start=$(date +%s.%N)
+"$work/lkscore" bench --url "http://$listen" "$@" &
+bench_pid=$!
+bench_cpu=0
+while kill -0 "$bench_pid" 2>/dev/null; do bench_cpu=$(cpu "$bench_pid" 2>/dev/null || echo "$bench_cpu"); sleep 0.2; done
+wait "$bench_pid" && rc=0 || rc=$?
+wall=$(echo "$(date +%s.%N) - $start" | bc)
+echo "cpu seconds over ${wall%??????} s of wall time: lkscore serve $(echo "$(cpu "${pids[1]}") - $serve_cpu0" | bc), nats-server $(echo "$(cpu "${pids[0]}") - $nats_cpu0" | bc), lkscore bench ≥ $bench_cpu"
+exit $rc
