@@ -18,6 +18,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/lkscore/lkscore/recording"
+	"github.com/lkscore/lkscore/regress"
 	"github.com/lkscore/lkscore/scoring"
 )
 
@@ -52,6 +53,23 @@ type Config struct {
 	Privacy Privacy `yaml:"privacy"`
 	// Retention bounds how long recordings and scorecards are kept.
 	Retention Retention `yaml:"retention"`
+	// Regression configures regression detection (docs/regression.md).
+	Regression Regression `yaml:"regression"`
+}
+
+// Regression configures regression detection over the scorecards.
+type Regression struct {
+	// Enabled runs detection in the worker role.
+	Enabled bool `yaml:"enabled"`
+	// VersionTag is the prefix of the session tag that names the agent's
+	// version ("version:" makes the tag version:1.4.2 mean 1.4.2).
+	VersionTag string `yaml:"version_tag"`
+	// VersionMetadataKey, when set, is a key of the job's (else the room's)
+	// JSON metadata whose value names the version; lkscore turns it into the
+	// version tag when the job ends.
+	VersionMetadataKey string `yaml:"version_metadata_key"`
+	// Detect tunes the statistics.
+	Detect regress.Config `yaml:",inline"`
 }
 
 // Roles a process can run (config key role).
@@ -259,6 +277,7 @@ func Default() Config {
 		S3:         S3{RequestTimeout: 30 * time.Second, MaxAttempts: 5},
 		Scoring:    scoring.DefaultConfig(),
 		Role:       "all",
+		Regression: Regression{Enabled: true, VersionTag: "version:", Detect: regress.DefaultConfig()},
 		Pipeline: Pipeline{
 			CloseReasons:      DefaultCloseReasons(),
 			Pool:              "default",

@@ -61,6 +61,12 @@ func (c Config) Validate() error {
 		p = append(p, err)
 	}
 	c.validatePipeline(&p)
+	if err := c.Regression.Detect.Validate(); err != nil {
+		p = append(p, err)
+	}
+	if c.Regression.VersionTag == "" {
+		p.add("regression.version_tag: must not be empty")
+	}
 	switch c.Privacy.Redaction {
 	case "auto", "always":
 	default:

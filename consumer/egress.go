@@ -95,7 +95,7 @@ func (l *locator) multipartObject(ctx context.Context, loc recording.Location) e
 	}
 	ref := &RecordingRef{SessionKey: s.Key, RoomName: s.RoomName, Object: loc.Key, Bucket: loc.Bucket,
 		Location: "s3://" + loc.Bucket + "/" + loc.Key, Origin: "egress_ended", Problems: s.Problems}
-	return l.facts.add(ctx, recordingUpdate(s, ref, nil))
+	return l.facts.add(ctx, l.recordingUpdate(s, ref, nil))
 }
 
 // kvToken makes a string safe as one key-value key token.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -45,6 +46,7 @@ type locator struct {
 	maxUpload int64 // a raw multipart object's size cap (config.Limits.UploadBytes)
 	timeouts  timeouts
 	selected  map[string]bool // close reasons this deployment's pool scores
+	version   versionFromMetadata
 	metrics   *pipelineMetrics
 	log       *slog.Logger
 	now       func() time.Time
@@ -62,6 +64,7 @@ type locatorOptions struct {
 	cfg      config.Pipeline
 	limits   config.Limits
 	timeouts timeouts
+	version  versionFromMetadata
 	metrics  *pipelineMetrics
 	log      *slog.Logger
 	now      func() time.Time
@@ -79,7 +82,7 @@ func newLocator(o locatorOptions) (*locator, error) {
 		selected[r] = true
 	}
 	return &locator{js: o.js, facts: o.facts, kv: o.kv, store: o.store, layout: o.layout, lp: o.lp, subjects: o.subjects, cfg: o.cfg,
-		lim: o.limits.Parser(), maxUpload: o.limits.UploadBytes(), timeouts: o.timeouts, selected: selected,
+		lim: o.limits.Parser(), maxUpload: o.limits.UploadBytes(), timeouts: o.timeouts, selected: selected, version: o.version,
 		metrics: o.metrics, log: o.log, now: o.now}, nil
 }
 
@@ -135,7 +138,7 @@ func (l *locator) jobEnded(ctx context.Context, ev *livekit.WebhookEvent) error 
 	}
 	// The job's facts count even before its recording arrives.
 	if err := l.facts.add(ctx, factUpdate{roomID: room.GetSid(), jobID: job.GetId(),
-		observations: jobObservations(job), jobEnded: true}); err != nil {
+		observations: l.jobObservations(job), jobEnded: true}); err != nil {
 		return err
 	}
 	found, err := l.find(ctx, room.GetSid(), room.GetName())
@@ -167,7 +170,7 @@ func (l *locator) jobEnded(ctx context.Context, ev *livekit.WebhookEvent) error 
 }
 
 // jobObservations are the facts an agent_job_ended webhook gives.
-func jobObservations(job *livekit.Job) []Observation {
+func (l *locator) jobObservations(job *livekit.Job) []Observation {
 	status := job.GetState().GetStatus()
 	obs := []Observation{
 		{Field: fieldAgentName, Value: job.GetAgentName(), Source: sourceWebhook},
@@ -176,6 +179,9 @@ func jobObservations(job *livekit.Job) []Observation {
 	}
 	if job.GetEnableRedaction() {
 		obs = append(obs, Observation{Field: fieldRedaction, Value: "true", Source: sourceWebhook})
+	}
+	if tag := l.version.tag(job); tag != "" {
+		obs = append(obs, Observation{Field: fieldTag, Value: tag, Source: sourceWebhook, Evidence: "metadata " + l.version.key})
 	}
 	if status == livekit.JobStatus_JS_FAILED {
 		evidence := "job_status: JS_FAILED"
@@ -231,12 +237,12 @@ func (l *locator) record(ctx context.Context, f located) error {
 	}
 	ref := &RecordingRef{SessionKey: s.Key, RoomName: s.RoomName, Dir: f.dir, Location: l.store.Location(f.dir),
 		Origin: f.origin, Problems: s.Problems}
-	return l.facts.add(ctx, recordingUpdate(s, ref, f.job))
+	return l.facts.add(ctx, l.recordingUpdate(s, ref, f.job))
 }
 
 // recordingUpdate is what a located recording adds to its session's facts:
 // where it is, what its header says, and the ended job when one came with it.
-func recordingUpdate(s *recording.Session, ref *RecordingRef, job *livekit.Job) factUpdate {
+func (l *locator) recordingUpdate(s *recording.Session, ref *RecordingRef, job *livekit.Job) factUpdate {
 	u := factUpdate{roomID: s.RoomID, jobID: s.JobID, recording: ref}
 	if s.CloseReasonSource == recording.SourceSummary {
 		u.observations = append(u.observations, Observation{Field: fieldCloseReason, Value: s.CloseReason,
@@ -255,7 +261,7 @@ func recordingUpdate(s *recording.Session, ref *RecordingRef, job *livekit.Job) 
 		u.observations = append(u.observations, Observation{Field: fieldRedaction, Value: "true", Source: sourceHeader})
 	}
 	if job != nil {
-		u.observations = append(u.observations, jobObservations(job)...)
+		u.observations = append(u.observations, l.jobObservations(job)...)
 		u.jobEnded = true
 	}
 	return u
@@ -267,4 +273,32 @@ func (l *locator) readHeader(ctx context.Context, dir string) (*recording.Sessio
 		return nil, errNotYet
 	}
 	return s, err // parse errors and limits are permanent (classify)
+}
+
+// versionFromMetadata turns a key of the job's (else the room's) JSON
+// metadata into the version tag regression detection reads
+// (regression.version_metadata_key and version_tag).
+type versionFromMetadata struct {
+	key, prefix string
+}
+
+func (v versionFromMetadata) tag(job *livekit.Job) string {
+	if v.key == "" {
+		return ""
+	}
+	for _, md := range []string{job.GetMetadata(), job.GetRoom().GetMetadata()} {
+		var m map[string]any
+		if md == "" || json.Unmarshal([]byte(md), &m) != nil {
+			continue
+		}
+		switch val := m[v.key].(type) {
+		case string:
+			if val != "" {
+				return bounded(v.prefix+val, 128)
+			}
+		case float64:
+			return bounded(v.prefix+strconv.FormatFloat(val, 'f', -1, 64), 128)
+		}
+	}
+	return ""
 }

@@ -82,6 +82,8 @@ type pipelineMetrics struct {
 	stalled           *prometheus.GaugeVec     // stage, consumer
 	dependencyUp      *prometheus.GaugeVec     // dependency: store, nats
 	recordingsDeleted *prometheus.CounterVec   // reason: retention, metadata_only
+	alerts            *prometheus.CounterVec   // kind, status
+	agentSessions     *prometheus.CounterVec   // agent, version
 }
 
 func newPipelineMetrics(reg prometheus.Registerer) *pipelineMetrics {
@@ -124,6 +126,12 @@ func newPipelineMetrics(reg prometheus.Registerer) *pipelineMetrics {
 		recordingsDeleted: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "lkscore_recordings_deleted_total", Help: "Sessions whose stored recording lkscore deleted, by reason (retention, metadata_only).",
 		}, []string{"reason"}),
+		alerts: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "lkscore_alerts_total", Help: "Regression alerts published, by kind (regression, drift, failures) and status (firing, resolved).",
+		}, []string{"kind", "status"}),
+		agentSessions: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "lkscore_regression_sessions_total", Help: "Scorecards added to regression history, by agent and version.",
+		}, []string{"agent", "version"}),
 		ackPending: f.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "lkscore_consumer_ack_pending_messages", Help: "Messages delivered to a durable consumer and not yet acknowledged.",
 		}, []string{"consumer"}),

@@ -63,7 +63,7 @@ type stageSpec struct {
 // fill it; MaxDeliver bounds retries before a max-deliveries advisory
 // dead-letters the message. Each process bounds its own share with
 // pipeline.concurrency.
-func stageTable(s Subjects, p config.Pipeline, loc *locator, w *worker) []stageSpec {
+func stageTable(s Subjects, p config.Pipeline, loc *locator, w *worker, reg *regressor) []stageSpec {
 	base := jetstream.ConsumerConfig{
 		AckPolicy: jetstream.AckExplicitPolicy, AckWait: p.AckWait, MaxDeliver: p.MaxDeliver,
 		MaxAckPending: p.MaxAckPending, DeliverPolicy: jetstream.DeliverAllPolicy,
@@ -83,7 +83,7 @@ func stageTable(s Subjects, p config.Pipeline, loc *locator, w *worker) []stageS
 	// A finished room need not have had an agent: when no recording arrives,
 	// that is not an error. A finished job with none is.
 	roomMayBeEmpty := func(m jetstream.Msg) bool { return m.Subject() != s.Webhook("room_finished") }
-	return []stageSpec{
+	table := []stageSpec{
 		{name: StageLocate, role: config.RoleWorker, stream: s.WebhookStream(), handle: loc.handle, onGiveUp: roomMayBeEmpty,
 			consumer: with(LocatorWebhooks, "lkscore locator: webhooks to session work", hooks)},
 		{name: StageLocate, role: config.RoleWorker, stream: s.UploadStream(), handle: loc.handle, onGiveUp: roomMayBeEmpty,
@@ -91,6 +91,11 @@ func stageTable(s Subjects, p config.Pipeline, loc *locator, w *worker) []stageS
 		{name: StageScore, role: config.RoleWorker, stream: s.SessionStream(), handle: w.handle,
 			consumer: with(ScoreConsumer(p.Pool), "lkscore scoring pool "+p.Pool, sessions)},
 	}
+	if reg != nil { // regression.enabled
+		table = append(table, stageSpec{name: StageRegress, role: config.RoleWorker, stream: s.ResultStream(), handle: reg.handle,
+			consumer: with(RegressConsumer, "lkscore regression detection over every scorecard", nil)})
+	}
+	return table
 }
 
 // pipelineDeps is what the worker role needs from the daemon.
@@ -128,7 +133,8 @@ func startPipeline(ctx context.Context, d pipelineDeps) (*pipeline, error) {
 	}
 	loc, err := newLocator(locatorOptions{js: d.js, facts: d.facts, kv: kv, store: d.store, layout: layout, subjects: subj, cfg: cfg.Pipeline,
 		limits: cfg.Limits, lp: recording.LocationParser{Endpoint: cfg.S3.Endpoint, ForcePathStyle: cfg.S3.ForcePathStyle},
-		timeouts: to, metrics: d.metrics, log: d.log, now: d.now})
+		timeouts: to, metrics: d.metrics, log: d.log, now: d.now,
+		version: versionFromMetadata{key: cfg.Regression.VersionMetadataKey, prefix: cfg.Regression.VersionTag}})
 	if err != nil {
 		return nil, err
 	}
@@ -137,6 +143,15 @@ func startPipeline(ctx context.Context, d pipelineDeps) (*pipeline, error) {
 		return nil, err
 	}
 	dlq := &deadLetters{js: d.js, subjects: subj, timeouts: to, metrics: d.metrics, log: d.log, now: d.now}
+	var reg *regressor
+	if cfg.Regression.Enabled && cfg.Runs(config.RoleWorker) {
+		rkv, err := OpenRegressionBucket(ctx, d.js, subj, cfg.NATS)
+		if err != nil {
+			return nil, err
+		}
+		reg = &regressor{kv: rkv, js: d.js, subjects: subj, cfg: cfg.Regression, timeouts: to,
+			alerts: d.metrics.alerts, sessions: d.metrics.agentSessions, log: d.log, now: d.now}
+	}
 
 	workCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	bgCtx, bgCancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -154,7 +169,7 @@ func startPipeline(ctx context.Context, d pipelineDeps) (*pipeline, error) {
 		_ = p.stop(context.Background())
 		return nil, err
 	}
-	for _, spec := range stageTable(subj, cfg.Pipeline, loc, w) {
+	for _, spec := range stageTable(subj, cfg.Pipeline, loc, w, reg) {
 		if !cfg.Runs(spec.role) {
 			continue
 		}

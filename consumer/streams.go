@@ -106,7 +106,12 @@ func streamConfigs(s Subjects, c config.Config) []jetstream.StreamConfig {
 	dlq.Name = s.DLQStream()
 	dlq.Description = "Dead letters by stage: the original message, the error, the stage, the delivery count"
 	dlq.Subjects = []string{s.DLQAll()}
-	return []jetstream.StreamConfig{webhooks, uploads, sessions, results, dlq}
+	// Alerts deduplicate on the detector's state change (regression.go).
+	alerts := sessions
+	alerts.Name = s.AlertStream()
+	alerts.Description = "Regression, drift and failure alerts by kind and agent: firing, then resolved"
+	alerts.Subjects = []string{s.AlertAll()}
+	return []jetstream.StreamConfig{webhooks, uploads, sessions, results, dlq, alerts}
 }
 
 // storageType maps nats.storage to JetStream's storage type, for streams

@@ -1,0 +1,175 @@
+// Package regress detects regressions in scored sessions: a new agent
+// version against its baseline, drift within a version, and spikes of
+// failing sessions. It is pure like scoring (no I/O, no clock): the daemon
+// keeps its state on NATS, `lkscore check` in a file. docs/regression.md has
+// the maths.
+package regress
+
+import (
+	"math"
+	"strings"
+
+	"github.com/lkscore/lkscore/scoring"
+)
+
+// Sample is what detection keeps of one scored session.
+type Sample struct {
+	// Seq orders samples: the results stream's sequence in the daemon, the
+	// input order offline. Merging and capping history go by it, so the
+	// history does not depend on the order samples arrive in.
+	Seq     uint64 `json:"seq"`
+	Session string `json:"session"`
+	// Values holds the continuous metrics by name (metricDefs); a metric the
+	// session did not measure (no latency figures, no confidence) is absent.
+	Values map[string]float64 `json:"values"`
+	// Counts for the rate metrics.
+	ToolCalls     int  `json:"tool_calls,omitempty"`
+	ToolErrors    int  `json:"tool_errors,omitempty"`
+	AgentTurns    int  `json:"agent_turns,omitempty"`
+	Interruptions int  `json:"interruptions,omitempty"`
+	CRError       bool `json:"cr_error,omitempty"`
+	Failed        bool `json:"failed,omitempty"`
+	// Codes are the finding codes that cost this session points.
+	Codes []string `json:"codes,omitempty"`
+}
+
+// Key says which history a scorecard belongs to. Scores of different
+// scoring versions are never compared.
+type Key struct {
+	Agent          string `json:"agent"`
+	Version        string `json:"version"`
+	ScoringVersion string `json:"scoring_version"`
+}
+
+// Unknown is the version (or agent) of a session that names none.
+const Unknown = "unknown"
+
+// KeyOf derives a scorecard's key: the agent name from the session facts;
+// the version from a session tag (prefix, default "version:"), else the
+// deployment id the SDK sent, else Unknown.
+func KeyOf(card *scoring.Scorecard, tagPrefix string) Key {
+	if tagPrefix == "" {
+		tagPrefix = "version:"
+	}
+	k := Key{Agent: card.Session.AgentName, Version: Unknown, ScoringVersion: card.ScoringVersion}
+	if k.Agent == "" {
+		k.Agent = Unknown
+	}
+	for _, t := range card.Session.Tags {
+		if v, ok := strings.CutPrefix(t, tagPrefix); ok && v != "" {
+			k.Version = v
+			return k
+		}
+	}
+	if card.Session.DeploymentID != "" {
+		k.Version = card.Session.DeploymentID
+	}
+	return k
+}
+
+// SampleOf extracts a scorecard's sample.
+func SampleOf(card *scoring.Scorecard, seq uint64) Sample {
+	s := Sample{Seq: seq, Session: card.Session.Key, Values: map[string]float64{MetricOverall: card.Overall.Score}}
+	for _, c := range card.Components {
+		s.Values[c.Name] = c.Score
+		for _, f := range c.Findings {
+			if f.Deduction > 0 {
+				s.Codes = append(s.Codes, f.Code)
+			}
+		}
+	}
+	m := card.Metrics
+	if m.E2ELatencyP50Ms.Set {
+		s.Values[MetricE2EP50] = m.E2ELatencyP50Ms.V
+	}
+	if m.E2ELatencyP95Ms.Set {
+		s.Values[MetricE2EP95] = m.E2ELatencyP95Ms.V
+	}
+	if m.TranscriptConfidenceMean.Set {
+		s.Values[MetricConfidence] = m.TranscriptConfidenceMean.V
+	}
+	s.ToolCalls, s.ToolErrors = m.ToolCalls, m.ToolErrors
+	s.AgentTurns, s.Interruptions = m.AgentTurns, m.Interruptions
+	s.CRError = card.Completion.CloseReason == "CR_ERROR"
+	s.Failed = card.Overall.Verdict == "fail"
+	return s
+}
+
+// Metric names, as alerts and reports name them.
+const (
+	MetricOverall      = "overall"
+	MetricE2EP50       = "e2e_latency_p50_ms"
+	MetricE2EP95       = "e2e_latency_p95_ms"
+	MetricConfidence   = "transcript_confidence"
+	MetricToolErrors   = "tool_error_rate"
+	MetricInterrupts   = "interruption_rate"
+	MetricCRError      = "cr_error_share"
+	MetricFailed       = "fail_share"
+	componentTurns     = scoring.TurnHandling
+	componentTranscr   = scoring.TranscriptIntegrity
+	componentTools     = scoring.ToolReliability
+	componentLatency   = scoring.ResponseLatency
+	kindContinuous     = "continuous"
+	kindRate           = "rate"
+	higherIsWorse      = 1.0
+	lowerIsWorse       = -1.0
+	defaultMinScorePts = 5
+)
+
+// metricDef is one metric detection looks at.
+type metricDef struct {
+	name  string
+	kind  string  // kindContinuous (Mann–Whitney U) or kindRate (two proportions)
+	worse float64 // higherIsWorse or lowerIsWorse
+	// minEffect is the smallest change, in the metric's unit and in the
+	// worse direction, worth an alert (Config.MinEffect overrides it).
+	minEffect float64
+	// count gives a rate metric's numerator and denominator for a sample.
+	count func(*Sample) (int, int)
+}
+
+func metricDefs() []metricDef {
+	b := func(v bool) int {
+		if v {
+			return 1
+		}
+		return 0
+	}
+	return []metricDef{
+		{name: MetricOverall, kind: kindContinuous, worse: lowerIsWorse, minEffect: defaultMinScorePts},
+		{name: componentTurns, kind: kindContinuous, worse: lowerIsWorse, minEffect: defaultMinScorePts},
+		{name: componentTranscr, kind: kindContinuous, worse: lowerIsWorse, minEffect: defaultMinScorePts},
+		{name: componentTools, kind: kindContinuous, worse: lowerIsWorse, minEffect: defaultMinScorePts},
+		{name: componentLatency, kind: kindContinuous, worse: lowerIsWorse, minEffect: defaultMinScorePts},
+		{name: MetricE2EP50, kind: kindContinuous, worse: higherIsWorse, minEffect: 150},
+		{name: MetricE2EP95, kind: kindContinuous, worse: higherIsWorse, minEffect: 300},
+		{name: MetricConfidence, kind: kindContinuous, worse: lowerIsWorse, minEffect: 0.05},
+		{name: MetricToolErrors, kind: kindRate, worse: higherIsWorse, minEffect: 0.03,
+			count: func(s *Sample) (int, int) { return s.ToolErrors, s.ToolCalls }},
+		{name: MetricInterrupts, kind: kindRate, worse: higherIsWorse, minEffect: 0.05,
+			count: func(s *Sample) (int, int) { return s.Interruptions, s.AgentTurns }},
+		{name: MetricCRError, kind: kindRate, worse: higherIsWorse, minEffect: 0.05,
+			count: func(s *Sample) (int, int) { return b(s.CRError), 1 }},
+		{name: MetricFailed, kind: kindRate, worse: higherIsWorse, minEffect: 0.05,
+			count: func(s *Sample) (int, int) { return b(s.Failed), 1 }},
+	}
+}
+
+// MetricNames lists the metrics detection compares, in report order.
+func MetricNames() []string {
+	var out []string
+	for _, d := range metricDefs() {
+		out = append(out, d.name)
+	}
+	return out
+}
+
+func values(samples []Sample, name string) []float64 {
+	out := make([]float64, 0, len(samples))
+	for i := range samples {
+		if v, ok := samples[i].Values[name]; ok && !math.IsNaN(v) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
