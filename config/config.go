@@ -68,6 +68,9 @@ type Regression struct {
 	// JSON metadata whose value names the version; lkscore turns it into the
 	// version tag when the job ends.
 	VersionMetadataKey string `yaml:"version_metadata_key"`
+	// EvaluateEvery: judge a version every this many of its sessions (and
+	// at the one that reaches min_sessions); every session is recorded.
+	EvaluateEvery int `yaml:"evaluate_every"`
 	// Detect tunes the statistics.
 	Detect regress.Config `yaml:",inline"`
 }
@@ -277,7 +280,7 @@ func Default() Config {
 		S3:         S3{RequestTimeout: 30 * time.Second, MaxAttempts: 5},
 		Scoring:    scoring.DefaultConfig(),
 		Role:       "all",
-		Regression: Regression{Enabled: true, VersionTag: "version:", Detect: regress.DefaultConfig()},
+		Regression: Regression{Enabled: true, VersionTag: "version:", EvaluateEvery: 10, Detect: regress.DefaultConfig()},
 		Pipeline: Pipeline{
 			CloseReasons:      DefaultCloseReasons(),
 			Pool:              "default",

@@ -64,6 +64,9 @@ func (c Config) Validate() error {
 	if err := c.Regression.Detect.Validate(); err != nil {
 		p = append(p, err)
 	}
+	if c.Regression.EvaluateEvery < 1 {
+		p.add("regression.evaluate_every: must be at least 1, got %d", c.Regression.EvaluateEvery)
+	}
 	if c.Regression.VersionTag == "" {
 		p.add("regression.version_tag: must not be empty")
 	}

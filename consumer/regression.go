@@ -2,10 +2,12 @@ package consumer
 
 import (
 	"context"
+
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	gojson "github.com/goccy/go-json"
 	"hash/fnv"
 	"log/slog"
 	"math"
@@ -107,6 +109,8 @@ type regressor struct {
 	// one agent/version: they share one history entry, and goroutines
 	// racing on it would only lose compare-and-sets to each other.
 	stripes [64]sync.Mutex
+	cacheMu sync.Mutex
+	cache   map[string]cachedHistory // by history key
 }
 
 // RegressionBucket is the KV bucket of the regression detector.
@@ -185,13 +189,8 @@ func (r *regressor) handle(ctx context.Context, m jetstream.Msg) error {
 	stripe.Lock()
 	defer stripe.Unlock()
 	sample := regress.SampleOf(&card, seq)
-	var h regress.History
-	added := false
-	if err := modifyJSON(ctx, r, HistoryKey(key), &h, func() bool {
-		h.Key = key
-		added = h.Add(sample, r.cfg.Detect)
-		return added
-	}); err != nil {
+	h, added, err := r.addSample(ctx, key, sample)
+	if err != nil {
 		return fmt.Errorf("regression history %s: %w", key, err)
 	}
 	var idx versionIndex
@@ -215,11 +214,92 @@ func (r *regressor) handle(ctx context.Context, m jetstream.Msg) error {
 	if added {
 		r.sessions.WithLabelValues(key.Agent, key.Version).Inc()
 	}
-	evals, err := r.evaluate(ctx, key, &h, idx)
+	// Judging costs more than recording: every evaluate_every-th session of
+	// a version, and the one that reaches min_sessions (docs/regression.md).
+	if every := r.cfg.EvaluateEvery; every > 1 && h.Total%every != 0 && h.Total != r.cfg.Detect.MinSessions {
+		return nil
+	}
+	evals, err := r.evaluate(ctx, key, h, idx)
 	if err != nil {
 		return err
 	}
 	return r.reconcile(ctx, key, evals, h.Total, card.Session.Key, seq)
+}
+
+// addSample adds a sample to its history entry with compare-and-set. The
+// decoded history of the last revision this process wrote is kept, so a
+// process that handles an agent's sessions one after another decodes the
+// entry only when another replica wrote it since.
+func (r *regressor) addSample(ctx context.Context, key regress.Key, s regress.Sample) (*regress.History, bool, error) {
+	k := HistoryKey(key)
+	for attempt := 0; ; attempt++ {
+		gctx, cancel := context.WithTimeout(ctx, r.timeouts.request)
+		e, err := r.kv.Get(gctx, k)
+		cancel()
+		var h regress.History
+		var rev uint64
+		switch {
+		case errors.Is(err, jetstream.ErrKeyNotFound):
+		case err != nil:
+			return nil, false, fmt.Errorf("read %s: %w", k, err)
+		default:
+			rev = e.Revision()
+			r.cacheMu.Lock()
+			c, ok := r.cache[k]
+			r.cacheMu.Unlock()
+			if ok && c.rev == rev {
+				h = c.h.Clone()
+			} else if err := gojson.Unmarshal(e.Value(), &h); err != nil {
+				return nil, false, permanent(fmt.Errorf("%s is not valid JSON: %w", k, err))
+			}
+		}
+		h.Key = key
+		if !h.Add(s, r.cfg.Detect) {
+			return &h, false, nil // a redelivery: already there
+		}
+		data, err := gojson.Marshal(&h)
+		if err != nil {
+			return nil, false, permanent(err)
+		}
+		cctx, cancel := context.WithTimeout(ctx, r.timeouts.request)
+		if rev == 0 {
+			rev, err = r.kv.Create(cctx, k, data)
+		} else {
+			rev, err = r.kv.Update(cctx, k, data, rev)
+		}
+		cancel()
+		if err == nil {
+			r.remember(k, rev, &h)
+			return &h, true, nil
+		}
+		if !isCASConflict(err) || attempt >= 50 {
+			return nil, false, err
+		}
+	}
+}
+
+// cachedHistory is a history as this process last wrote it.
+type cachedHistory struct {
+	rev uint64
+	h   regress.History
+}
+
+// maxCachedHistories bounds the cache: beyond it, an arbitrary entry goes.
+const maxCachedHistories = 1024
+
+func (r *regressor) remember(k string, rev uint64, h *regress.History) {
+	r.cacheMu.Lock()
+	defer r.cacheMu.Unlock()
+	if r.cache == nil {
+		r.cache = map[string]cachedHistory{}
+	}
+	if _, ok := r.cache[k]; !ok && len(r.cache) >= maxCachedHistories {
+		for old := range r.cache {
+			delete(r.cache, old)
+			break
+		}
+	}
+	r.cache[k] = cachedHistory{rev: rev, h: h.Clone()}
 }
 
 // evaluation is one kind of detection run on a key: the metrics it judged

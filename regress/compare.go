@@ -33,7 +33,7 @@ type Config struct {
 // DefaultConfig is the documented default.
 func DefaultConfig() Config {
 	return Config{MinSessions: 30, FDR: 0.05, DriftWindow: 10, DriftCalibration: 5, DriftLambda: 0.2, DriftL: 3,
-		SpikeWindow: 20, SpikeP: 0.001, Keep: 200}
+		SpikeWindow: 20, SpikeP: 0.001, Keep: 100}
 }
 
 func (c Config) withDefaults() Config {
@@ -225,7 +225,8 @@ func counts(samples []Sample, d metricDef) (k, n int) {
 func worst(samples []Sample, n int) []SessionRef {
 	refs := make([]SessionRef, 0, len(samples))
 	for i := range samples {
-		refs = append(refs, SessionRef{Session: samples[i].Session, Overall: samples[i].Values[MetricOverall]})
+		v, _ := samples[i].Value(MetricOverall)
+		refs = append(refs, SessionRef{Session: samples[i].Session, Overall: v})
 	}
 	sort.Slice(refs, func(i, j int) bool {
 		if refs[i].Overall != refs[j].Overall {

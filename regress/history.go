@@ -52,6 +52,14 @@ func insertCapped(samples []Sample, s Sample, n int, keepLowest bool) []Sample {
 	return samples
 }
 
+// Clone returns a copy whose slices Add may change without touching h's.
+func (h *History) Clone() History {
+	c := *h
+	c.First = slices.Clone(h.First)
+	c.Last = slices.Clone(h.Last)
+	return c
+}
+
 // Recent returns the version's most recent sessions (at most Config.Keep).
 func (h *History) Recent() []Sample { return h.Last }
 
@@ -179,4 +187,6 @@ func Spikes(h *History, cfg Config) []Signal {
 }
 
 // String is for logs.
-func (k Key) String() string { return fmt.Sprintf("%s@%s (scoring %s)", k.Agent, k.Version, k.ScoringVersion) }
+func (k Key) String() string {
+	return fmt.Sprintf("%s@%s (scoring %s)", k.Agent, k.Version, k.ScoringVersion)
+}

@@ -19,9 +19,10 @@ type Sample struct {
 	// history does not depend on the order samples arrive in.
 	Seq     uint64 `json:"seq"`
 	Session string `json:"session"`
-	// Values holds the continuous metrics by name (metricDefs); a metric the
-	// session did not measure (no latency figures, no confidence) is absent.
-	Values map[string]float64 `json:"values"`
+	// Values holds the continuous metrics in the order of continuousMetrics;
+	// Missing (−1) marks one the session did not measure (no latency
+	// figures, no confidence). Every metric is ≥ 0 otherwise.
+	Values [nContinuous]float64 `json:"values"`
 	// Counts for the rate metrics.
 	ToolCalls     int  `json:"tool_calls,omitempty"`
 	ToolErrors    int  `json:"tool_errors,omitempty"`
@@ -69,9 +70,13 @@ func KeyOf(card *scoring.Scorecard, tagPrefix string) Key {
 
 // SampleOf extracts a scorecard's sample.
 func SampleOf(card *scoring.Scorecard, seq uint64) Sample {
-	s := Sample{Seq: seq, Session: card.Session.Key, Values: map[string]float64{MetricOverall: card.Overall.Score}}
+	s := Sample{Seq: seq, Session: card.Session.Key}
+	for i := range s.Values {
+		s.Values[i] = Missing
+	}
+	s.set(MetricOverall, card.Overall.Score)
 	for _, c := range card.Components {
-		s.Values[c.Name] = c.Score
+		s.set(c.Name, c.Score)
 		for _, f := range c.Findings {
 			if f.Deduction > 0 {
 				s.Codes = append(s.Codes, f.Code)
@@ -80,19 +85,52 @@ func SampleOf(card *scoring.Scorecard, seq uint64) Sample {
 	}
 	m := card.Metrics
 	if m.E2ELatencyP50Ms.Set {
-		s.Values[MetricE2EP50] = m.E2ELatencyP50Ms.V
+		s.set(MetricE2EP50, m.E2ELatencyP50Ms.V)
 	}
 	if m.E2ELatencyP95Ms.Set {
-		s.Values[MetricE2EP95] = m.E2ELatencyP95Ms.V
+		s.set(MetricE2EP95, m.E2ELatencyP95Ms.V)
 	}
 	if m.TranscriptConfidenceMean.Set {
-		s.Values[MetricConfidence] = m.TranscriptConfidenceMean.V
+		s.set(MetricConfidence, m.TranscriptConfidenceMean.V)
 	}
 	s.ToolCalls, s.ToolErrors = m.ToolCalls, m.ToolErrors
 	s.AgentTurns, s.Interruptions = m.AgentTurns, m.Interruptions
 	s.CRError = card.Completion.CloseReason == "CR_ERROR"
 	s.Failed = card.Overall.Verdict == "fail"
 	return s
+}
+
+// Missing marks a continuous metric a session did not measure.
+const Missing = -1.0
+
+// continuousMetrics are the metrics a Sample's Values hold, in order.
+var continuousMetrics = [...]string{MetricOverall, componentTurns, componentTranscr, componentTools, componentLatency,
+	MetricE2EP50, MetricE2EP95, MetricConfidence}
+
+const nContinuous = len(continuousMetrics)
+
+func continuousIndex(name string) int {
+	for i, n := range continuousMetrics {
+		if n == name {
+			return i
+		}
+	}
+	return -1
+}
+
+func (s *Sample) set(name string, v float64) {
+	if i := continuousIndex(name); i >= 0 && v >= 0 && !math.IsNaN(v) {
+		s.Values[i] = v
+	}
+}
+
+// Value returns a continuous metric of the sample, and whether it was measured.
+func (s *Sample) Value(name string) (float64, bool) {
+	i := continuousIndex(name)
+	if i < 0 || s.Values[i] < 0 {
+		return 0, false
+	}
+	return s.Values[i], true
 }
 
 // Metric names, as alerts and reports name them.
@@ -166,8 +204,9 @@ func MetricNames() []string {
 
 func values(samples []Sample, name string) []float64 {
 	out := make([]float64, 0, len(samples))
-	for i := range samples {
-		if v, ok := samples[i].Values[name]; ok && !math.IsNaN(v) {
+	i := continuousIndex(name)
+	for j := range samples {
+		if v := samples[j].Values[i]; v >= 0 {
 			out = append(out, v)
 		}
 	}

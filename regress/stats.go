@@ -1,6 +1,7 @@
 package regress
 
 import (
+	"cmp"
 	"math"
 	"slices"
 	"sort"
@@ -27,7 +28,8 @@ func mannWhitney(x, y []float64, worse float64) float64 {
 	for _, v := range y {
 		all = append(all, obs{v, true})
 	}
-	sort.SliceStable(all, func(i, j int) bool { return all[i].v < all[j].v })
+	// Equal values share their average rank, so their order does not matter.
+	slices.SortFunc(all, func(a, b obs) int { return cmp.Compare(a.v, b.v) })
 	var r2, ties float64
 	for i := 0; i < len(all); {
 		j := i

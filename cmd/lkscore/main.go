@@ -66,7 +66,8 @@ func newApp(getenv func(string) string, stdout, stderr io.Writer) *cli.Command {
 		Writer:    stdout,
 		ErrWriter: stderr,
 		Commands: []*cli.Command{serveCommand(getenv, stderr), demoCommand(stdout, stderr), tailCommand(getenv, stdout), forgetCommand(getenv, stdout), offline.Inspect(getenv, stdout),
-			offline.Score(getenv, stdout), dlqCommand(getenv, stdout), benchCommand(getenv, stdout)},
+			offline.Score(getenv, stdout), dlqCommand(getenv, stdout), benchCommand(getenv, stdout),
+			baselineCommand(getenv, stdout), offline.Check(getenv, stdout)},
 		// Errors are printed once, by run.
 		ExitErrHandler: func(context.Context, *cli.Command, error) {},
 	}

@@ -29,6 +29,7 @@ func tailCommand(getenv func(string) string, stdout io.Writer) *cli.Command {
 			&cli.BoolFlag{Name: "json", Usage: "print each scorecard as one JSON object per line"},
 			&cli.StringFlag{Name: "since", Usage: "replay from a point in time: a duration (1h) or an RFC 3339 time; default: only new scorecards"},
 			&cli.IntFlag{Name: "limit", Usage: "stop after this many scorecards (0: follow until interrupted)"},
+			&cli.BoolFlag{Name: "alerts", Usage: "follow regression, drift and failure alerts instead of scorecards (--agent, --json, --since and --limit apply)"},
 		),
 		Action: func(ctx context.Context, c *cli.Command) error {
 			f, err := tailFilterFrom(c)
@@ -56,11 +57,15 @@ type tailFilter struct {
 	since    time.Time // zero: only new scorecards
 	asJSON   bool
 	limit    int
+	alerts   bool
 }
 
 func tailFilterFrom(c *cli.Command) (tailFilter, error) {
 	f := tailFilter{reasons: c.StringSlice("close-reason"), verdicts: c.StringSlice("verdict"), agent: c.String("agent"),
-		asJSON: c.Bool("json"), limit: int(c.Int("limit"))}
+		asJSON: c.Bool("json"), limit: int(c.Int("limit")), alerts: c.Bool("alerts")}
+	if f.alerts && (len(f.reasons) > 0 || len(f.verdicts) > 0) {
+		return f, errors.New("tail: --close-reason and --verdict filter scorecards, not --alerts")
+	}
 	for _, r := range f.reasons {
 		if !config.ValidCloseReason(r) {
 			return f, fmt.Errorf("tail: --close-reason %q is not one of %s", r, strings.Join(config.CloseReasons(), ", "))
@@ -94,9 +99,16 @@ func tail(ctx context.Context, js jetstream.JetStream, subj consumer.Subjects, f
 	for _, r := range f.reasons {
 		cfg.FilterSubjects = append(cfg.FilterSubjects, subj.Result(r))
 	}
-	cons, err := js.OrderedConsumer(ctx, subj.ResultStream(), cfg)
+	stream := subj.ResultStream()
+	if f.alerts {
+		stream = subj.AlertStream()
+		if f.agent != "" {
+			cfg.FilterSubjects = []string{subj.Alert("*", f.agent)}
+		}
+	}
+	cons, err := js.OrderedConsumer(ctx, stream, cfg)
 	if err != nil {
-		return fmt.Errorf("follow %s: %w", subj.ResultStream(), err)
+		return fmt.Errorf("follow %s: %w", stream, err)
 	}
 	shown := 0
 	for f.limit == 0 || shown < f.limit {
@@ -116,6 +128,14 @@ func tail(ctx context.Context, js jetstream.JetStream, subj consumer.Subjects, f
 		}
 		if f.asJSON {
 			if _, err := fmt.Fprintf(w, "%s\n", m.Data()); err != nil {
+				return err
+			}
+		} else if f.alerts {
+			var a consumer.Alert
+			if err := json.Unmarshal(m.Data(), &a); err != nil {
+				return fmt.Errorf("alert: %w", err)
+			}
+			if _, err := fmt.Fprintln(w, alertLine(a)); err != nil {
 				return err
 			}
 		} else {
@@ -149,4 +169,16 @@ func tailLine(at time.Time, sc scoring.Scorecard) string {
 		line += "  " + strings.Join(sc.Overall.Reasons, "; ")
 	}
 	return line
+}
+
+// alertLine is one alert on one line.
+func alertLine(a consumer.Alert) string {
+	line := fmt.Sprintf("%s  %-8s %-10s %s@%s  %s: %g → %g (%+g; %s", a.At.UTC().Format(time.RFC3339), a.Status, a.Kind, a.Agent, a.Version,
+		a.Metric, a.Baseline, a.Current, a.Effect, a.Test)
+	if a.QValue > 0 {
+		line += fmt.Sprintf(", q %.3g", a.QValue)
+	} else if a.PValue > 0 {
+		line += fmt.Sprintf(", p %.3g", a.PValue)
+	}
+	return line + fmt.Sprintf(", n %d vs %d)  against %s", a.NCurrent, a.NBaseline, a.BaselineOf)
 }

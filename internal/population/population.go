@@ -24,13 +24,21 @@ type Params struct {
 	ErrorCloseRate float64
 	// ToolEvery: a tool call in every ToolEvery-th agent turn (1: every turn).
 	ToolEvery int
+	// InterruptRate is the probability that the user interrupts an agent turn.
+	InterruptRate float64
 }
 
 // Baseline is a healthy tool-using agent: sessions of 8–14 turns with a tool
 // call in every turn (about 11 calls a session), 1.1 s median e2e latency,
 // 2% tool errors, 2% sessions closing in error.
 func Baseline(agent, version string) Params {
-	return Params{Agent: agent, Version: version, E2EMedianMs: 1100, ToolErrorRate: 0.02, ErrorCloseRate: 0.02, ToolEvery: 1}
+	return Params{Agent: agent, Version: version, E2EMedianMs: 1100, ToolErrorRate: 0.02, ErrorCloseRate: 0.02, ToolEvery: 1, InterruptRate: 0.05}
+}
+
+// Clean is an agent with nothing wrong: 0.9 s median e2e latency, no tool
+// errors, no interruptions, no session closing in error.
+func Clean(agent, version string) Params {
+	return Params{Agent: agent, Version: version, E2EMedianMs: 900, ToolEvery: 1}
 }
 
 // Generate scores n sessions drawn from p with the given seed.
@@ -69,7 +77,7 @@ func session(rng *rand.Rand, p Params, key string) scoring.Session {
 		start := t + e2e
 		end := start + 2 + rng.Float64()*2
 		items = append(items, scoring.Item{ID: next(), Type: scoring.TypeMessage, CreatedAt: start, Role: "assistant",
-			Text: "Friday afternoon has 14:00 free. Shall I book it?", Interrupted: rng.Float64() < 0.05,
+			Text: "Friday afternoon has 14:00 free. Shall I book it?", Interrupted: rng.Float64() < p.InterruptRate,
 			HasMetrics: true, StartedSpeakingAt: f(start), StoppedSpeakingAt: f(end), LLMNodeTTFT: f(e2e * 0.4), TTSNodeTTFB: f(e2e * 0.2), E2ELatency: f(e2e)})
 		t = end + 0.5
 	}
