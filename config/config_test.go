@@ -150,3 +150,29 @@ func FuzzLoad(f *testing.F) {
 		}
 	})
 }
+
+// TestRegressionSettingsFromFile: the detector's settings sit directly under
+// regression: (inline), strictly decoded and validated.
+func TestRegressionSettingsFromFile(t *testing.T) {
+	dir := t.TempDir()
+	write := func(body string) string {
+		p := filepath.Join(dir, "c.yaml")
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	cfg, err := LoadForTools(write("regression:\n  min_sessions: 40\n  min_effect:\n    e2e_latency_p50_ms: 100\n  version_metadata_key: agent_version\n"), func(string) string { return "" }, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Regression.Detect.MinSessions != 40 || cfg.Regression.Detect.MinEffect["e2e_latency_p50_ms"] != 100 ||
+		cfg.Regression.VersionMetadataKey != "agent_version" || cfg.Regression.Detect.Keep != 100 || cfg.Regression.EvaluateEvery != 10 {
+		t.Fatalf("%+v", cfg.Regression)
+	}
+	for _, bad := range []string{"regression:\n  min_effect:\n    nonsense: 1\n", "regression:\n  fdr: 1.5\n", "regression:\n  keep: 10\n", "regression:\n  no_such_key: 1\n"} {
+		if _, err := LoadForTools(write(bad), func(string) string { return "" }, nil); err == nil {
+			t.Errorf("%q loaded", bad)
+		}
+	}
+}

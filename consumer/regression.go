@@ -124,6 +124,9 @@ func (s Subjects) Alert(kind, agent string) string {
 	return s.prefix + "alert." + kind + "." + SubjectToken(agent)
 }
 
+// AlertsOf matches every alert about agent.
+func (s Subjects) AlertsOf(agent string) string { return s.prefix + "alert.*." + SubjectToken(agent) }
+
 // AlertAll matches every alert.
 func (s Subjects) AlertAll() string { return s.prefix + "alert.>" }
 

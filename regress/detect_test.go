@@ -154,3 +154,20 @@ func hasMetric(sig []regress.Signal, m string) bool {
 	}
 	return false
 }
+
+// TestKeyOf: the version comes from a version tag, else the deployment id,
+// else "unknown"; the scoring version is part of the key.
+func TestKeyOf(t *testing.T) {
+	card := scoring.Scorecard{ScoringVersion: "1.0.0+abc", Session: scoring.SessionRef{AgentName: "booking",
+		Tags: []string{"env:prod", "version:1.4.2"}, DeploymentID: "dep_1"}}
+	if k := regress.KeyOf(&card, ""); k != (regress.Key{Agent: "booking", Version: "1.4.2", ScoringVersion: "1.0.0+abc"}) {
+		t.Fatalf("tag: %+v", k)
+	}
+	if k := regress.KeyOf(&card, "release="); k.Version != "dep_1" {
+		t.Fatalf("deployment id: %+v", k)
+	}
+	card.Session = scoring.SessionRef{}
+	if k := regress.KeyOf(&card, ""); k.Agent != regress.Unknown || k.Version != regress.Unknown {
+		t.Fatalf("nothing known: %+v", k)
+	}
+}

@@ -142,3 +142,24 @@ func TestBaselineSealFromDaemon(t *testing.T) {
 		t.Fatalf("seal of an unknown agent: exit %d: %s", code, errs)
 	}
 }
+
+// TestTailAlerts: tail --alerts prints the alerts on the alert stream.
+func TestTailAlerts(t *testing.T) {
+	d, _ := startTestDaemon(t)
+	js := testenv.JetStream(t, d.NATSURL())
+	subj := consumer.NewSubjects("lkscore.", "LKSCORE")
+	a := consumer.Alert{ID: "regression/booking/2/x/e2e_latency_p50_ms@9", Kind: "regression", Status: "firing", Agent: "booking", Version: "2",
+		Metric: "e2e_latency_p50_ms", Baseline: 950, Current: 1400, Effect: 450, QValue: 0.001, Test: "mann_whitney_u",
+		NBaseline: 40, NCurrent: 30, BaselineOf: "version 1", At: time.Now()}
+	data, _ := json.Marshal(a)
+	msg := nats.NewMsg(subj.Alert(a.Kind, a.Agent))
+	msg.Data = data
+	msg.Header.Set(consumer.HeaderAgentName, a.Agent) // as the detector publishes it
+	if _, err := js.PublishMsg(context.Background(), msg); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runCLI(t, "tail", "--alerts", "--since", "1h", "--limit", "1", "--agent", "booking", "--nats-url", d.NATSURL())
+	if code != 0 || !strings.Contains(out, "firing") || !strings.Contains(out, "booking@2") || !strings.Contains(out, "e2e_latency_p50_ms: 950 → 1400") {
+		t.Fatalf("exit %d\n%s%s", code, out, errs)
+	}
+}

@@ -82,7 +82,7 @@ func TestDocsMatchCode(t *testing.T) {
 		// Stream and bucket names share the prefix.
 		subj := consumer.NewSubjects("lkscore.", "LKSCORE")
 		for _, n := range []string{subj.WebhookStream(), subj.UploadStream(), subj.SessionStream(), subj.ResultStream(),
-			subj.DLQStream(), subj.EgressLinks(), subj.SessionFacts()} {
+			subj.DLQStream(), subj.EgressLinks(), subj.SessionFacts(), subj.AlertStream(), subj.RegressionBucket()} {
 			other[n] = true
 		}
 		for _, m := range regexp.MustCompile(`\b(?:LKSCORE|LIVEKIT)_[A-Z0-9_]+`).FindAllString(readme, -1) {
@@ -161,7 +161,7 @@ func TestDocsNameOnlyWhatExists(t *testing.T) {
 	_, _ = config.Load("", getenv, nil)
 	subj := consumer.NewSubjects("lkscore.", "LKSCORE")
 	for _, n := range []string{subj.WebhookStream(), subj.UploadStream(), subj.SessionStream(), subj.ResultStream(),
-		subj.DLQStream(), subj.EgressLinks(), subj.SessionFacts()} {
+		subj.DLQStream(), subj.EgressLinks(), subj.SessionFacts(), subj.AlertStream(), subj.RegressionBucket()} {
 		env[n] = true
 	}
 	rec := &descRecorder{names: map[string]bool{}}
@@ -197,7 +197,12 @@ func yamlKeys(t reflect.Type, prefix string) []string {
 	var out []string
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
-		tag := strings.Split(f.Tag.Get("yaml"), ",")[0]
+		parts := strings.Split(f.Tag.Get("yaml"), ",")
+		tag := parts[0]
+		if tag == "" && slices.Contains(parts[1:], "inline") {
+			out = append(out, yamlKeys(f.Type, prefix)...)
+			continue
+		}
 		if tag == "" || tag == "-" {
 			continue
 		}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/urfave/cli/v3"
 
@@ -103,7 +104,7 @@ func tail(ctx context.Context, js jetstream.JetStream, subj consumer.Subjects, f
 	if f.alerts {
 		stream = subj.AlertStream()
 		if f.agent != "" {
-			cfg.FilterSubjects = []string{subj.Alert("*", f.agent)}
+			cfg.FilterSubjects = []string{subj.AlertsOf(f.agent)}
 		}
 	}
 	cons, err := js.OrderedConsumer(ctx, stream, cfg)
@@ -116,6 +117,9 @@ func tail(ctx context.Context, js jetstream.JetStream, subj consumer.Subjects, f
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
+			}
+			if errors.Is(err, nats.ErrTimeout) || errors.Is(err, jetstream.ErrNoMessages) {
+				continue // a quiet stream: keep following
 			}
 			return err
 		}
