@@ -11,7 +11,6 @@ import (
 	"hash/fnv"
 	"log/slog"
 	"math"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -264,14 +263,7 @@ func (r *regressor) addSample(ctx context.Context, key regress.Key, s regress.Sa
 		if err != nil {
 			return nil, false, permanent(err)
 		}
-		cctx, cancel := context.WithTimeout(ctx, r.timeouts.request)
-		if rev == 0 {
-			rev, err = r.kv.Create(cctx, k, data)
-		} else {
-			rev, err = r.kv.Update(cctx, k, data, rev)
-		}
-		cancel()
-		if err == nil {
+		if rev, err = r.put(ctx, k, data, rev); err == nil {
 			r.remember(k, rev, &h)
 			return &h, true, nil
 		}
@@ -472,12 +464,18 @@ func (r *regressor) casState(ctx context.Context, key regress.Key, st alertState
 	if err != nil {
 		return 0, permanent(err)
 	}
+	return r.put(ctx, stateKey(key), data, rev)
+}
+
+// put writes key with compare-and-set: created when rev is 0 (absent),
+// else updated only if still at rev. It returns the new revision.
+func (r *regressor) put(ctx context.Context, key string, data []byte, rev uint64) (uint64, error) {
 	cctx, cancel := context.WithTimeout(ctx, r.timeouts.request)
 	defer cancel()
 	if rev == 0 {
-		return r.kv.Create(cctx, stateKey(key), data)
+		return r.kv.Create(cctx, key, data)
 	}
-	return r.kv.Update(cctx, stateKey(key), data, rev)
+	return r.kv.Update(cctx, key, data, rev)
 }
 
 // clear reports whether a firing metric is clearly back to normal. For a
@@ -569,14 +567,7 @@ func modifyJSON[T any](ctx context.Context, r *regressor, key string, v *T, chan
 		if err != nil {
 			return permanent(err)
 		}
-		cctx, cancel := context.WithTimeout(ctx, r.timeouts.request)
-		if rev == 0 {
-			_, err = r.kv.Create(cctx, key, data)
-		} else {
-			_, err = r.kv.Update(cctx, key, data, rev)
-		}
-		cancel()
-		if err == nil {
+		if _, err = r.put(ctx, key, data, rev); err == nil {
 			return nil
 		}
 		if !isCASConflict(err) || attempt >= 50 {
@@ -605,33 +596,6 @@ func getJSONRev(ctx context.Context, r *regressor, key string, v any) (uint64, e
 		return 0, permanent(fmt.Errorf("%s is not valid JSON: %w", key, err))
 	}
 	return e.Revision(), nil
-}
-
-// FiringAlerts lists the alerts firing now, from the detector's state (for
-// tools and tests), sorted by id.
-func FiringAlerts(ctx context.Context, kv jetstream.KeyValue) ([]Alert, error) {
-	lister, err := kv.ListKeys(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var out []Alert
-	for k := range lister.Keys() {
-		if !strings.HasPrefix(k, "a.") {
-			continue
-		}
-		e, err := kv.Get(ctx, k)
-		if err != nil {
-			continue
-		}
-		var st alertState
-		if json.Unmarshal(e.Value(), &st) == nil {
-			for _, a := range st.Firing {
-				out = append(out, a)
-			}
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	return out, nil
 }
 
 func fnv32(s string) uint32 {

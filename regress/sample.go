@@ -103,7 +103,8 @@ func SampleOf(card *scoring.Scorecard, seq uint64) Sample {
 // Missing marks a continuous metric a session did not measure.
 const Missing = -1.0
 
-// continuousMetrics are the metrics a Sample's Values hold, in order.
+// continuousMetrics are the metrics a Sample's Values hold, in order. The
+// order is part of the stored history's format: add new metrics at the end.
 var continuousMetrics = [...]string{MetricOverall, componentTurns, componentTranscr, componentTools, componentLatency,
 	MetricE2EP50, MetricE2EP95, MetricConfidence}
 
