@@ -86,8 +86,7 @@ type versionIndex struct {
 
 type versionSpan struct {
 	First uint64 `json:"first_seq"`
-	Last  uint64 `json:"last_seq"`
-	Total int    `json:"total"`
+	Total int    `json:"total"` // sessions, counted up to min_sessions
 }
 
 // regressor keeps per-agent/version history in a KV bucket and raises
@@ -200,12 +199,18 @@ func (r *regressor) handle(ctx context.Context, m jetstream.Msg) error {
 		if idx.Versions == nil {
 			idx.Versions = map[string]versionSpan{}
 		}
-		v, ok := idx.Versions[key.Version]
+		// The index only orders versions (First) and tells which have
+		// enough sessions to be a baseline: once a version has min_sessions,
+		// its count is not written again on every session.
+		old, ok := idx.Versions[key.Version]
+		v := old
 		if !ok || seq < v.First {
 			v.First = seq
 		}
-		v.Last, v.Total = max(v.Last, seq), h.Total
-		if ok && idx.Versions[key.Version] == v {
+		if v.Total < r.cfg.Detect.MinSessions {
+			v.Total = h.Total
+		}
+		if ok && v == old {
 			return false
 		}
 		idx.Versions[key.Version] = v
