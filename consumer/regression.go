@@ -310,6 +310,7 @@ type evaluation struct {
 	firing     map[string]regress.Signal
 	baselineOf string
 	comparison *regress.Comparison
+	worst      []regress.SessionRef // drift and failures: the worst of the latest sessions
 }
 
 func (r *regressor) evaluate(ctx context.Context, key regress.Key, h *regress.History, idx versionIndex) ([]evaluation, error) {
@@ -340,7 +341,8 @@ func (r *regressor) evaluate(ctx context.Context, key regress.Key, h *regress.Hi
 	}
 	if h.Total >= cfg.DriftWindow*(cfg.DriftCalibration+1) {
 		ev := evaluation{kind: regress.KindDrift, judged: continuous, firing: map[string]regress.Signal{},
-			baselineOf: fmt.Sprintf("this version's first %d sessions", cfg.DriftWindow*cfg.DriftCalibration)}
+			baselineOf: fmt.Sprintf("this version's first %d sessions", cfg.DriftWindow*cfg.DriftCalibration),
+			worst:      regress.WorstSessions(latestN(h.Recent(), cfg.DriftWindow), 5)}
 		for _, s := range regress.Drift(h, cfg) {
 			ev.firing[s.Metric] = s
 		}
@@ -348,7 +350,7 @@ func (r *regressor) evaluate(ctx context.Context, key regress.Key, h *regress.Hi
 	}
 	if len(h.Recent()) >= cfg.SpikeWindow+cfg.MinSessions {
 		ev := evaluation{kind: regress.KindFailures, judged: failures, firing: map[string]regress.Signal{},
-			baselineOf: "this version's earlier sessions"}
+			baselineOf: "this version's earlier sessions", worst: regress.WorstSessions(latestN(h.Recent(), cfg.SpikeWindow), 5)}
 		for _, s := range regress.Spikes(h, cfg) {
 			ev.firing[s.Metric] = s
 		}
@@ -525,8 +527,15 @@ func (r *regressor) alertFrom(key regress.Key, ev evaluation, s regress.Signal, 
 		NBaseline: s.NBaseline, NCurrent: s.NCurrent, BaselineOf: ev.baselineOf, Session: session, Seq: seq, At: now}
 	if c := ev.comparison; c != nil {
 		a.WorstSessions, a.CodesGrown = c.WorstSessions, c.CodesGrown
+	} else {
+		a.WorstSessions = ev.worst
 	}
 	return a
+}
+
+// latestN returns the last n of samples (all of them when fewer).
+func latestN(samples []regress.Sample, n int) []regress.Sample {
+	return samples[max(0, len(samples)-n):]
 }
 
 // publish sends one alert; its message id (the episode's id and the

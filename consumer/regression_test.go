@@ -193,3 +193,29 @@ func TestVersionFromMetadata(t *testing.T) {
 		t.Errorf("no key configured: %q", got)
 	}
 }
+
+// TestFailureSpikeAlert: a version whose latest sessions start closing in
+// error raises a failures alert naming the worst of them.
+func TestFailureSpikeAlert(t *testing.T) {
+	ns := startNATS(t)
+	startWorker(t, ns.URL())
+	js := testenv.JetStream(t, ns.URL())
+	scorer, err := scoring.NewScorer(scoring.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	steady := population.Baseline("support", "7")
+	steady.ErrorCloseRate = 0
+	failing := steady
+	failing.ErrorCloseRate = 0.7
+	publishCards(t, js, population.Generate(scorer, steady, 11, 60))
+	publishCards(t, js, population.Generate(scorer, failing, 12, 20))
+	waitFor(t, "the failures alert", func() bool {
+		return hasAlert(alertMsgs(t, ns.URL()), regress.KindFailures, regress.MetricCRError, AlertFiring)
+	})
+	for _, a := range alertMsgs(t, ns.URL()) {
+		if a.Kind == regress.KindFailures && (len(a.WorstSessions) == 0 || a.Test != "binomial_tail" || a.NCurrent != 20 || a.Current < a.Baseline+0.05) {
+			t.Fatalf("failures alert evidence %+v", a)
+		}
+	}
+}

@@ -221,6 +221,9 @@ func counts(samples []Sample, d metricDef) (k, n int) {
 	return k, n
 }
 
+// WorstSessions returns the n sessions with the lowest overall score (ties by key).
+func WorstSessions(samples []Sample, n int) []SessionRef { return worst(samples, n) }
+
 // worst returns the n sessions with the lowest overall score (ties by key).
 func worst(samples []Sample, n int) []SessionRef {
 	refs := make([]SessionRef, 0, len(samples))
