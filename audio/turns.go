@@ -1,0 +1,118 @@
+package audio
+
+import (
+	"math"
+	"slices"
+)
+
+// turns pairs user utterances with the agent's answers and computes the
+// call's metrics (docs/audio.md has the definitions).
+func turns(user, agent []Segment, cfg Config, m Metrics) ([]Turn, Metrics) {
+	out := []Turn{}
+	var latencies, yields []int64
+	isBackchannel := func(u Segment) bool {
+		if u.EndMs-u.StartMs > cfg.BackchannelMaxMs {
+			return false
+		}
+		for _, a := range agent {
+			if a.StartMs < u.StartMs && u.EndMs < a.EndMs {
+				return true
+			}
+		}
+		return false
+	}
+	var talkers []Segment // user utterances that are turns
+	for _, u := range user {
+		if isBackchannel(u) {
+			m.BackchannelCount++
+			continue
+		}
+		talkers = append(talkers, u)
+	}
+	for i, u := range talkers {
+		t := Turn{UserStartMs: u.StartMs, UserEndMs: u.EndMs}
+		// A barge-in: the user starts while the agent is speaking.
+		for _, a := range agent {
+			if a.StartMs < u.StartMs && u.StartMs < a.EndMs {
+				t.BargeIn, t.YieldMs = true, a.EndMs-u.StartMs
+				m.BargeInCount++
+				yields = append(yields, t.YieldMs)
+				break
+			}
+		}
+		// The answer: the first agent utterance that starts after the user
+		// started (and not the one the user barged into), before the user's
+		// next turn.
+		next := int64(math.MaxInt64)
+		if i+1 < len(talkers) {
+			next = talkers[i+1].StartMs
+		}
+		for _, a := range agent {
+			if a.StartMs > u.StartMs && a.StartMs < next {
+				t.AgentStartMs = a.StartMs
+				t.HeardLatencyMs = a.StartMs - u.EndMs
+				if t.HeardLatencyMs < 0 {
+					m.TalkOverCount++
+				}
+				latencies = append(latencies, t.HeardLatencyMs)
+				out = append(out, t)
+				break
+			}
+		}
+	}
+	m.HeardLatencyP50Ms, m.HeardLatencyP95Ms, m.HeardLatencyP99Ms = pct(latencies, 0.5), pct(latencies, 0.95), pct(latencies, 0.99)
+	m.YieldP50Ms = pct(yields, 0.5)
+	// Silences: gaps in which nobody speaks, between two utterances.
+	all := append(slices.Clone(user), agent...)
+	slices.SortFunc(all, func(a, b Segment) int { return int(a.StartMs - b.StartMs) })
+	var end int64 = -1
+	var union, overlap int64
+	for _, s := range all {
+		if end >= 0 && s.StartMs-end > cfg.AwkwardSilenceMs {
+			m.AwkwardSilenceCount++
+		}
+		if s.EndMs > end {
+			if s.StartMs > end {
+				union += s.EndMs - s.StartMs
+			} else {
+				union += s.EndMs - end
+			}
+			end = s.EndMs
+		}
+	}
+	for _, u := range user {
+		for _, a := range agent {
+			if lo, hi := max(u.StartMs, a.StartMs), min(u.EndMs, a.EndMs); hi > lo {
+				overlap += hi - lo
+			}
+		}
+	}
+	us, as := total(user), total(agent)
+	if union > 0 {
+		m.OverlapRatio = math.Round(float64(overlap)/float64(union)*1000) / 1000
+	}
+	if us+as > 0 {
+		m.UserSpeechShare = math.Round(float64(us)/float64(us+as)*1000) / 1000
+		m.AgentSpeechShare = math.Round(float64(as)/float64(us+as)*1000) / 1000
+	}
+	return out, m
+}
+
+func total(s []Segment) int64 {
+	var t int64
+	for _, x := range s {
+		t += x.EndMs - x.StartMs
+	}
+	return t
+}
+
+// pct is the nearest-rank percentile; 0 without values.
+func pct(v []int64, q float64) int64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	i := int(math.Ceil(q*float64(len(s)))) - 1
+	return s[min(max(i, 0), len(s)-1)]
+}
