@@ -231,8 +231,9 @@ type analyzer struct {
 	samples int64 // per channel, after pre-skip
 	frame   [2]float64
 	inFrame int
-	index   int64 // frames done
-	floor   [2][]float64
+	index   int64                   // frames done
+	floor   [2][floorFrames]float64 // the last frames' energies, a ring
+	nFloor  int
 	// open segments and their last active frame
 	open      [2]bool
 	segStart  [2]int64
@@ -240,9 +241,11 @@ type analyzer struct {
 	segs      [2][]Segment
 	sepSum    float64
 	sepFrames int
-	// agentFrames counts frames where the agent spoke (for the separation estimate).
+	// agentFrames counts frames where the agent spoke; sepHist bins their
+	// separation (0.5 dB bins from −60 to +120 dB) for its median, in
+	// memory that does not grow with the call.
 	agentFrames int
-	sepVals     []float64
+	sepHist     [360]int
 }
 
 func newAnalyzer(cfg Config) *analyzer { return &analyzer{cfg: cfg} }
@@ -265,15 +268,13 @@ func (a *analyzer) endFrame() {
 	for ch := range 2 {
 		e[ch] = 10 * math.Log10(a.frame[ch]/float64(a.inFrame)+1e-12)
 		a.frame[ch] = 0
-		a.floor[ch] = append(a.floor[ch], e[ch])
-		if len(a.floor[ch]) > floorFrames {
-			a.floor[ch] = a.floor[ch][1:]
-		}
+		a.floor[ch][a.index%floorFrames] = e[ch]
 	}
+	a.nFloor = min(a.nFloor+1, floorFrames)
 	a.inFrame = 0
 	var on [2]bool
 	for ch := range 2 {
-		floor := slices.Min(a.floor[ch])
+		floor := slices.Min(a.floor[ch][:a.nFloor])
 		on[ch] = e[ch] > a.cfg.MinLevelDB && e[ch] > floor+a.cfg.ThresholdDB
 	}
 	if on[1] {
@@ -282,9 +283,7 @@ func (a *analyzer) endFrame() {
 		// over the frames the agent speaks (the user rarely speaks at the
 		// same time), a running mean for the guard below.
 		d := e[1] - e[0]
-		if len(a.sepVals) < 100_000 {
-			a.sepVals = append(a.sepVals, d)
-		}
+		a.sepHist[min(max(int((d+60)*2), 0), len(a.sepHist)-1)]++
 		if d > a.cfg.BleedMarginDB {
 			a.sepSum += d
 			a.sepFrames++
@@ -342,10 +341,14 @@ func (a *analyzer) segments(ch int) []Segment {
 // separation is the median level difference between the agent's channel and
 // the user's while only the agent speaks.
 func (a *analyzer) separation() float64 {
-	if len(a.sepVals) == 0 {
+	if a.agentFrames == 0 {
 		return math.Inf(1)
 	}
-	v := slices.Clone(a.sepVals)
-	slices.Sort(v)
-	return v[len(v)/2]
+	seen := 0
+	for i, n := range a.sepHist {
+		if seen += n; seen*2 > a.agentFrames {
+			return float64(i)/2 - 60 + 0.25
+		}
+	}
+	return 120
 }

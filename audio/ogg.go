@@ -38,6 +38,15 @@ func newOggReader(r io.Reader) *oggReader {
 	return &oggReader{r: bufio.NewReaderSize(r, 64<<10)}
 }
 
+// readErr sorts a read failure: a file that ends early is corrupt (or
+// truncated); any other failure is the reader's, and the file may be fine.
+func readErr(offset int64, what string, err error) error {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return corrupt(offset, "%s: %v", what, io.ErrUnexpectedEOF)
+	}
+	return fmt.Errorf("read at byte %d: %w", offset, err)
+}
+
 func corrupt(offset int64, format string, a ...any) error {
 	return fmt.Errorf("%w: at byte %d: %s", ErrCorrupt, offset, fmt.Sprintf(format, a...))
 }
@@ -52,7 +61,7 @@ func (o *oggReader) readPage() error {
 		if errors.Is(err, io.EOF) {
 			return io.EOF
 		}
-		return corrupt(o.offset, "page header: %v", err)
+		return readErr(o.offset, "page header", err)
 	}
 	if string(h[:4]) != "OggS" || h[4] != 0 {
 		return corrupt(o.offset, "no Ogg page here")
@@ -68,7 +77,7 @@ func (o *oggReader) readPage() error {
 	n := int(h[26])
 	o.seg = make([]byte, n)
 	if _, err := io.ReadFull(o.r, o.seg); err != nil {
-		return corrupt(o.offset, "segment table: %v", err)
+		return readErr(o.offset, "segment table", err)
 	}
 	o.next = 0
 	o.offset += int64(27 + n)
@@ -96,7 +105,7 @@ func (o *oggReader) nextPacket() ([]byte, uint64, bool, error) {
 		start := len(o.packet)
 		o.packet = append(o.packet, make([]byte, l)...)
 		if _, err := io.ReadFull(o.r, o.packet[start:]); err != nil {
-			return nil, 0, false, corrupt(o.offset, "page data: %v", err)
+			return nil, 0, false, readErr(o.offset, "page data", err)
 		}
 		o.offset += int64(l)
 		if l < 255 { // a packet ends on a lacing value below 255

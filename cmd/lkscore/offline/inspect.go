@@ -17,6 +17,7 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/lkscore/lkscore/audio"
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/store"
@@ -49,11 +50,20 @@ func Inspect(getenv func(string) string, stdout io.Writer) *cli.Command {
 	return &cli.Command{
 		Name:      "inspect",
 		Usage:     "parse a recording upload and print it as JSON",
-		ArgsUsage: "PATH | s3://bucket/key | https://egress-location",
+		ArgsUsage: "PATH | s3://bucket/key | https://egress-location | --audio recording.ogg",
 		Description: "PATH is a session directory (header.binpb, chat_history.json), a header.binpb file, or a file\n" +
 			"holding a raw multipart upload. s3:// and egress location URLs are read with the default AWS\n" +
-			"credential chain and LKSCORE_S3_ENDPOINT / LKSCORE_S3_REGION / LKSCORE_S3_FORCE_PATH_STYLE.",
+			"credential chain and LKSCORE_S3_ENDPOINT / LKSCORE_S3_REGION / LKSCORE_S3_FORCE_PATH_STYLE.\n" +
+			"--audio FILE measures a stereo Ogg/Opus recording (user left, agent right) instead: speech segments\n" +
+			"per channel, turns with the heard latency, and the call's metrics, or why it cannot be measured\n" +
+			"(docs/audio.md). Exit 0 when measured, 3 when refused.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "audio", Usage: "a recording.ogg to measure (heard turn-taking) instead of an upload"},
+		},
 		Action: func(ctx context.Context, c *cli.Command) error {
+			if path := c.String("audio"); path != "" {
+				return inspectAudio(path, stdout)
+			}
 			if c.Args().Len() != 1 {
 				return ExitError{Code: 2, Err: errors.New("inspect: want exactly one PATH or URL")}
 			}
@@ -175,3 +185,25 @@ func (e ExitError) Error() string { return e.Err.Error() }
 
 // ExitCode is the process exit code.
 func (e ExitError) ExitCode() int { return e.Code }
+
+// inspectAudio prints audio.Analyze's result for a file as JSON.
+func inspectAudio(path string, stdout io.Writer) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return ExitError{Code: 1, Err: fmt.Errorf("inspect --audio: %w", err)}
+	}
+	defer f.Close()
+	res, err := audio.Analyze(f, audio.Config{})
+	if err != nil {
+		return ExitError{Code: 1, Err: fmt.Errorf("inspect --audio %s: %w", path, err)}
+	}
+	enc := json.NewEncoder(stdout)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(res); err != nil {
+		return ExitError{Code: 1, Err: err}
+	}
+	if res.Refused != "" {
+		return ExitError{Code: ExitGate, Err: fmt.Errorf("inspect --audio %s: refused (%s): %s", path, res.Refused, res.Reason)}
+	}
+	return nil
+}

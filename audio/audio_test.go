@@ -1,0 +1,179 @@
+package audio
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"testing"
+	"time"
+)
+
+func analyzeFile(t testing.TB, path string, cfg Config) *Result {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Analyze(bytes.NewReader(data), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// TestShortCall: a committed two-second stereo file (a tone on the left at
+// 0.2–0.8 s, on the right at 1.1–1.8 s): the segments, one turn, and the
+// duration from the final granule position (the encoder's padding and
+// pre-skip removed).
+func TestShortCall(t *testing.T) {
+	res := analyzeFile(t, "testdata/short.ogg", Config{})
+	if res.Refused != "" || res.DurationMs != 2000 || res.PreSkip != 312 || len(res.User) != 1 || len(res.Agent) != 1 || len(res.Turns) != 1 {
+		t.Fatalf("%+v", res)
+	}
+	if u, a := res.User[0], res.Agent[0]; abs(u.StartMs-200) > 30 || abs(a.StartMs-1100) > 30 || abs(u.EndMs-800) > 80 || abs(a.EndMs-1800) > 80 {
+		t.Fatalf("segments user %+v agent %+v", u, a)
+	}
+}
+
+func abs(v int64) int64 {
+	if v < 0 {
+		return -v
+	}
+	return v
+}
+
+// TestRefusals: what cannot be measured is a refusal with a reason, never
+// an error or a crash.
+func TestRefusals(t *testing.T) {
+	short, err := os.ReadFile("testdata/short.ogg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mono, _ := os.ReadFile("testdata/mono.ogg")
+	badRate := bytes.Clone(short)
+	// The OpusHead's input sample rate, in the first page's packet.
+	i := bytes.Index(badRate, []byte("OpusHead"))
+	copy(badRate[i+12:], []byte{0xff, 0xff, 0xff, 0x7f})
+	for name, c := range map[string]struct {
+		data []byte
+		cfg  Config
+		want string
+	}{
+		"mono":      {mono, Config{}, "not_stereo"},
+		"truncated": {short[:len(short)/2], Config{}, "corrupt"},
+		"not ogg":   {[]byte("RIFF....WAVEfmt "), Config{}, "corrupt"},
+		"empty":     {nil, Config{}, "corrupt"},
+		"too long":  {short, Config{MaxDuration: time.Second}, "too_long"},
+		"rate":      {badRate, Config{}, "sample_rate"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			res, err := Analyze(bytes.NewReader(c.data), c.cfg)
+			if err != nil || res.Refused != c.want || res.Reason == "" {
+				t.Fatalf("err %v, refused %q (%s), want %q", err, res.Refused, res.Reason, c.want)
+			}
+		})
+	}
+	// A reader that fails is an error, not a refusal: the file may be fine.
+	if _, err := Analyze(io.MultiReader(bytes.NewReader(short[:1000]), failing{}), Config{}); err == nil || errors.Is(err, ErrCorrupt) {
+		t.Fatalf("a failing reader gave %v", err)
+	}
+}
+
+type failing struct{}
+
+func (failing) Read([]byte) (int, error) { return 0, errors.New("connection reset") }
+
+// FuzzAnalyze: hostile files never panic and never hold more than a packet.
+func FuzzAnalyze(f *testing.F) {
+	for _, p := range []string{"testdata/short.ogg", "testdata/mono.ogg"} {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+		f.Add(b[:len(b)/3])
+	}
+	f.Add([]byte("OggS\x00\x02"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		res, err := Analyze(bytes.NewReader(data), Config{MaxDuration: time.Minute})
+		if err != nil {
+			t.Fatalf("a byte slice cannot fail to read: %v", err)
+		}
+		if res.Refused == "" && res.Channels != 2 {
+			t.Fatalf("measured a %d-channel file", res.Channels)
+		}
+	})
+}
+
+// BenchmarkCall measures 1- and 10-minute stereo calls (the accuracy
+// test's call, repeated, encoded at 96 kb/s): the realtime factor per core
+// (run it with -cpu 1) and how far the heap grows while it runs, which must
+// not grow with the call's length.
+func BenchmarkCall(b *testing.B) {
+	needTools(b)
+	dir := b.TempDir()
+	c, _ := testCall(b, dir)
+	for _, minutes := range []int{1, 10} {
+		b.Run(fmt.Sprintf("%dmin", minutes), func(b *testing.B) { benchCall(b, c, dir, minutes) })
+	}
+}
+
+func benchCall(b *testing.B, c *call, dir string, minutes int) {
+	n := max(len(c.ch[0]), len(c.ch[1]))
+	long := &call{}
+	for ch := range 2 {
+		one := append(c.ch[ch], make([]float32, n-len(c.ch[ch]))...)
+		for len(long.ch[ch]) < minutes*60*48000 {
+			long.ch[ch] = append(long.ch[ch], one...)
+		}
+		long.ch[ch] = long.ch[ch][:minutes*60*48000]
+	}
+	path := long.encode(b, dir, 30, 25, "96")
+	long = nil
+	st, err := os.Stat(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(st.Size())
+	runtime.GC()
+	var base runtime.MemStats
+	runtime.ReadMemStats(&base)
+	var peak uint64
+	done, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		var ms runtime.MemStats
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(10 * time.Millisecond):
+				runtime.ReadMemStats(&ms)
+				peak = max(peak, ms.HeapInuse)
+			}
+		}
+	}()
+	b.ResetTimer()
+	var dur int64
+	for i := 0; i < b.N; i++ {
+		f, err := os.Open(path) // streamed, as from the store
+		if err != nil {
+			b.Fatal(err)
+		}
+		res, err := Analyze(f, Config{})
+		f.Close()
+		if err != nil || res.Refused != "" {
+			b.Fatalf("%v %s", err, res.Reason)
+		}
+		dur = res.DurationMs
+	}
+	b.StopTimer()
+	close(done)
+	<-stopped
+	perCall := b.Elapsed().Seconds() / float64(b.N)
+	b.ReportMetric(float64(dur)/1000/perCall, "x_realtime")
+	b.ReportMetric(float64(peak-min(peak, base.HeapInuse))/(1<<20), "heap_growth_MiB")
+}
