@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/pion/opus"
+
+	"github.com/lkscore/lkscore/scoring"
 )
 
 // Config tunes the analysis. Zero fields take DefaultConfig's values.
@@ -216,6 +218,9 @@ func Analyze(r io.Reader, cfg Config) (*Result, error) {
 // refuseOrFail turns a structural problem into a refusal and passes a
 // reader's own failure through.
 func refuseOrFail(res *Result, err error) (*Result, error) {
+	if errors.Is(err, io.EOF) {
+		err = fmt.Errorf("%w: the file ends before its Opus headers", ErrCorrupt)
+	}
 	if errors.Is(err, ErrCorrupt) {
 		res.Refused, res.Reason = "corrupt", err.Error()
 		return res, nil
@@ -351,4 +356,14 @@ func (a *analyzer) separation() float64 {
 		}
 	}
 	return 120
+}
+
+// Scoring converts the result for the scoring model.
+func (r *Result) Scoring() *scoring.Audio {
+	out := &scoring.Audio{Refused: r.Refused, Reason: r.Reason, Metrics: scoring.AudioMetrics(r.Metrics)}
+	for _, t := range r.Turns {
+		out.Turns = append(out.Turns, scoring.AudioTurn{UserEndMs: t.UserEndMs, AgentStartMs: t.AgentStartMs,
+			HeardLatencyMs: t.HeardLatencyMs, BargeIn: t.BargeIn, YieldMs: t.YieldMs})
+	}
+	return out
 }

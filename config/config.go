@@ -55,6 +55,16 @@ type Config struct {
 	Retention Retention `yaml:"retention"`
 	// Regression configures regression detection (docs/regression.md).
 	Regression Regression `yaml:"regression"`
+	// Audio configures heard turn-taking from the stereo recording (docs/audio.md).
+	Audio Audio `yaml:"audio"`
+}
+
+// Audio configures the measurement of the session's recording.ogg.
+type Audio struct {
+	// Enabled measures the recording when the upload has one.
+	Enabled bool `yaml:"enabled"`
+	// MaxDuration: longer recordings are refused (a finding, not an error).
+	MaxDuration time.Duration `yaml:"max_duration"`
 }
 
 // Regression configures regression detection over the scorecards.
@@ -280,6 +290,7 @@ func Default() Config {
 		S3:         S3{RequestTimeout: 30 * time.Second, MaxAttempts: 5},
 		Scoring:    scoring.DefaultConfig(),
 		Role:       "all",
+		Audio:      Audio{Enabled: true, MaxDuration: 4 * time.Hour},
 		Regression: Regression{Enabled: true, VersionTag: "version:", EvaluateEvery: 10, Detect: regress.DefaultConfig()},
 		Pipeline: Pipeline{
 			CloseReasons:      DefaultCloseReasons(),

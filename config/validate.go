@@ -64,6 +64,7 @@ func (c Config) Validate() error {
 	if err := c.Regression.Detect.Validate(); err != nil {
 		p = append(p, err)
 	}
+	p.positive("audio.max_duration", c.Audio.MaxDuration)
 	if c.Regression.EvaluateEvery < 1 {
 		p.add("regression.evaluate_every: must be at least 1, got %d", c.Regression.EvaluateEvery)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/lkscore/lkscore/audio"
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/scoring"
@@ -36,17 +37,19 @@ type sessionReader interface {
 // worker scores sessions: it fetches a work item's chat history, scores it
 // and publishes the scorecard on lkscore.result.<CLOSE_REASON>.
 type worker struct {
-	privacy   config.Privacy
-	facts     *factStore
-	deleted   *prometheus.CounterVec // reason
-	js        jetstream.JetStream
-	store     sessionReader
-	scorer    *scoring.Scorer
-	lim       recording.Limits
-	maxUpload int64
-	subjects  Subjects
-	timeouts  timeouts
-	log       *slog.Logger
+	privacy    config.Privacy
+	facts      *factStore
+	deleted    *prometheus.CounterVec // reason
+	js         jetstream.JetStream
+	store      sessionReader
+	scorer     *scoring.Scorer
+	lim        recording.Limits
+	maxUpload  int64
+	audioCfg   config.Audio
+	audioBytes int64
+	subjects   Subjects
+	timeouts   timeouts
+	log        *slog.Logger
 }
 
 // workerOptions configures newWorker.
@@ -58,6 +61,7 @@ type workerOptions struct {
 	store    sessionReader
 	scorer   *scoring.Scorer
 	limits   config.Limits
+	audio    config.Audio
 	subjects Subjects
 	timeouts timeouts
 	log      *slog.Logger
@@ -71,6 +75,7 @@ func newWorker(o workerOptions) (*worker, error) {
 		return nil, errors.New("worker: the publish timeout must be positive")
 	}
 	return &worker{privacy: o.privacy, facts: o.facts, deleted: o.deleted, js: o.js, store: o.store, scorer: o.scorer, lim: o.limits.Parser(), maxUpload: o.limits.UploadBytes(),
+		audioCfg: o.audio, audioBytes: o.limits.AudioBytes,
 		subjects: o.subjects, timeouts: o.timeouts, log: o.log}, nil
 }
 
@@ -95,6 +100,9 @@ func (w *worker) handle(ctx context.Context, m jetstream.Msg) error {
 		in.CloseReasonEvidence = f.CloseReasonEvidence
 		facts := f.Facts
 		in.Facts = &facts
+	}
+	if in.Audio, err = w.audio(ctx, item); err != nil {
+		return err
 	}
 	card := w.scorer.Score(in)
 	data, err := json.Marshal(card)
@@ -151,6 +159,31 @@ func (w *worker) dropContent(ctx context.Context, item WorkItem) error {
 		f.ContentDroppedAt = &now
 		return true
 	})
+}
+
+// audio measures the session's recording.ogg when it has one (directory
+// layout; a raw multipart object's audio is not read) and audio.enabled.
+// A recording that cannot be measured is a finding, not an error; a store
+// failure is retried.
+func (w *worker) audio(ctx context.Context, item WorkItem) (*scoring.Audio, error) {
+	if !w.audioCfg.Enabled || item.Dir == "" {
+		return nil, nil
+	}
+	rc, err := w.store.Open(ctx, item.Dir+recording.ObjectAudio, w.audioBytes)
+	switch {
+	case errors.Is(err, recording.ErrNotFound):
+		return nil, nil
+	case errors.Is(err, recording.ErrLimit):
+		return &scoring.Audio{Refused: "too_large", Reason: fmt.Sprintf("larger than limits.audio_bytes (%d)", w.audioBytes)}, nil
+	case err != nil:
+		return nil, fmt.Errorf("open %s: %w", item.Dir+recording.ObjectAudio, err)
+	}
+	defer rc.Close()
+	res, err := audio.Analyze(rc, audio.Config{MaxDuration: w.audioCfg.MaxDuration})
+	if err != nil {
+		return nil, fmt.Errorf("measure %s: %w", item.Dir+recording.ObjectAudio, err)
+	}
+	return res.Scoring(), nil
 }
 
 // load reads the session the item points at, directory layout or multipart object.

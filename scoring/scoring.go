@@ -13,7 +13,7 @@ import (
 
 // ModelVersion is the version of the scoring rules. Bump it with any change
 // that can change a score; Config.Version adds the config hash.
-const ModelVersion = "1.0.0"
+const ModelVersion = "1.1.0"
 
 // Schema names the scorecard JSON contract (docs/scorecard.schema.json).
 const Schema = "lkscore.scorecard/v1"
@@ -51,6 +51,8 @@ type Session struct {
 	// Source points back at the recording (s3://…, file://…).
 	Source string
 	Items  []Item
+	// Audio is what the stereo recording showed (nil without one).
+	Audio *Audio
 }
 
 // Facts are a session's facts beyond the recording, each from its best
@@ -130,6 +132,8 @@ type Scorecard struct {
 	Overall        Overall     `json:"overall"`
 	Components     []Component `json:"components"`
 	Metrics        Metrics     `json:"metrics"`
+	// Audio is the heard turn-taking, when the session had a recording.
+	Audio *Audio `json:"audio,omitempty"`
 }
 
 // SessionRef names the session scored.
@@ -232,10 +236,10 @@ func Score(s Session, cfg Config) Scorecard { return score(s, cfg, cfg.Version()
 func score(s Session, cfg Config, version string, scr *scratch) Scorecard {
 	a := analyze(s, scr)
 	comps := []Component{
-		component(TurnHandling, cfg.Weights.TurnHandling, turnFindings(a, cfg), cfg),
+		component(TurnHandling, cfg.Weights.TurnHandling, append(turnFindings(a, cfg), audioTurnFindings(s.Audio, cfg)...), cfg),
 		component(TranscriptIntegrity, cfg.Weights.TranscriptIntegrity, transcriptFindings(a, cfg), cfg),
 		component(ToolReliability, cfg.Weights.ToolReliability, toolFindings(a, cfg), cfg),
-		component(ResponseLatency, cfg.Weights.ResponseLatency, latencyFindings(a, cfg), cfg),
+		component(ResponseLatency, cfg.Weights.ResponseLatency, append(latencyFindings(a, cfg), audioLatencyFindings(s.Audio, a, cfg)...), cfg),
 	}
 	sc := Scorecard{
 		Schema: Schema, ScoringVersion: version, ModelVersion: ModelVersion,
@@ -243,6 +247,7 @@ func score(s Session, cfg Config, version string, scr *scratch) Scorecard {
 		Completion: completion(s),
 		Components: comps,
 		Metrics:    a.metrics(cfg),
+		Audio:      s.Audio,
 	}
 	sc.Overall = overall(comps, sc.Completion, cfg)
 	return sc

@@ -35,7 +35,11 @@ func ScoreSamples(ctx context.Context, paths []string, configPath, agentName str
 		if err != nil {
 			return nil, "", ExitError{Code: 1, Err: fmt.Errorf("score %s: %w", src, err)}
 		}
-		card := scorer.Score(s.Session.ScoringInput(src, agentName))
+		in := s.Session.ScoringInput(src, agentName)
+		if in.Audio, err = localAudio(src); err != nil {
+			return nil, "", ExitError{Code: 1, Err: fmt.Errorf("score %s: %w", src, err)}
+		}
+		card := scorer.Score(in)
 		out = append(out, regress.SampleOf(&card, uint64(i+1)))
 	}
 	return out, scorer.Version(), nil

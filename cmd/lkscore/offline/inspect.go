@@ -14,12 +14,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/urfave/cli/v3"
 
 	"github.com/lkscore/lkscore/audio"
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/recording"
+	"github.com/lkscore/lkscore/scoring"
 	"github.com/lkscore/lkscore/store"
 )
 
@@ -206,4 +208,24 @@ func inspectAudio(path string, stdout io.Writer) error {
 		return ExitError{Code: ExitGate, Err: fmt.Errorf("inspect --audio %s: refused (%s): %s", path, res.Refused, res.Reason)}
 	}
 	return nil
+}
+
+// localAudio measures a session directory's recording.ogg, as the daemon
+// does, so that a recording scores the same here and there. Other sources
+// (a multipart file, S3) are scored without it.
+func localAudio(src string) (*scoring.Audio, error) {
+	path := filepath.Join(strings.TrimPrefix(src, "file://"), recording.ObjectAudio)
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	res, err := audio.Analyze(f, audio.Config{})
+	if err != nil {
+		return nil, err
+	}
+	return res.Scoring(), nil
 }

@@ -61,7 +61,11 @@ func Score(getenv func(string) string, stdout io.Writer) *cli.Command {
 				if err != nil {
 					return ExitError{Code: 1, Err: fmt.Errorf("score %s: %w", src, err)}
 				}
-				cards = append(cards, scorer.Score(out.Session.ScoringInput(src, c.String("agent-name"))))
+				in := out.Session.ScoringInput(src, c.String("agent-name"))
+				if in.Audio, err = localAudio(src); err != nil {
+					return ExitError{Code: 1, Err: fmt.Errorf("score %s: %w", src, err)}
+				}
+				cards = append(cards, scorer.Score(in))
 			}
 			if err := PrintScorecards(stdout, format, cards); err != nil {
 				return ExitError{Code: 1, Err: err}

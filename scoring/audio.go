@@ -1,0 +1,117 @@
+package scoring
+
+import "fmt"
+
+// Finding codes from the stereo recording (heard turn-taking, docs/audio.md).
+const (
+	CodeHeardTalkOver         = "heard_talk_over"
+	CodeHeardSilence          = "heard_awkward_silence"
+	CodeHeardSlowYield        = "heard_slow_yield"
+	CodeHeardSlowResponse     = "heard_slow_response"
+	CodeHeardLatencyDisagrees = "heard_latency_disagrees"
+	CodeAudioNotMeasured      = "audio_not_measured"
+)
+
+// Audio is what was measured in the session's stereo recording (package
+// audio), or why it could not be. Nil when the session has no recording.
+type Audio struct {
+	Refused string `json:"refused,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+	// Turns are the heard turns, in order.
+	Turns   []AudioTurn  `json:"turns,omitempty"`
+	Metrics AudioMetrics `json:"metrics"`
+}
+
+// AudioTurn is one heard turn: the user's end, the agent's start and the
+// heard latency (negative when the agent talked over the user).
+type AudioTurn struct {
+	UserEndMs      int64 `json:"user_end_ms"`
+	AgentStartMs   int64 `json:"agent_start_ms"`
+	HeardLatencyMs int64 `json:"heard_latency_ms"`
+	BargeIn        bool  `json:"barge_in,omitempty"`
+	YieldMs        int64 `json:"yield_ms,omitempty"`
+}
+
+// AudioMetrics summarize the heard call (named as LiveKit's conversation
+// metrics where they exist).
+type AudioMetrics struct {
+	HeardLatencyP50Ms   int64   `json:"heard_latency_p50_ms"`
+	HeardLatencyP95Ms   int64   `json:"heard_latency_p95_ms"`
+	HeardLatencyP99Ms   int64   `json:"heard_latency_p99_ms"`
+	TalkOverCount       int     `json:"talk_over_count"`
+	BargeInCount        int     `json:"barge_in_count"`
+	YieldP50Ms          int64   `json:"time_to_yield_p50_ms"`
+	AwkwardSilenceCount int     `json:"awkward_silence_count"`
+	BackchannelCount    int     `json:"backchannel_count"`
+	OverlapRatio        float64 `json:"overlap_ratio"`
+	UserSpeechShare     float64 `json:"user_speech_share"`
+	AgentSpeechShare    float64 `json:"agent_speech_share"`
+	SeparationDB        float64 `json:"channel_separation_db"`
+}
+
+// AudioConfig holds the thresholds of the heard findings.
+type AudioConfig struct {
+	// HeardLatencyMs: a heard answer slower than this is a finding.
+	HeardLatencyMs float64 `yaml:"heard_latency_ms" json:"heard_latency_ms"`
+	// YieldMs: an agent that keeps talking this long after a barge-in.
+	YieldMs float64 `yaml:"yield_ms" json:"yield_ms"`
+	// DisagreementMs: heard p50 latency this much above the agent's own
+	// e2e p50 points at playout or network trouble.
+	DisagreementMs float64 `yaml:"disagreement_ms" json:"disagreement_ms"`
+}
+
+// audioTurnFindings are the heard findings of turn handling.
+func audioTurnFindings(au *Audio, cfg Config) []Finding {
+	if au == nil {
+		return nil
+	}
+	if au.Refused != "" {
+		return []Finding{{Code: CodeAudioNotMeasured, Severity: Info,
+			Message: fmt.Sprintf("the recording could not be measured (%s): %s", au.Refused, au.Reason)}}
+	}
+	var out []Finding
+	over := budget{per: 5, cap: 20}
+	yield := budget{per: 5, cap: 15}
+	for i, t := range au.Turns {
+		if float64(-t.HeardLatencyMs) > cfg.Turns.OverlapMs {
+			out = append(out, Finding{Code: CodeHeardTalkOver, Severity: Warning, Turn: some(i), Value: some(float64(t.HeardLatencyMs)),
+				Threshold: some(-cfg.Turns.OverlapMs), Deduction: over.take(),
+				Message: fmt.Sprintf("heard turn %d: the agent started %d ms before the user stopped (at %d ms)", i, -t.HeardLatencyMs, t.UserEndMs)})
+		}
+		if t.BargeIn && float64(t.YieldMs) > cfg.Audio.YieldMs {
+			out = append(out, Finding{Code: CodeHeardSlowYield, Severity: Warning, Turn: some(i), Value: some(float64(t.YieldMs)),
+				Threshold: some(cfg.Audio.YieldMs), Deduction: yield.take(),
+				Message: fmt.Sprintf("heard turn %d: the agent kept talking %d ms after the user barged in", i, t.YieldMs)})
+		}
+	}
+	if n := au.Metrics.AwkwardSilenceCount; n > 0 {
+		out = append(out, Finding{Code: CodeHeardSilence, Severity: Warning, Value: some(float64(n)), Deduction: min(float64(3*n), 15),
+			Message: fmt.Sprintf("%d silences the caller heard with nobody speaking", n)})
+	}
+	return out
+}
+
+// audioLatencyFindings are the heard findings of response latency.
+func audioLatencyFindings(au *Audio, a *analysis, cfg Config) []Finding {
+	if au == nil || au.Refused != "" {
+		return nil
+	}
+	var out []Finding
+	slow := budget{per: 2, cap: 20}
+	for i, t := range au.Turns {
+		if float64(t.HeardLatencyMs) > cfg.Audio.HeardLatencyMs {
+			out = append(out, Finding{Code: CodeHeardSlowResponse, Severity: Warning, Turn: some(i), Value: some(float64(t.HeardLatencyMs)),
+				Threshold: some(cfg.Audio.HeardLatencyMs), Deduction: slow.take(),
+				Message: fmt.Sprintf("heard turn %d: the caller waited %d ms after they stopped (at %d ms)", i, t.HeardLatencyMs, t.UserEndMs)})
+		}
+	}
+	if p50 := a.e2e.stat(50); p50.Set && len(au.Turns) > 0 {
+		if gap := float64(au.Metrics.HeardLatencyP50Ms) - p50.V; gap > cfg.Audio.DisagreementMs {
+			out = append(out, Finding{Code: CodeHeardLatencyDisagrees, Severity: Warning, Value: some(float64(au.Metrics.HeardLatencyP50Ms)),
+				Threshold: some(p50.V + cfg.Audio.DisagreementMs),
+				Message: fmt.Sprintf("the caller heard a median answer time of %d ms; the agent's own e2e_latency says %s ms: "+
+					"playout or the network adds time the agent cannot see", au.Metrics.HeardLatencyP50Ms, num(p50.V))})
+		}
+	}
+	return out
+}
