@@ -361,6 +361,12 @@ func (a *analyzer) separation() float64 {
 // Scoring converts the result for the scoring model.
 func (r *Result) Scoring() *scoring.Audio {
 	out := &scoring.Audio{Refused: r.Refused, Reason: r.Reason, Metrics: scoring.AudioMetrics(r.Metrics)}
+	for _, s := range r.User {
+		out.UserSegments = append(out.UserSegments, scoring.AudioSegment(s))
+	}
+	for _, s := range r.Agent {
+		out.AgentSegments = append(out.AgentSegments, scoring.AudioSegment(s))
+	}
 	for _, t := range r.Turns {
 		out.Turns = append(out.Turns, scoring.AudioTurn{UserEndMs: t.UserEndMs, AgentStartMs: t.AgentStartMs,
 			HeardLatencyMs: t.HeardLatencyMs, BargeIn: t.BargeIn, YieldMs: t.YieldMs})

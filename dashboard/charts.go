@@ -311,3 +311,42 @@ func truncate(s string, n int) string {
 	}
 	return s[:n] + "…"
 }
+
+// heardTimeline draws the speech heard on each channel of the recording
+// (user and agent lanes) and marks talk-over, from the scorecard's audio
+// block; empty without one.
+func heardTimeline(au *scoring.Audio) Timeline {
+	t := Timeline{W: chartW + 200, H: 2*(laneH+laneGap) + 30}
+	if au == nil || au.Refused != "" || len(au.UserSegments)+len(au.AgentSegments) == 0 {
+		return Timeline{}
+	}
+	for i, name := range []string{"user", "agent"} {
+		t.Lanes = append(t.Lanes, Bar{Label: name, LabelX: 4, LabelY: float64(i)*(laneH+laneGap) + laneH*0.7})
+	}
+	var end int64 = 1
+	for _, segs := range [][]scoring.AudioSegment{au.UserSegments, au.AgentSegments} {
+		for _, s := range segs {
+			end = max(end, s.EndMs)
+		}
+	}
+	t.Duration = float64(end) / 1000
+	scale := (t.W - tlLeft - 10) / math.Max(t.Duration, 1)
+	for lane, segs := range [][]scoring.AudioSegment{au.UserSegments, au.AgentSegments} {
+		for _, s := range segs {
+			t.Spans = append(t.Spans, Span{Lane: lane, X: tlLeft + float64(s.StartMs)/1000*scale, W: math.Max(float64(s.EndMs-s.StartMs)/1000*scale, 2),
+				Y: float64(lane) * (laneH + laneGap), H: laneH, Class: []string{"user", "agent"}[lane] + " heard",
+				Title: fmt.Sprintf("heard %s speech %d–%d ms", []string{"user", "agent"}[lane], s.StartMs, s.EndMs)})
+		}
+	}
+	for _, tr := range au.Turns {
+		if tr.HeardLatencyMs < 0 {
+			t.Spans = append(t.Spans, Span{Lane: 1, X: tlLeft + float64(tr.AgentStartMs)/1000*scale, W: math.Max(float64(-tr.HeardLatencyMs)/1000*scale, 2),
+				Y: laneH + laneGap, H: laneH, Class: "agent interrupted", Title: fmt.Sprintf("talk-over: %d ms", -tr.HeardLatencyMs)})
+		}
+	}
+	stepS := niceStep(t.Duration)
+	for s := 0.0; s <= t.Duration; s += stepS {
+		t.Ticks = append(t.Ticks, Bar{Label: fmt.Sprintf("%.0fs", s), LabelX: tlLeft + s*scale, LabelY: t.H - 6})
+	}
+	return t
+}

@@ -215,9 +215,10 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) error {
 		Card     scoring.Scorecard
 		Findings []findingRow
 		Timeline Timeline
+		Heard    Timeline
 		NoItems  string
 		Raw      string
-	}{page: h.page(r, "Session "+key, Filter{}, 0), Entry: e, Card: sc, Findings: findings(sc), Timeline: timeline(items)}
+	}{page: h.page(r, "Session "+key, Filter{}, 0), Entry: e, Card: sc, Findings: findings(sc), Timeline: timeline(items), Heard: heardTimeline(sc.Audio)}
 	if ierr != nil {
 		data.NoItems = ierr.Error()
 	}

@@ -99,3 +99,39 @@ func TestBoundedWindow(t *testing.T) {
 		t.Errorf("bad since: %d", c)
 	}
 }
+
+// TestHeardSpeechOnSessionPage: a scorecard with an audio block gets a
+// heard-speech timeline with a span per segment and the talk-over marked; a
+// refused recording says why; none, nothing.
+func TestHeardSpeechOnSessionPage(t *testing.T) {
+	for name, tc := range map[string]struct {
+		audio *scoring.Audio
+		want  []string
+		not   string
+	}{
+		"measured": {&scoring.Audio{
+			UserSegments:  []scoring.AudioSegment{{StartMs: 500, EndMs: 2500}, {StartMs: 6000, EndMs: 7000}},
+			AgentSegments: []scoring.AudioSegment{{StartMs: 3200, EndMs: 5900}},
+			Turns:         []scoring.AudioTurn{{UserEndMs: 2500, AgentStartMs: 3200, HeardLatencyMs: 700}, {UserEndMs: 7000, AgentStartMs: 6700, HeardLatencyMs: -300}},
+			Metrics:       scoring.AudioMetrics{HeardLatencyP50Ms: 700, TalkOverCount: 1},
+		}, []string{`id="heard"`, "heard user speech 500–2500 ms", "heard agent speech 3200–5900 ms", "talk-over: 300 ms", "heard latency p50 700 ms"}, ""},
+		"refused": {&scoring.Audio{Refused: "not_stereo", Reason: "1 channel(s)"}, []string{"recording.ogg not measured (not_stereo)"}, `id="heard"`},
+		"none":    {nil, nil, "Heard speech"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			h := testHandler(t, "")
+			h.src.Scorecard = func(context.Context, uint64) (scoring.Scorecard, error) {
+				return scoring.Scorecard{Audio: tc.audio}, nil
+			}
+			body := get(h, "127.0.0.1:1", "/ui/session?key=RM_d/AJ", nil).Body.String()
+			for _, w := range tc.want {
+				if !strings.Contains(body, w) {
+					t.Errorf("page lacks %q", w)
+				}
+			}
+			if tc.not != "" && strings.Contains(body, tc.not) {
+				t.Errorf("page has %q", tc.not)
+			}
+		})
+	}
+}

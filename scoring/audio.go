@@ -17,9 +17,18 @@ const (
 type Audio struct {
 	Refused string `json:"refused,omitempty"`
 	Reason  string `json:"reason,omitempty"`
+	// Speech per channel, in ms from the start of the recording.
+	UserSegments  []AudioSegment `json:"user_segments,omitempty"`
+	AgentSegments []AudioSegment `json:"agent_segments,omitempty"`
 	// Turns are the heard turns, in order.
 	Turns   []AudioTurn  `json:"turns,omitempty"`
 	Metrics AudioMetrics `json:"metrics"`
+}
+
+// AudioSegment is speech on one channel.
+type AudioSegment struct {
+	StartMs int64 `json:"start_ms"`
+	EndMs   int64 `json:"end_ms"`
 }
 
 // AudioTurn is one heard turn: the user's end, the agent's start and the
