@@ -36,7 +36,7 @@ func speech(t testing.TB, dir, voice, text string) []float32 {
 	if out, err := exec.Command("espeak-ng", "-v", voice, "-w", wav, text).CombinedOutput(); err != nil {
 		t.Fatalf("espeak-ng: %v: %s", err, out)
 	}
-	raw, err := exec.Command("sox", wav, "-t", "f32", "-r", "48000", "-c", "1", "-").Output()
+	raw, err := exec.Command("sox", "-R", wav, "-t", "f32", "-r", "48000", "-c", "1", "-").Output()
 	if err != nil {
 		t.Fatalf("sox: %v", err)
 	}
@@ -111,7 +111,7 @@ func (c *call) encode(t testing.TB, dir string, snrDB, bleedDB float64, kbps str
 		t.Fatal(err)
 	}
 	wav, ogg := filepath.Join(dir, "call.wav"), filepath.Join(dir, "call-"+kbps+".ogg")
-	if out, err := exec.Command("sox", "-t", "f32", "-r", "48000", "-c", "2", raw, "-b", "16", wav).CombinedOutput(); err != nil {
+	if out, err := exec.Command("sox", "-R", "-D", "-t", "f32", "-r", "48000", "-c", "2", raw, "-b", "16", wav).CombinedOutput(); err != nil {
 		t.Fatalf("sox: %v: %s", err, out)
 	}
 	if out, err := exec.Command("opusenc", "--quiet", "--bitrate", kbps, wav, ogg).CombinedOutput(); err != nil {
@@ -121,8 +121,8 @@ func (c *call) encode(t testing.TB, dir string, snrDB, bleedDB float64, kbps str
 }
 
 // testCall lays out a call with a normal turn, an awkward silence, a
-// talk-over, a back-channel, a barge-in with a 250 ms yield, and returns
-// the expected turns.
+// talk-over, a back-channel, a barge-in with a 250 ms yield and four more
+// ordinary turns, and returns the expected turns.
 func testCall(t testing.TB, dir string) (*call, []Turn) {
 	user := func(s string) []float32 { return speech(t, dir, "en-us", s) }
 	agent := func(s string) []float32 { return speech(t, dir, "en-gb", s) }
@@ -145,6 +145,15 @@ func testCall(t testing.TB, dir string) (*call, []Turn) {
 	u5 := c.place(0, u5start, user("Actually, can you send it by email instead?"), 0)
 	a4 := c.place(1, int(u5.EndMs+1000)*48, agent("Sure, I will send it by email."), 0)
 	want = append(want, Turn{UserEndMs: u5.EndMs, AgentStartMs: a4.StartMs, HeardLatencyMs: 1000, BargeIn: true, YieldMs: 250})
+	// Ordinary turns with gaps from quick to slow.
+	last := a4
+	for i, gap := range []int64{400, 1200, 1800, 600} {
+		u := c.place(0, int(last.EndMs+800)*48, user([]string{"Thanks. Is parking available there?", "And how long will it take?",
+			"Do I need to bring anything?", "Perfect, that is all."}[i]), 0)
+		last = c.place(1, int(u.EndMs+gap)*48, agent([]string{"Yes, there is free parking behind the building.", "About forty five minutes.",
+			"Just your insurance card, please.", "Wonderful. Have a great day!"}[i]), 0)
+		want = append(want, Turn{UserEndMs: u.EndMs, AgentStartMs: last.StartMs, HeardLatencyMs: gap})
+	}
 	return c, want
 }
 

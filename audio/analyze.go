@@ -129,6 +129,9 @@ const (
 	// bleedHeadroomDB: how far above the agent's predicted bleed a user frame
 	// must be to count as the user.
 	bleedHeadroomDB = 3
+	// dynamicRangeDB: speech edges sit at most this far below the
+	// speaker's loudest frame.
+	dynamicRangeDB = 35
 )
 
 // Analyze reads a stereo Ogg/Opus recording (user left, agent right) and
@@ -239,6 +242,7 @@ type analyzer struct {
 	index   int64                   // frames done
 	floor   [2][floorFrames]float64 // the last frames' energies, a ring
 	nFloor  int
+	level   [2]float64 // each channel's loudest frame so far (dBFS)
 	// open segments and their last active frame
 	open      [2]bool
 	segStart  [2]int64
@@ -280,7 +284,15 @@ func (a *analyzer) endFrame() {
 	var on [2]bool
 	for ch := range 2 {
 		floor := slices.Min(a.floor[ch][:a.nFloor])
-		on[ch] = e[ch] > a.cfg.MinLevelDB && e[ch] > floor+a.cfg.ThresholdDB
+		if a.index == 0 || e[ch] > a.level[ch] {
+			a.level[ch] = e[ch]
+		}
+		// Speech edges are where the voice rises out of the noise, or falls
+		// below the speaker's own level by dynamicRangeDB, whichever is
+		// higher: in a quiet room the noise floor alone would stretch
+		// every utterance into its breathing.
+		th := max(floor+a.cfg.ThresholdDB, a.level[ch]-dynamicRangeDB)
+		on[ch] = e[ch] > a.cfg.MinLevelDB && e[ch] > th
 	}
 	if on[1] {
 		a.agentFrames++
