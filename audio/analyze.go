@@ -69,10 +69,7 @@ func (c Config) withDefaults() Config {
 
 // Segment is speech on one channel, in milliseconds from the start of the
 // recording (after the encoder's pre-skip).
-type Segment struct {
-	StartMs int64 `json:"start_ms"`
-	EndMs   int64 `json:"end_ms"`
-}
+type Segment = scoring.AudioSegment
 
 // Turn is a user utterance and the agent's answer as the caller heard it.
 type Turn struct {
@@ -89,22 +86,8 @@ type Turn struct {
 }
 
 // Metrics summarize the call, named as LiveKit's conversation metrics
-// where they exist.
-type Metrics struct {
-	HeardLatencyP50Ms   int64 `json:"heard_latency_p50_ms"`
-	HeardLatencyP95Ms   int64 `json:"heard_latency_p95_ms"`
-	HeardLatencyP99Ms   int64 `json:"heard_latency_p99_ms"`
-	TalkOverCount       int   `json:"talk_over_count"`
-	BargeInCount        int   `json:"barge_in_count"`
-	YieldP50Ms          int64 `json:"time_to_yield_p50_ms"`
-	AwkwardSilenceCount int   `json:"awkward_silence_count"`
-	BackchannelCount    int   `json:"backchannel_count"`
-	// OverlapRatio is the time both speak over the time anyone speaks.
-	OverlapRatio     float64 `json:"overlap_ratio"`
-	UserSpeechShare  float64 `json:"user_speech_share"`
-	AgentSpeechShare float64 `json:"agent_speech_share"`
-	SeparationDB     float64 `json:"channel_separation_db"`
-}
+// where they exist; the scorecard's audio block carries the same type.
+type Metrics = scoring.AudioMetrics
 
 // Result is what Analyze measured, or why it refused to.
 type Result struct {
@@ -372,13 +355,8 @@ func (a *analyzer) separation() float64 {
 
 // Scoring converts the result for the scoring model.
 func (r *Result) Scoring() *scoring.Audio {
-	out := &scoring.Audio{Refused: r.Refused, Reason: r.Reason, Metrics: scoring.AudioMetrics(r.Metrics)}
-	for _, s := range r.User {
-		out.UserSegments = append(out.UserSegments, scoring.AudioSegment(s))
-	}
-	for _, s := range r.Agent {
-		out.AgentSegments = append(out.AgentSegments, scoring.AudioSegment(s))
-	}
+	out := &scoring.Audio{Refused: r.Refused, Reason: r.Reason, Metrics: r.Metrics,
+		UserSegments: r.User, AgentSegments: r.Agent}
 	for _, t := range r.Turns {
 		out.Turns = append(out.Turns, scoring.AudioTurn{UserEndMs: t.UserEndMs, AgentStartMs: t.AgentStartMs,
 			HeardLatencyMs: t.HeardLatencyMs, BargeIn: t.BargeIn, YieldMs: t.YieldMs})
