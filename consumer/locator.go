@@ -276,8 +276,8 @@ func (l *locator) readHeader(ctx context.Context, dir string) (*recording.Sessio
 }
 
 // versionFromMetadata turns a key of the job's (else the room's) JSON
-// metadata into the version tag regression detection reads
-// (regression.version_metadata_key and version_tag).
+// metadata into a tag regression detection reads after the version tag and
+// the deployment id (regression.version_metadata_key, regress.KeyOf).
 type versionFromMetadata struct {
 	key, prefix string
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/recording"
+	"github.com/lkscore/lkscore/regress"
 	"github.com/lkscore/lkscore/scoring"
 )
 
@@ -134,7 +135,7 @@ func startPipeline(ctx context.Context, d pipelineDeps) (*pipeline, error) {
 	loc, err := newLocator(locatorOptions{js: d.js, facts: d.facts, kv: kv, store: d.store, layout: layout, subjects: subj, cfg: cfg.Pipeline,
 		limits: cfg.Limits, lp: recording.LocationParser{Endpoint: cfg.S3.Endpoint, ForcePathStyle: cfg.S3.ForcePathStyle},
 		timeouts: to, metrics: d.metrics, log: d.log, now: d.now,
-		version: versionFromMetadata{key: cfg.Regression.VersionMetadataKey, prefix: cfg.Regression.VersionTag}})
+		version: versionFromMetadata{key: cfg.Regression.VersionMetadataKey, prefix: regress.MetadataVersionTag}})
 	if err != nil {
 		return nil, err
 	}

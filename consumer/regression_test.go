@@ -174,7 +174,7 @@ func summary(all []Alert) []string {
 // TestVersionFromMetadata: regression.version_metadata_key reads the job's
 // JSON metadata, else the room's, into the version tag.
 func TestVersionFromMetadata(t *testing.T) {
-	v := versionFromMetadata{key: "agent_version", prefix: "version:"}
+	v := versionFromMetadata{key: "agent_version", prefix: "version:"} // regress.MetadataVersionTag in the daemon
 	for _, c := range []struct {
 		job, room, want string
 	}{

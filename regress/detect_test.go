@@ -166,6 +166,15 @@ func TestKeyOf(t *testing.T) {
 	if k := regress.KeyOf(&card, "release="); k.Version != "dep_1" {
 		t.Fatalf("deployment id: %+v", k)
 	}
+	// The metadata key's version ranks after the deployment id.
+	card.Session.Tags = []string{regress.MetadataVersionTag + "2.0"}
+	if k := regress.KeyOf(&card, ""); k.Version != "dep_1" {
+		t.Fatalf("metadata before deployment id: %+v", k)
+	}
+	card.Session.DeploymentID = ""
+	if k := regress.KeyOf(&card, ""); k.Version != "2.0" {
+		t.Fatalf("metadata: %+v", k)
+	}
 	card.Session = scoring.SessionRef{}
 	if k := regress.KeyOf(&card, ""); k.Agent != regress.Unknown || k.Version != regress.Unknown {
 		t.Fatalf("nothing known: %+v", k)

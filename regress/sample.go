@@ -45,9 +45,14 @@ type Key struct {
 // Unknown is the version (or agent) of a session that names none.
 const Unknown = "unknown"
 
+// MetadataVersionTag prefixes the tag the daemon makes of the version it
+// read from the job's or room's metadata (regression.version_metadata_key).
+const MetadataVersionTag = "lkscore.metadata_version:"
+
 // KeyOf derives a scorecard's key: the agent name from the session facts;
 // the version from a session tag (prefix, default "version:"), else the
-// deployment id the SDK sent, else Unknown.
+// deployment id the SDK sent, else the job's or room's metadata key
+// (MetadataVersionTag), else Unknown.
 func KeyOf(card *scoring.Scorecard, tagPrefix string) Key {
 	if tagPrefix == "" {
 		tagPrefix = "version:"
@@ -56,14 +61,21 @@ func KeyOf(card *scoring.Scorecard, tagPrefix string) Key {
 	if k.Agent == "" {
 		k.Agent = Unknown
 	}
-	for _, t := range card.Session.Tags {
-		if v, ok := strings.CutPrefix(t, tagPrefix); ok && v != "" {
-			k.Version = v
-			return k
+	tagged := func(prefix string) string {
+		for _, t := range card.Session.Tags {
+			if v, ok := strings.CutPrefix(t, prefix); ok && v != "" {
+				return v
+			}
 		}
+		return ""
 	}
-	if card.Session.DeploymentID != "" {
+	switch {
+	case tagged(tagPrefix) != "":
+		k.Version = tagged(tagPrefix)
+	case card.Session.DeploymentID != "":
 		k.Version = card.Session.DeploymentID
+	case tagged(MetadataVersionTag) != "":
+		k.Version = tagged(MetadataVersionTag)
 	}
 	return k
 }
