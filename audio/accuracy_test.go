@@ -217,7 +217,7 @@ func checkAccuracy(t *testing.T, c *call, want []Turn, dir string, snr float64) 
 		t.Errorf("heard-latency error p50 %.0f ms (≤ 20), max %.0f ms (≤ 60)", p50, worst)
 	}
 	m := res.Metrics
-	if m.TalkOverCount != 1 || m.AwkwardSilenceCount != 1 || m.BackchannelCount != 1 || m.BargeInCount != 1 {
+	if m.TalkOverCount != 1 || m.AwkwardSilenceCount != 1 || len(res.Silences) != 1 || m.BackchannelCount != 1 || m.BargeInCount != 1 {
 		t.Errorf("counts: talk-over %d, awkward silences %d, back-channels %d, barge-ins %d; want 1 each", m.TalkOverCount,
 			m.AwkwardSilenceCount, m.BackchannelCount, m.BargeInCount)
 	}

@@ -47,6 +47,13 @@ func DefaultConfig() Config {
 		MinSpeechMs: 60, BackchannelMaxMs: 1000, AwkwardSilenceMs: 2000, MaxDuration: 4 * time.Hour}
 }
 
+// ForScoring is the analysis the scoring config asks for: its awkward
+// silence threshold is part of the scoring version, so the same recording
+// always gets the same findings under one scoring version.
+func ForScoring(c scoring.AudioConfig, maxDuration time.Duration) Config {
+	return Config{AwkwardSilenceMs: int64(c.AwkwardSilenceMs), MaxDuration: maxDuration}
+}
+
 func (c Config) withDefaults() Config {
 	d := DefaultConfig()
 	for _, f := range []struct{ v, d *float64 }{{&c.ThresholdDB, &d.ThresholdDB}, {&c.MinLevelDB, &d.MinLevelDB},
@@ -101,7 +108,10 @@ type Result struct {
 	User       []Segment `json:"user_segments"`
 	Agent      []Segment `json:"agent_segments"`
 	Turns      []Turn    `json:"turns"`
-	Metrics    Metrics   `json:"metrics"`
+	// Silences are the awkward ones: gaps longer than AwkwardSilenceMs with
+	// nobody speaking.
+	Silences []Segment `json:"awkward_silences"`
+	Metrics  Metrics   `json:"metrics"`
 }
 
 const (
@@ -122,7 +132,7 @@ const (
 // Refused set, not an error; the error is for reading r.
 func Analyze(r io.Reader, cfg Config) (*Result, error) {
 	cfg = cfg.withDefaults()
-	res := &Result{User: []Segment{}, Agent: []Segment{}, Turns: []Turn{}}
+	res := &Result{User: []Segment{}, Agent: []Segment{}, Turns: []Turn{}, Silences: []Segment{}}
 	refuse := func(code string, err error) (*Result, error) {
 		res.Refused, res.Reason = code, err.Error()
 		return res, nil
@@ -197,7 +207,7 @@ func Analyze(r io.Reader, cfg Config) (*Result, error) {
 		return refuse("channels_leak", fmt.Errorf("the agent is only %.1f dB quieter on the user channel than on its own (at least %.0f dB needed): "+
 			"the channels carry the same signal, as low-bitrate stereo encodes them", a.separation(), cfg.MinSeparationDB))
 	}
-	res.Turns, res.Metrics = turns(res.User, res.Agent, cfg, res.Metrics)
+	res.Turns, res.Silences, res.Metrics = turns(res.User, res.Agent, cfg, res.Metrics)
 	return res, nil
 }
 
@@ -356,7 +366,7 @@ func (a *analyzer) separation() float64 {
 // Scoring converts the result for the scoring model.
 func (r *Result) Scoring() *scoring.Audio {
 	out := &scoring.Audio{Refused: r.Refused, Reason: r.Reason, Metrics: r.Metrics,
-		UserSegments: r.User, AgentSegments: r.Agent}
+		UserSegments: r.User, AgentSegments: r.Agent, Silences: r.Silences}
 	for _, t := range r.Turns {
 		out.Turns = append(out.Turns, scoring.AudioTurn{UserEndMs: t.UserEndMs, AgentStartMs: t.AgentStartMs,
 			HeardLatencyMs: t.HeardLatencyMs, BargeIn: t.BargeIn, YieldMs: t.YieldMs})

@@ -7,7 +7,7 @@ import (
 
 // turns pairs user utterances with the agent's answers and computes the
 // call's metrics (docs/audio.md has the definitions).
-func turns(user, agent []Segment, cfg Config, m Metrics) ([]Turn, Metrics) {
+func turns(user, agent []Segment, cfg Config, m Metrics) ([]Turn, []Segment, Metrics) {
 	out := []Turn{}
 	var latencies, yields []int64
 	isBackchannel := func(u Segment) bool {
@@ -67,9 +67,11 @@ func turns(user, agent []Segment, cfg Config, m Metrics) ([]Turn, Metrics) {
 	slices.SortFunc(all, func(a, b Segment) int { return int(a.StartMs - b.StartMs) })
 	var end int64 = -1
 	var union, overlap int64
+	silences := []Segment{}
 	for _, s := range all {
 		if end >= 0 && s.StartMs-end > cfg.AwkwardSilenceMs {
 			m.AwkwardSilenceCount++
+			silences = append(silences, Segment{StartMs: end, EndMs: s.StartMs})
 		}
 		if s.EndMs > end {
 			if s.StartMs > end {
@@ -95,7 +97,7 @@ func turns(user, agent []Segment, cfg Config, m Metrics) ([]Turn, Metrics) {
 		m.UserSpeechShare = math.Round(float64(us)/float64(us+as)*1000) / 1000
 		m.AgentSpeechShare = math.Round(float64(as)/float64(us+as)*1000) / 1000
 	}
-	return out, m
+	return out, silences, m
 }
 
 func total(s []Segment) int64 {

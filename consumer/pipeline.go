@@ -139,7 +139,7 @@ func startPipeline(ctx context.Context, d pipelineDeps) (*pipeline, error) {
 	if err != nil {
 		return nil, err
 	}
-	w, err := newWorker(workerOptions{privacy: cfg.Privacy, facts: d.facts, deleted: d.metrics.recordingsDeleted, js: d.js, store: d.store, scorer: scorer, limits: cfg.Limits, audio: cfg.Audio, subjects: subj, timeouts: to, log: d.log})
+	w, err := newWorker(workerOptions{privacy: cfg.Privacy, facts: d.facts, deleted: d.metrics.recordingsDeleted, js: d.js, store: d.store, scorer: scorer, limits: cfg.Limits, audio: cfg.Audio, scoring: cfg.Scoring.Audio, subjects: subj, timeouts: to, log: d.log})
 	if err != nil {
 		return nil, err
 	}

@@ -46,6 +46,7 @@ type worker struct {
 	lim        recording.Limits
 	maxUpload  int64
 	audioCfg   config.Audio
+	analysis   audio.Config // from the scoring config (audio.ForScoring)
 	audioBytes int64
 	subjects   Subjects
 	timeouts   timeouts
@@ -62,6 +63,7 @@ type workerOptions struct {
 	scorer   *scoring.Scorer
 	limits   config.Limits
 	audio    config.Audio
+	scoring  scoring.AudioConfig // the scoring model's audio thresholds
 	subjects Subjects
 	timeouts timeouts
 	log      *slog.Logger
@@ -75,7 +77,7 @@ func newWorker(o workerOptions) (*worker, error) {
 		return nil, errors.New("worker: the publish timeout must be positive")
 	}
 	return &worker{privacy: o.privacy, facts: o.facts, deleted: o.deleted, js: o.js, store: o.store, scorer: o.scorer, lim: o.limits.Parser(), maxUpload: o.limits.UploadBytes(),
-		audioCfg: o.audio, audioBytes: o.limits.AudioBytes,
+		audioCfg: o.audio, audioBytes: o.limits.AudioBytes, analysis: audio.ForScoring(o.scoring, o.audio.MaxDuration),
 		subjects: o.subjects, timeouts: o.timeouts, log: o.log}, nil
 }
 
@@ -179,7 +181,7 @@ func (w *worker) audio(ctx context.Context, item WorkItem) (*scoring.Audio, erro
 		return nil, fmt.Errorf("open %s: %w", item.Dir+recording.ObjectAudio, err)
 	}
 	defer rc.Close()
-	res, err := audio.Analyze(rc, audio.Config{MaxDuration: w.audioCfg.MaxDuration})
+	res, err := audio.Analyze(rc, w.analysis)
 	if err != nil {
 		return nil, fmt.Errorf("measure %s: %w", item.Dir+recording.ObjectAudio, err)
 	}

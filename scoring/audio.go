@@ -20,6 +20,8 @@ type Audio struct {
 	// Speech per channel, in ms from the start of the recording.
 	UserSegments  []AudioSegment `json:"user_segments,omitempty"`
 	AgentSegments []AudioSegment `json:"agent_segments,omitempty"`
+	// Silences are the awkward silences heard (nobody speaking).
+	Silences []AudioSegment `json:"awkward_silences,omitempty"`
 	// Turns are the heard turns, in order.
 	Turns   []AudioTurn  `json:"turns,omitempty"`
 	Metrics AudioMetrics `json:"metrics"`
@@ -67,6 +69,9 @@ type AudioConfig struct {
 	// DisagreementMs: heard p50 latency this much above the agent's own
 	// e2e p50 points at playout or network trouble.
 	DisagreementMs float64 `yaml:"disagreement_ms" json:"disagreement_ms"`
+	// AwkwardSilenceMs: a silence with nobody speaking longer than this
+	// (the audio measurement uses it, so it is part of the scoring version).
+	AwkwardSilenceMs float64 `yaml:"awkward_silence_ms" json:"awkward_silence_ms"`
 }
 
 // audioTurnFindings are the heard findings of turn handling.
@@ -93,9 +98,19 @@ func audioTurnFindings(au *Audio, cfg Config) []Finding {
 				Message: fmt.Sprintf("heard turn %d: the agent kept talking %d ms after the user barged in", i, t.YieldMs)})
 		}
 	}
-	if n := au.Metrics.AwkwardSilenceCount; n > 0 {
-		out = append(out, Finding{Code: CodeHeardSilence, Severity: Warning, Value: some(float64(n)), Deduction: min(float64(3*n), 15),
-			Message: fmt.Sprintf("%d silences the caller heard with nobody speaking", n)})
+	silence := budget{per: 3, cap: 15}
+	for _, g := range au.Silences {
+		f := Finding{Code: CodeHeardSilence, Severity: Warning, Value: some(float64(g.EndMs - g.StartMs)),
+			Threshold: some(cfg.Audio.AwkwardSilenceMs), Deduction: silence.take(),
+			Message: fmt.Sprintf("%d ms with nobody speaking, from %d ms", g.EndMs-g.StartMs, g.StartMs)}
+		// The turn it belongs to: the one waiting for the agent's answer.
+		for i, t := range au.Turns {
+			if g.StartMs >= t.UserEndMs && g.EndMs <= t.AgentStartMs {
+				f.Turn = some(i)
+				f.Message = fmt.Sprintf("heard turn %d: %s", i, f.Message)
+			}
+		}
+		out = append(out, f)
 	}
 	return out
 }

@@ -33,14 +33,23 @@ func TestAudioFindings(t *testing.T) {
 			{UserEndMs: 5000, AgentStartMs: 8000, HeardLatencyMs: 3000},
 			{UserEndMs: 9000, AgentStartMs: 11600, HeardLatencyMs: 2600, BargeIn: true, YieldMs: 1500},
 		},
-		Metrics: AudioMetrics{HeardLatencyP50Ms: 2600, AwkwardSilenceCount: 2},
+		Silences: []AudioSegment{{StartMs: 5000, EndMs: 8000}, {StartMs: 20000, EndMs: 23000}},
+		Metrics:  AudioMetrics{HeardLatencyP50Ms: 2600, AwkwardSilenceCount: 2},
 	}
 	card := Score(s, cfg)
-	want := map[string]int{CodeHeardTalkOver: 1, CodeHeardSlowYield: 1, CodeHeardSilence: 1, CodeHeardSlowResponse: 2, CodeHeardLatencyDisagrees: 1}
+	want := map[string]int{CodeHeardTalkOver: 1, CodeHeardSlowYield: 1, CodeHeardSilence: 2, CodeHeardSlowResponse: 2, CodeHeardLatencyDisagrees: 1}
 	got := audioCodes(card)
 	for code, n := range want {
 		if got[code] != n {
 			t.Errorf("%s: %d findings, want %d (all: %v)", code, got[code], n, got)
+		}
+	}
+	// The silence inside heard turn 1 (user stopped at 5000, agent at 8000) names it.
+	for _, c := range card.Components {
+		for _, f := range c.Findings {
+			if f.Code == CodeHeardSilence && f.Value.V == 3000 && f.Turn.Set != (f.Message[:10] == "heard turn") {
+				t.Errorf("silence finding %+v", f)
+			}
 		}
 	}
 	if card.Audio == nil || card.Overall.Score >= plain.Overall.Score {

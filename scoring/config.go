@@ -91,7 +91,7 @@ func DefaultConfig() Config {
 			TTFBGoodMs: 300, TTFBBadMs: 700,
 			STTDelayGoodMs: 500, STTDelayBadMs: 1000,
 		},
-		Audio: AudioConfig{HeardLatencyMs: 2500, YieldMs: 1000, DisagreementMs: 1000},
+		Audio: AudioConfig{HeardLatencyMs: 2500, YieldMs: 1000, DisagreementMs: 1000, AwkwardSilenceMs: 2000},
 	}
 }
 
@@ -119,7 +119,7 @@ func (c Config) Validate() error {
 	for key, v := range map[string]float64{"turns.overlap_ms": c.Turns.OverlapMs, "turns.long_silence_ms": c.Turns.LongSilenceMs,
 		"turns.end_of_turn_delay_ms": c.Turns.EndOfTurnDelayMs, "turns.interruptions_per_min": c.Turns.InterruptionsPerMin,
 		"tools.slow_ms": c.Tools.SlowMs, "latency.e2e_turn_ms": c.Latency.E2ETurnMs, "audio.heard_latency_ms": c.Audio.HeardLatencyMs,
-		"audio.yield_ms": c.Audio.YieldMs, "audio.disagreement_ms": c.Audio.DisagreementMs} {
+		"audio.yield_ms": c.Audio.YieldMs, "audio.disagreement_ms": c.Audio.DisagreementMs, "audio.awkward_silence_ms": c.Audio.AwkwardSilenceMs} {
 		nonneg(key, v)
 	}
 	for key, v := range map[string]float64{"transcript.low_confidence": c.Transcript.LowConfidence, "transcript.mean_confidence_min": c.Transcript.MeanConfidenceMin} {

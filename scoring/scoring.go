@@ -13,7 +13,7 @@ import (
 
 // ModelVersion is the version of the scoring rules. Bump it with any change
 // that can change a score; Config.Version adds the config hash.
-const ModelVersion = "1.1.0"
+const ModelVersion = "1.0.0"
 
 // Schema names the scorecard JSON contract (docs/scorecard.schema.json).
 const Schema = "lkscore.scorecard/v1"

@@ -36,7 +36,7 @@ func ScoreSamples(ctx context.Context, paths []string, configPath, agentName str
 			return nil, "", ExitError{Code: 1, Err: fmt.Errorf("score %s: %w", src, err)}
 		}
 		in := s.Session.ScoringInput(src, agentName)
-		if in.Audio, err = localAudio(src); err != nil {
+		if in.Audio, err = localAudio(src, cfg.Audio); err != nil {
 			return nil, "", ExitError{Code: 1, Err: fmt.Errorf("score %s: %w", src, err)}
 		}
 		card := scorer.Score(in)

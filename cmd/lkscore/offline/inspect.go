@@ -213,7 +213,7 @@ func inspectAudio(path string, stdout io.Writer) error {
 // localAudio measures a session directory's recording.ogg, as the daemon
 // does, so that a recording scores the same here and there. Other sources
 // (a multipart file, S3) are scored without it.
-func localAudio(src string) (*scoring.Audio, error) {
+func localAudio(src string, sc scoring.AudioConfig) (*scoring.Audio, error) {
 	path := filepath.Join(strings.TrimPrefix(src, "file://"), recording.ObjectAudio)
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
@@ -223,7 +223,7 @@ func localAudio(src string) (*scoring.Audio, error) {
 		return nil, err
 	}
 	defer f.Close()
-	res, err := audio.Analyze(f, audio.Config{})
+	res, err := audio.Analyze(f, audio.ForScoring(sc, config.Default().Audio.MaxDuration))
 	if err != nil {
 		return nil, err
 	}

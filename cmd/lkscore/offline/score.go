@@ -62,7 +62,7 @@ func Score(getenv func(string) string, stdout io.Writer) *cli.Command {
 					return ExitError{Code: 1, Err: fmt.Errorf("score %s: %w", src, err)}
 				}
 				in := out.Session.ScoringInput(src, c.String("agent-name"))
-				if in.Audio, err = localAudio(src); err != nil {
+				if in.Audio, err = localAudio(src, cfg.Audio); err != nil {
 					return ExitError{Code: 1, Err: fmt.Errorf("score %s: %w", src, err)}
 				}
 				cards = append(cards, scorer.Score(in))
