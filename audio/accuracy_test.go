@@ -193,7 +193,7 @@ func checkAccuracy(t *testing.T, c *call, want []Turn, dir string, snr float64) 
 		t.Fatalf("err %v, refused %s: %s", err, res.Refused, res.Reason)
 	}
 	if len(res.Turns) != len(want) {
-		t.Fatalf("%d turns, want %d:\n got %+v\nwant %+v\nuser %v\nagent %v\ntruth %v", len(res.Turns), len(want), res.Turns, want, res.User, res.Agent, c.truth)
+		t.Fatalf("%d turns, want %d:\n got %+v\nwant %+v\nuser %v\nagent %v\ntruth %v", len(res.Turns), len(want), res.Turns, want, res.UserSegments, res.AgentSegments, c.truth)
 	}
 	var errs []float64
 	for i, w := range want {

@@ -79,39 +79,20 @@ func (c Config) withDefaults() Config {
 type Segment = scoring.AudioSegment
 
 // Turn is a user utterance and the agent's answer as the caller heard it.
-type Turn struct {
-	UserStartMs  int64 `json:"user_start_ms"`
-	UserEndMs    int64 `json:"user_end_ms"`
-	AgentStartMs int64 `json:"agent_start_ms"`
-	// HeardLatencyMs is AgentStartMs − UserEndMs: negative when the agent
-	// started before the user finished (talk-over).
-	HeardLatencyMs int64 `json:"heard_latency_ms"`
-	BargeIn        bool  `json:"barge_in,omitempty"` // the user started while the agent spoke
-	// YieldMs, for a barge-in: how long the agent kept talking after the
-	// user started.
-	YieldMs int64 `json:"yield_ms,omitempty"`
-}
+type Turn = scoring.AudioTurn
 
 // Metrics summarize the call, named as LiveKit's conversation metrics
 // where they exist; the scorecard's audio block carries the same type.
 type Metrics = scoring.AudioMetrics
 
-// Result is what Analyze measured, or why it refused to.
+// Result is what Analyze measured, or why it refused to: the scorecard's
+// audio block (scoring.Audio: refusal, segments per channel, turns, awkward
+// silences, metrics) and the file's own figures.
 type Result struct {
-	// Refused names why the recording cannot be measured (not_stereo,
-	// corrupt, too_long, sample_rate, channels_leak); Reason says more.
-	Refused    string    `json:"refused,omitempty"`
-	Reason     string    `json:"reason,omitempty"`
-	DurationMs int64     `json:"duration_ms"`
-	Channels   int       `json:"channels"`
-	PreSkip    int       `json:"pre_skip"`
-	User       []Segment `json:"user_segments"`
-	Agent      []Segment `json:"agent_segments"`
-	Turns      []Turn    `json:"turns"`
-	// Silences are the awkward ones: gaps longer than AwkwardSilenceMs with
-	// nobody speaking.
-	Silences []Segment `json:"awkward_silences"`
-	Metrics  Metrics   `json:"metrics"`
+	scoring.Audio
+	DurationMs int64 `json:"duration_ms"`
+	Channels   int   `json:"channels"`
+	PreSkip    int   `json:"pre_skip"`
 }
 
 const (
@@ -132,7 +113,7 @@ const (
 // Refused set, not an error; the error is for reading r.
 func Analyze(r io.Reader, cfg Config) (*Result, error) {
 	cfg = cfg.withDefaults()
-	res := &Result{User: []Segment{}, Agent: []Segment{}, Turns: []Turn{}, Silences: []Segment{}}
+	res := &Result{}
 	refuse := func(code string, err error) (*Result, error) {
 		res.Refused, res.Reason = code, err.Error()
 		return res, nil
@@ -199,7 +180,7 @@ func Analyze(r io.Reader, cfg Config) (*Result, error) {
 	}
 	a.finish()
 	res.DurationMs = a.samples * 1000 / sampleRate
-	res.User, res.Agent = a.segments(0), a.segments(1)
+	res.UserSegments, res.AgentSegments = a.segs[0], a.segs[1]
 	if sep := a.separation(); !math.IsInf(sep, 0) {
 		res.Metrics.SeparationDB = round1(sep)
 	}
@@ -207,7 +188,7 @@ func Analyze(r io.Reader, cfg Config) (*Result, error) {
 		return refuse("channels_leak", fmt.Errorf("the agent is only %.1f dB quieter on the user channel than on its own (at least %.0f dB needed): "+
 			"the channels carry the same signal, as low-bitrate stereo encodes them", a.separation(), cfg.MinSeparationDB))
 	}
-	res.Turns, res.Silences, res.Metrics = turns(res.User, res.Agent, cfg, res.Metrics)
+	res.Turns, res.Silences, res.Metrics = turns(res.UserSegments, res.AgentSegments, cfg, res.Metrics)
 	return res, nil
 }
 
@@ -341,13 +322,6 @@ func (a *analyzer) finish() {
 	}
 }
 
-func (a *analyzer) segments(ch int) []Segment {
-	if a.segs[ch] == nil {
-		return []Segment{}
-	}
-	return a.segs[ch]
-}
-
 // separation is the median level difference between the agent's channel and
 // the user's while only the agent speaks.
 func (a *analyzer) separation() float64 {
@@ -363,13 +337,5 @@ func (a *analyzer) separation() float64 {
 	return 120
 }
 
-// Scoring converts the result for the scoring model.
-func (r *Result) Scoring() *scoring.Audio {
-	out := &scoring.Audio{Refused: r.Refused, Reason: r.Reason, Metrics: r.Metrics,
-		UserSegments: r.User, AgentSegments: r.Agent, Silences: r.Silences}
-	for _, t := range r.Turns {
-		out.Turns = append(out.Turns, scoring.AudioTurn{UserEndMs: t.UserEndMs, AgentStartMs: t.AgentStartMs,
-			HeardLatencyMs: t.HeardLatencyMs, BargeIn: t.BargeIn, YieldMs: t.YieldMs})
-	}
-	return out
-}
+// Scoring is the result as the scoring model takes it.
+func (r *Result) Scoring() *scoring.Audio { return &r.Audio }

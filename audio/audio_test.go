@@ -30,10 +30,10 @@ func analyzeFile(t testing.TB, path string, cfg Config) *Result {
 // pre-skip removed).
 func TestShortCall(t *testing.T) {
 	res := analyzeFile(t, "testdata/short.ogg", Config{})
-	if res.Refused != "" || res.DurationMs != 2000 || res.PreSkip != 312 || len(res.User) != 1 || len(res.Agent) != 1 || len(res.Turns) != 1 {
+	if res.Refused != "" || res.DurationMs != 2000 || res.PreSkip != 312 || len(res.UserSegments) != 1 || len(res.AgentSegments) != 1 || len(res.Turns) != 1 {
 		t.Fatalf("%+v", res)
 	}
-	if u, a := res.User[0], res.Agent[0]; abs(u.StartMs-200) > 30 || abs(a.StartMs-1100) > 30 || abs(u.EndMs-800) > 80 || abs(a.EndMs-1800) > 80 {
+	if u, a := res.UserSegments[0], res.AgentSegments[0]; abs(u.StartMs-200) > 30 || abs(a.StartMs-1100) > 30 || abs(u.EndMs-800) > 80 || abs(a.EndMs-1800) > 80 {
 		t.Fatalf("segments user %+v agent %+v", u, a)
 	}
 }

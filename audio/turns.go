@@ -8,7 +8,7 @@ import (
 // turns pairs user utterances with the agent's answers and computes the
 // call's metrics (docs/audio.md has the definitions).
 func turns(user, agent []Segment, cfg Config, m Metrics) ([]Turn, []Segment, Metrics) {
-	out := []Turn{}
+	var out []Turn
 	var latencies, yields []int64
 	isBackchannel := func(u Segment) bool {
 		if u.EndMs-u.StartMs > cfg.BackchannelMaxMs {
@@ -67,7 +67,7 @@ func turns(user, agent []Segment, cfg Config, m Metrics) ([]Turn, []Segment, Met
 	slices.SortFunc(all, func(a, b Segment) int { return int(a.StartMs - b.StartMs) })
 	var end int64 = -1
 	var union, overlap int64
-	silences := []Segment{}
+	var silences []Segment
 	for _, s := range all {
 		if end >= 0 && s.StartMs-end > cfg.AwkwardSilenceMs {
 			m.AwkwardSilenceCount++

@@ -33,9 +33,12 @@ type AudioSegment struct {
 	EndMs   int64 `json:"end_ms"`
 }
 
-// AudioTurn is one heard turn: the user's end, the agent's start and the
-// heard latency (negative when the agent talked over the user).
+// AudioTurn is one heard turn: a user utterance and the agent's answer as
+// the caller heard it. HeardLatencyMs is AgentStartMs − UserEndMs, negative
+// when the agent talked over the user; YieldMs, for a barge-in (the user
+// started while the agent spoke), is how long the agent kept talking.
 type AudioTurn struct {
+	UserStartMs    int64 `json:"user_start_ms"`
 	UserEndMs      int64 `json:"user_end_ms"`
 	AgentStartMs   int64 `json:"agent_start_ms"`
 	HeardLatencyMs int64 `json:"heard_latency_ms"`

@@ -151,6 +151,30 @@ func validate(t *testing.T, s *jsonschema.Schema, doc []byte) {
 		t.Fatal(err)
 	}
 	if err := s.Validate(v); err != nil {
-		t.Errorf("scorecard does not match docs/scorecard.schema.json: %v", err)
+		var ve *jsonschema.ValidationError
+		if errors.As(err, &ve) {
+			t.Errorf("scorecard does not match docs/scorecard.schema.json: %v", ve.BasicOutput())
+		} else {
+			t.Errorf("scorecard does not match docs/scorecard.schema.json: %v", err)
+		}
 	}
+}
+
+// TestAudioBlockMatchesSchema: a scorecard with every field of the audio
+// block set validates against docs/scorecard.schema.json.
+func TestAudioBlockMatchesSchema(t *testing.T) {
+	seg := []scoring.AudioSegment{{StartMs: 1, EndMs: 2}}
+	card := scoring.Score(scoring.Session{Key: "RM_a/AJ_b", Audio: &scoring.Audio{
+		UserSegments: seg, AgentSegments: seg, Silences: seg,
+		Turns:   []scoring.AudioTurn{{UserStartMs: 1, UserEndMs: 2, AgentStartMs: 5, HeardLatencyMs: 3, BargeIn: true, YieldMs: 4}},
+		Metrics: scoring.AudioMetrics{HeardLatencyP50Ms: 3, OverlapRatio: 0.1, SeparationDB: 20},
+	}}, scoring.DefaultConfig())
+	doc, err := json.Marshal(card)
+	if err != nil {
+		t.Fatal(err)
+	}
+	validate(t, compileSchema(t), doc)
+	refused := scoring.Score(scoring.Session{Key: "RM_a/AJ_b", Audio: &scoring.Audio{Refused: "not_stereo", Reason: "mono"}}, scoring.DefaultConfig())
+	doc, _ = json.Marshal(refused)
+	validate(t, compileSchema(t), doc)
 }
