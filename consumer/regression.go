@@ -299,7 +299,9 @@ func (r *regressor) remember(k string, rev uint64, h *regress.History) {
 			break
 		}
 	}
-	r.cache[k] = cachedHistory{rev: rev, h: h.Clone()}
+	// h is not changed after it is written (the caller only reads it), and
+	// a cache hit clones before adding: no copy is needed here.
+	r.cache[k] = cachedHistory{rev: rev, h: *h}
 }
 
 // evaluation is one kind of detection run on a key: the metrics it judged
