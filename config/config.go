@@ -277,7 +277,8 @@ func Default() Config {
 		Retention: Retention{Recordings: 30 * 24 * time.Hour, Results: 7 * 24 * time.Hour, SweepInterval: time.Hour},
 		Webhook: Webhook{
 			MaxBodyBytes: 1 << 20,
-			Events:       []string{"room_finished", "egress_ended", "agent_job_ended"},
+			Events: []string{"room_finished", "egress_ended", "agent_job_started", "agent_job_ended",
+				"participant_left", "participant_connection_aborted"},
 		},
 		Limits: Limits{
 			HeaderBytes:      64 << 10,

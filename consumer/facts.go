@@ -48,7 +48,7 @@ const (
 	sourceOTLPSpan       = "otlp_span"             // a span's lk.close_reason
 	sourceOTLPLog        = "otlp_log"              // a log record that names the reason
 	sourceOTLPLogImplied = "otlp_log_implied"      // a log record that implies it
-	sourceJobStatus      = "job_status"            // agent_job_ended: JS_FAILED → CR_ERROR
+	sourceJobStatus      = "job_status"            // agent_job_ended: JS_FAILED (not a departure) → CR_ERROR
 	sourceAbsent         = recording.SourceAbsent  // no signal said anything
 	sourceHeader         = "header"                // other header fields
 	sourceWebhook        = "webhook"               // agent_job_ended's job
@@ -57,7 +57,7 @@ const (
 
 // closeReasonRank orders close-reason sources: higher wins.
 var closeReasonRank = map[string]int{
-	sourceSummary: 5, sourceOTLPSpan: 4, sourceOTLPLog: 3, sourceOTLPLogImplied: 2, sourceJobStatus: 1,
+	sourceSummary: 6, sourceOTLPSpan: 5, sourceOTLPLog: 4, sourceOTLPLogImplied: 3, sourceJobStatus: 2, sourceRoom: 1,
 }
 
 // fieldRank orders the sources of the other fields: higher wins.
@@ -103,6 +103,11 @@ type SessionFacts struct {
 	// ContentDroppedAt is set when privacy.mode metadata_only removed the
 	// chat history and audio from the store after scoring.
 	ContentDroppedAt *time.Time `json:"content_dropped_at,omitempty"`
+	// RoomJoined is set once the session is listed in its room's entry and
+	// holds what the room's webhooks said before (factStore.joinRoom).
+	RoomJoined bool `json:"room_joined,omitempty"`
+	// Sessions are, in a room's own entry, the session keys of the room.
+	Sessions []string `json:"sessions,omitempty"`
 }
 
 // maxObservations bounds one session's facts: a hostile or chatty agent
@@ -187,6 +192,8 @@ func resolve(obs []Observation) Resolved {
 			continue
 		case fieldEvaluation:
 			continue // kept in the facts; the scorecard does not carry them yet
+		case fieldDeparture, fieldRoomEnd, fieldAgentIdentity:
+			continue // the room's story, below
 		}
 		rank := fieldRank
 		if o.Field == fieldCloseReason {
@@ -201,7 +208,16 @@ func resolve(obs []Observation) Resolved {
 	}
 	// Where each single-valued field lands.
 	dst := map[string]*string{fieldAgentName: &r.AgentName, fieldSDKLanguage: &r.SDKLanguage, fieldSDKVersion: &r.SDKVersion,
-		fieldDeploymentID: &r.DeploymentID, fieldCloudAgentID: &r.CloudAgentID, fieldOutcome: &r.Outcome, fieldJobStatus: &r.JobStatus}
+		fieldDeploymentID: &r.DeploymentID, fieldCloudAgentID: &r.CloudAgentID, fieldOutcome: &r.Outcome, fieldJobStatus: &r.JobStatus,
+		fieldJobError: &r.JobError}
+	story := storyOf(obs)
+	story.apply(&r)
+	if reason, evidence := story.closeReason(); reason != "" {
+		o := Observation{Field: fieldCloseReason, Value: reason, Source: sourceRoom, Evidence: evidence}
+		if cur, ok := best[fieldCloseReason]; !ok || better(o, cur, closeReasonRank) {
+			best[fieldCloseReason] = o
+		}
+	}
 	for field, o := range best {
 		r.Provenance[field] = o.Source
 		if field == fieldCloseReason {
@@ -223,7 +239,7 @@ func resolve(obs []Observation) Resolved {
 // complete reports whether nothing more is expected: the recording is
 // stored, the job has ended, and a signal named the close reason outright
 // (a summary, a span or a log record that names it). Anything less waits
-// for the settle window.
+// for the settle window, or for the room's (roomFinished).
 func (f *SessionFacts) complete() bool {
 	if f.Recording == nil || !f.JobEnded {
 		return false
@@ -231,6 +247,18 @@ func (f *SessionFacts) complete() bool {
 	r := resolve(f.Observations)
 	return closeReasonRank[r.CloseReasonSource] >= closeReasonRank[sourceOTLPLog]
 }
+
+// roomFinished reports whether the recording is stored and room_finished
+// came: LiveKit has nothing more to say about the room, and the SDKs send
+// their logs before the upload, so the settler waits only roomSettle for
+// signals still in flight (one room's webhooks are handled concurrently).
+func (f *SessionFacts) roomFinished() bool {
+	return f.Recording != nil && slices.ContainsFunc(f.Observations, func(o Observation) bool { return o.Field == fieldRoomEnd })
+}
+
+// roomSettle is how long a finished room's session waits after its last
+// signal: enough for the room's other webhooks, handled in parallel, to land.
+const roomSettle = time.Second
 
 // factsKey is a session's KV key.
 func factsKey(roomID, jobID string) string {
@@ -258,16 +286,94 @@ func (s *factStore) add(ctx context.Context, u factUpdate) error {
 		return permanent(errors.New("session facts need a room id"))
 	}
 	key := factsKey(u.roomID, u.jobID)
-	return s.modify(ctx, key, func(f *SessionFacts) bool {
+	joined := true
+	err := s.modify(ctx, key, func(f *SessionFacts) bool {
 		if f.RoomID == "" {
 			f.RoomID, f.JobID = u.roomID, u.jobID
 		}
+		joined = f.RoomJoined || isRoomFactsKey(key)
 		if !f.merge(u) {
 			return false
 		}
 		f.LastInputAt = s.now().UTC()
 		return true
 	})
+	if err != nil || joined {
+		return err
+	}
+	// A session new to its room: register it in the room's entry and take
+	// what the room's webhooks said so far (roomEvent does the converse).
+	obs, err := s.joinRoom(ctx, u.roomID, key)
+	if err != nil {
+		return err
+	}
+	return s.modify(ctx, key, func(f *SessionFacts) bool {
+		if f.RoomID == "" || f.RoomJoined {
+			return false
+		}
+		f.RoomJoined = true
+		if f.merge(factUpdate{observations: obs}) {
+			f.LastInputAt = s.now().UTC()
+		}
+		return true
+	})
+}
+
+// maxRoomSessions bounds the sessions a room's entry lists (a room runs
+// one agent session, rarely a few).
+const maxRoomSessions = 64
+
+// joinRoom lists session key in its room's entry and returns the room's
+// observations as of that write. Room webhooks (roomEvent) add to the same
+// entry with compare-and-swap and then copy to every session it lists, so
+// whichever of the two writes second sees the other: no room fact is missed.
+func (s *factStore) joinRoom(ctx context.Context, roomID, key string) ([]Observation, error) {
+	var obs []Observation
+	err := s.modify(ctx, roomFactsKey(roomID), func(f *SessionFacts) bool {
+		obs = slices.Clone(f.Observations)
+		if f.RoomID == "" {
+			f.RoomID, f.JobID = roomID, roomKeyJob
+		}
+		i, found := slices.BinarySearch(f.Sessions, key)
+		if found || len(f.Sessions) >= maxRoomSessions {
+			return false
+		}
+		f.Sessions = slices.Insert(f.Sessions, i, key)
+		return true
+	})
+	return obs, err
+}
+
+// addTo adds observations to an existing entry; an absent one stays absent.
+func (s *factStore) addTo(ctx context.Context, key string, obs []Observation) error {
+	return s.modify(ctx, key, func(f *SessionFacts) bool {
+		if f.RoomID == "" || !f.merge(factUpdate{observations: obs}) {
+			return false
+		}
+		f.LastInputAt = s.now().UTC()
+		return true
+	})
+}
+
+// roomKeys lists the session entries of a room (not its own entry) for a
+// legacy upload without a job id.
+func (s *factStore) roomKeys(ctx context.Context, roomID string) ([]string, error) {
+	rctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	lister, err := s.kv.ListKeysFiltered(rctx, kvToken(roomID)+".*")
+	if errors.Is(err, jetstream.ErrNoKeysFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list session facts of room %s: %w", roomID, err)
+	}
+	var keys []string
+	for k := range lister.Keys() {
+		if !isRoomFactsKey(k) {
+			keys = append(keys, k)
+		}
+	}
+	return keys, nil
 }
 
 // modify applies change to the entry under key (a zero entry when absent)
@@ -324,20 +430,15 @@ func (s *factStore) get(ctx context.Context, key string) (*SessionFacts, uint64,
 // skip: an upload without a job id (SDKs before 1.6.6) borrows what other
 // signals said about its room.
 func (s *factStore) roomObservations(ctx context.Context, roomID, skip string) ([]Observation, error) {
-	rctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
-	lister, err := s.kv.ListKeysFiltered(rctx, kvToken(roomID)+".*")
+	keys, err := s.roomKeys(ctx, roomID)
 	if err != nil {
-		return nil, fmt.Errorf("list session facts of room %s: %w", roomID, err)
-	}
-	var keys []string
-	for k := range lister.Keys() {
-		if k != skip {
-			keys = append(keys, k)
-		}
+		return nil, err
 	}
 	var out []Observation
 	for _, k := range keys {
+		if k == skip {
+			continue
+		}
 		f, _, err := s.get(ctx, k)
 		if err != nil {
 			return nil, err

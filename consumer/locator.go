@@ -117,6 +117,10 @@ func (l *locator) handle(ctx context.Context, m jetstream.Msg) error {
 		switch ev.Event {
 		case "agent_job_ended":
 			return l.jobEnded(ctx, &ev)
+		case "agent_job_started":
+			return l.jobStarted(ctx, &ev)
+		case "participant_left", "participant_connection_aborted":
+			return l.participantLeft(ctx, &ev, m)
 		case "room_finished":
 			return l.roomFinished(ctx, &ev)
 		case "egress_ended":
@@ -169,13 +173,38 @@ func (l *locator) jobEnded(ctx context.Context, ev *livekit.WebhookEvent) error 
 	return errNotYet
 }
 
-// jobObservations are the facts an agent_job_ended webhook gives.
+// jobStarted records what agent_job_started says about the job (its agent
+// name, deployment and participant identity); the job has not ended.
+func (l *locator) jobStarted(ctx context.Context, ev *livekit.WebhookEvent) error {
+	job := ev.GetJob()
+	room := job.GetRoom()
+	if room == nil {
+		room = ev.GetRoom()
+	}
+	if job.GetId() == "" || room.GetSid() == "" {
+		return permanent(errors.New("agent_job_started without job.id or room.sid"))
+	}
+	obs := slices.DeleteFunc(l.jobObservations(job), func(o Observation) bool {
+		return o.Field == fieldJobStatus || o.Field == fieldCloseReason || o.Field == fieldJobError
+	})
+	return l.facts.add(ctx, factUpdate{roomID: room.GetSid(), jobID: job.GetId(), observations: obs})
+}
+
+// jobObservations are the facts an agent_job_ended webhook gives. JS_FAILED
+// is CR_ERROR unless its error is the agent's normal departure
+// (isDepartureError): livekit-server ends every job whose agent left the
+// room that way, a clean one included.
 func (l *locator) jobObservations(job *livekit.Job) []Observation {
 	status := job.GetState().GetStatus()
+	jobErr := bounded(job.GetState().GetError(), maxEvidence)
 	obs := []Observation{
 		{Field: fieldAgentName, Value: job.GetAgentName(), Source: sourceWebhook},
 		{Field: fieldDeploymentID, Value: job.GetDeployment(), Source: sourceWebhook},
 		{Field: fieldJobStatus, Value: status.String(), Source: sourceWebhook},
+		{Field: fieldJobError, Value: jobErr, Source: sourceWebhook},
+	}
+	if id := job.GetState().GetParticipantIdentity(); id != "" {
+		obs = append(obs, Observation{Field: fieldAgentIdentity, Value: identityHash(id), Source: sourceWebhook})
 	}
 	if job.GetEnableRedaction() {
 		obs = append(obs, Observation{Field: fieldRedaction, Value: "true", Source: sourceWebhook})
@@ -183,10 +212,10 @@ func (l *locator) jobObservations(job *livekit.Job) []Observation {
 	if tag := l.version.tag(job); tag != "" {
 		obs = append(obs, Observation{Field: fieldTag, Value: tag, Source: sourceWebhook, Evidence: "metadata " + l.version.key})
 	}
-	if status == livekit.JobStatus_JS_FAILED {
+	if status == livekit.JobStatus_JS_FAILED && !isDepartureError(jobErr) {
 		evidence := "job_status: JS_FAILED"
-		if e := job.GetState().GetError(); e != "" {
-			evidence += " (" + bounded(e, maxEvidence) + ")"
+		if jobErr != "" {
+			evidence += " (" + jobErr + ")"
 		}
 		obs = append(obs, Observation{Field: fieldCloseReason, Value: agent.CloseReason_CR_ERROR.String(), Source: sourceJobStatus, Evidence: evidence})
 	}
@@ -197,6 +226,9 @@ func (l *locator) roomFinished(ctx context.Context, ev *livekit.WebhookEvent) er
 	room := ev.GetRoom()
 	if room.GetSid() == "" {
 		return permanent(errors.New("room_finished without room.sid"))
+	}
+	if err := l.roomEvent(ctx, room.GetSid(), roomEndObservation(ev)); err != nil {
+		return err
 	}
 	found, err := l.find(ctx, room.GetSid(), room.GetName())
 	if err != nil {

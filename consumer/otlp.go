@@ -281,9 +281,24 @@ func (c factCollector) identity(id sessionID, a attrs) {
 		c.add(id, Observation{Field: fieldSDKLanguage, Value: lang, Source: sourceOTLP, Evidence: "resource telemetry.sdk.language"})
 	}
 	if v, ok := a.get("lk.close_reason"); ok {
-		c.closeReason(id, sourceOTLPLog, anyString(v), "lk.close_reason="+bounded(anyString(v), 64))
+		evidence := "lk.close_reason=" + bounded(anyString(v), 64)
+		if e := a.str(attrCloseError); e != "" && e != "null" {
+			evidence += " " + attrCloseError + "=" + bounded(e, 120)
+		}
+		c.closeReason(id, sourceOTLPLog, anyString(v), evidence)
+	}
+	if v := a.str(attrAgentVersion); v != "" {
+		c.add(id, Observation{Field: fieldTag, Value: bounded("version:"+v, 128), Source: sourceOTLP, Evidence: attrAgentVersion})
 	}
 }
+
+// Attributes of the lkscore observer's record (examples/agents-js,
+// examples/agents-python): the close event's error, and the agent's version,
+// which becomes the version tag regression detection keys on.
+const (
+	attrCloseError   = "lk.close_error"
+	attrAgentVersion = "lkscore.agent_version"
+)
 
 // closeReason records a close reason a signal named.
 func (c factCollector) closeReason(id sessionID, source, raw, evidence string) {

@@ -41,7 +41,8 @@ func timeoutsFrom(n config.NATS) timeouts {
 }
 
 // locatorEvents are the webhooks the locator consumes.
-var locatorEvents = []string{"agent_job_ended", "room_finished", "egress_ended"}
+var locatorEvents = []string{"agent_job_started", "agent_job_ended", "participant_left", "participant_connection_aborted",
+	"room_finished", "egress_ended"}
 
 // stageSpec is one row of the pipeline table: the stream and durable
 // consumer that feed a stage, and what handles and settles its messages.
@@ -84,6 +85,7 @@ func stageTable(s Subjects, p config.Pipeline, loc *locator, w *worker, reg *reg
 	// A finished room need not have had an agent: when no recording arrives,
 	// that is not an error. A finished job with none is.
 	roomMayBeEmpty := func(m jetstream.Msg) bool { return m.Subject() != s.Webhook("room_finished") }
+	// participant_left and agent_job_started never wait for a recording.
 	table := []stageSpec{
 		{name: StageLocate, role: config.RoleWorker, stream: s.WebhookStream(), handle: loc.handle, onGiveUp: roomMayBeEmpty,
 			consumer: with(LocatorWebhooks, "lkscore locator: webhooks to session work", hooks)},

@@ -13,8 +13,8 @@ import (
 
 // settler publishes session work once a session's facts are settled: at
 // once when they are complete (recording stored, job ended, close reason
-// named outright), else when the settle window has passed since the last
-// signal. It watches the facts bucket, so it sees every signal whoever wrote
+// named outright), roomSettle after the last signal once the room has
+// finished, else when the settle window has passed since the last signal. It watches the facts bucket, so it sees every signal whoever wrote
 // it; every worker replica runs one, and the session stream's dedup on the
 // session key keeps their publications to one. Once published, an entry is
 // marked, so a restart or a late signal does not publish it again.
@@ -106,6 +106,8 @@ func (s *settler) consider(ctx context.Context, e jetstream.KeyValueEntry) {
 		delete(s.pending, key) // done, or nothing to score yet
 	case f.complete():
 		s.publish(ctx, key, &f) // the watch delivered the latest entry: no need to read it again
+	case f.roomFinished():
+		s.pending[key] = f.LastInputAt.Add(min(roomSettle, s.window))
 	default:
 		s.pending[key] = f.LastInputAt.Add(s.window)
 	}

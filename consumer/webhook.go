@@ -235,8 +235,8 @@ func redactEvent(ev *livekit.WebhookEvent) ([]byte, error) {
 		j.Metadata, j.Attributes = "", nil
 		clearRoom(j.Room)
 		clearParticipant(j.Participant)
-		if j.State != nil {
-			j.State.Error = ""
+		if j.State != nil && !isDepartureError(j.State.Error) {
+			j.State.Error = "" // a job's own error may quote anything; the server's departure text quotes nothing
 		}
 	}
 	return protojson.Marshal(ev)

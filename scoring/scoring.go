@@ -38,7 +38,7 @@ type Session struct {
 	JobID             string
 	AgentName         string
 	CloseReason       string // proto name, e.g. CR_PARTICIPANT_DISCONNECTED
-	CloseReasonSource string // summary, otlp_span, otlp_log, otlp_log_implied, job_status, absent
+	CloseReasonSource string // summary, otlp_span, otlp_log, otlp_log_implied, job_status, webhook_room, absent
 	// CloseReasonEvidence is what the source said, e.g.
 	// "otlp_log: AgentSession closed reason=user_initiated".
 	CloseReasonEvidence string
@@ -58,16 +58,31 @@ type Session struct {
 // Facts are a session's facts beyond the recording, each from its best
 // source (Provenance names it per field).
 type Facts struct {
-	SDKLanguage      string            `json:"sdk_language,omitempty"`
-	SDKVersion       string            `json:"sdk_version,omitempty"`
-	DeploymentID     string            `json:"deployment_id,omitempty"`
-	CloudAgentID     string            `json:"cloud_agent_id,omitempty"`
-	Simulated        bool              `json:"simulated,omitempty"`
-	RedactionEnabled bool              `json:"redaction_enabled,omitempty"`
-	Tags             []string          `json:"tags,omitempty"`
-	Outcome          string            `json:"outcome,omitempty"`
-	JobStatus        string            `json:"job_status,omitempty"`
-	Provenance       map[string]string `json:"provenance,omitempty"`
+	SDKLanguage      string   `json:"sdk_language,omitempty"`
+	SDKVersion       string   `json:"sdk_version,omitempty"`
+	DeploymentID     string   `json:"deployment_id,omitempty"`
+	CloudAgentID     string   `json:"cloud_agent_id,omitempty"`
+	Simulated        bool     `json:"simulated,omitempty"`
+	RedactionEnabled bool     `json:"redaction_enabled,omitempty"`
+	Tags             []string `json:"tags,omitempty"`
+	Outcome          string   `json:"outcome,omitempty"`
+	JobStatus        string   `json:"job_status,omitempty"`
+	// JobError is agent_job_ended's state.error, e.g. "agent worker left
+	// the room" (a normal departure) or a crashed job's message.
+	JobError string `json:"job_error,omitempty"`
+	// EndedBy is who left the room first: caller or agent (room webhooks).
+	EndedBy string `json:"ended_by,omitempty"`
+	// RoomEndReason is room_finished's end reason, e.g. ROOM_END_API_DELETE.
+	RoomEndReason string `json:"room_end_reason,omitempty"`
+	// Departures are the participants' departures in order (room webhooks).
+	Departures []Departure       `json:"departures,omitempty"`
+	Provenance map[string]string `json:"provenance,omitempty"`
+}
+
+// Departure is one participant leaving the room.
+type Departure struct {
+	Role   string `json:"role"`   // caller or agent
+	Reason string `json:"reason"` // LiveKit's DisconnectReason, or CONNECTION_ABORTED
 }
 
 // Item is one chat item. Times are Unix seconds and delays seconds, as the
@@ -157,6 +172,10 @@ type SessionRef struct {
 	Tags                []string          `json:"tags,omitempty"`
 	Outcome             string            `json:"outcome,omitempty"`
 	JobStatus           string            `json:"job_status,omitempty"`
+	JobError            string            `json:"job_error,omitempty"`
+	EndedBy             string            `json:"ended_by,omitempty"`
+	RoomEndReason       string            `json:"room_end_reason,omitempty"`
+	Departures          []Departure       `json:"departures,omitempty"`
 	Provenance          map[string]string `json:"provenance,omitempty"`
 }
 
@@ -267,6 +286,7 @@ func sessionRef(s Session) SessionRef {
 	}
 	r.DeploymentID, r.CloudAgentID, r.Simulated, r.RedactionEnabled = f.DeploymentID, f.CloudAgentID, f.Simulated, f.RedactionEnabled
 	r.Tags, r.Outcome, r.JobStatus, r.Provenance = f.Tags, f.Outcome, f.JobStatus, f.Provenance
+	r.JobError, r.EndedBy, r.RoomEndReason, r.Departures = f.JobError, f.EndedBy, f.RoomEndReason, f.Departures
 	return r
 }
 
