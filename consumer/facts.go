@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/livekit/protocol/livekit"
 	"github.com/livekit/protocol/livekit/agent"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -226,6 +227,9 @@ func resolve(obs []Observation) Resolved {
 			*p = o.Value
 		}
 	}
+	if _, named := best[fieldCloseReason]; !named {
+		r.CloseReasonEvidence = unnamedEvidence(r, story)
+	}
 	for t := range tags {
 		r.Tags = append(r.Tags, t)
 	}
@@ -234,6 +238,19 @@ func resolve(obs []Observation) Resolved {
 		r.Provenance = nil
 	}
 	return r
+}
+
+// unnamedEvidence says why no close reason was named where a signal said
+// something about the end: the agent left the room, by LiveKit's job status
+// or the room's webhooks.
+func unnamedEvidence(r Resolved, story roomStory) string {
+	if d, ok := story.first(); ok && d.role == roleAgent {
+		return fmt.Sprintf("%s: the agent left first (disconnect_reason=%s): it ended the session, for a reason no signal named", sourceRoom, d.reason)
+	}
+	if r.JobStatus == livekit.JobStatus_JS_FAILED.String() && isDepartureError(r.JobError) {
+		return "job_status: JS_FAILED (" + r.JobError + ") is livekit-server's record of the agent leaving the room, not an error"
+	}
+	return ""
 }
 
 // complete reports whether nothing more is expected: the recording is

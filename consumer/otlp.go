@@ -356,9 +356,11 @@ func (c factCollector) logRecord(id sessionID, a attrs, body string, isJSON bool
 		c.add(id, Observation{Field: fieldAgentName, Value: a.str("agent_name"), Source: sourceOTLP})
 		if v := a.str("sdk_version"); v != "" {
 			c.add(id, Observation{Field: fieldSDKVersion, Value: v, Source: sourceOTLP, Evidence: "session report sdk_version"})
-			if !isJSON {
-				c.add(id, Observation{Field: fieldSDKLanguage, Value: "python", Source: sourceOTLP, Evidence: "session report sdk_version"})
+			lang := "python"
+			if isJSON { // only agents-js exports its logs as OTLP/JSON
+				lang = sdkLanguageFromJSONLog
 			}
+			c.add(id, Observation{Field: fieldSDKLanguage, Value: lang, Source: sourceOTLP, Evidence: "session report sdk_version"})
 		}
 		if v, ok := a.get("session.tags"); ok {
 			for _, t := range tagValues(v) {

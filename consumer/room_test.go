@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -132,7 +133,9 @@ func TestJobStatusDeparture(t *testing.T) {
 	} {
 		job := &livekit.Job{Id: "AJ", State: &livekit.JobState{Status: tc.status, Error: tc.err}}
 		r := resolve(l.jobObservations(job))
-		if r.CloseReason != tc.want || r.JobStatus != tc.status.String() || r.JobError != tc.err {
+		departed := tc.status == livekit.JobStatus_JS_FAILED && tc.want == "CR_UNKNOWN"
+		if r.CloseReason != tc.want || r.JobStatus != tc.status.String() || r.JobError != tc.err ||
+			departed != strings.Contains(r.CloseReasonEvidence, "not an error") {
 			t.Errorf("%s %q: close reason %s (%s), job %s %q", tc.status, tc.err, r.CloseReason, r.CloseReasonEvidence, r.JobStatus, r.JobError)
 		}
 	}

@@ -10,6 +10,8 @@ const url = process.env.LKSCORE_URL;
 const roomId = process.env.ROOM_ID;
 const jobId = process.env.JOB_ID;
 const agentName = 'js-agent';
+// LOGS=off: the session's logs recording option off, and so no close log.
+const logsOn = process.env.LOGS !== 'off';
 
 const chat = llm.ChatContext.empty();
 chat.addMessage({ role: 'assistant', content: 'Hi! How can I help?' });
@@ -20,7 +22,7 @@ const report = voice.createSessionReport({
   jobId,
   roomId,
   room: 'js-room',
-  options: { recordingOptions: { audio: false, transcript: true, logs: true, traces: true } },
+  options: { recordingOptions: { audio: false, transcript: true, logs: logsOn, traces: true } },
   events: [],
   chatHistory: chat,
   enableRecording: true,
@@ -29,7 +31,9 @@ const report = voice.createSessionReport({
 });
 await telemetry.uploadSessionReport({ observabilityUrl: url, agentName, report });
 
-const logs = new telemetry.PinoCloudExporter({ observabilityUrl: url, roomId, jobId, metadata: { 'lk.agent_name': agentName } });
-logs.emit({ level: 30, time: Date.now(), msg: 'AgentSession closed', reason: 'user_initiated', error: null });
-await logs.flush();
+if (logsOn) {
+  const logs = new telemetry.PinoCloudExporter({ observabilityUrl: url, roomId, jobId, metadata: { 'lk.agent_name': agentName } });
+  logs.emit({ level: 30, time: Date.now(), msg: 'AgentSession closed', reason: 'user_initiated', error: null });
+  await logs.flush();
+}
 console.log('session sent');
