@@ -32,6 +32,7 @@ import (
 type uploadStore interface {
 	Begin(ctx context.Context, dir string) (store.Upload, error)
 	Location(dir string) string
+	Identity() string
 }
 
 // collector serves POST /observability/recordings/v0, the endpoint the
@@ -102,6 +103,9 @@ type UploadNotice struct {
 	Objects    map[string]ObjectDigest `json:"objects"`
 	APIKey     string                  `json:"api_key"`
 	ReceivedAt time.Time               `json:"received_at"`
+	// Store is the identity of the store the upload is in (store.Identity):
+	// a worker that reads another store dead-letters it (store_not_shared).
+	Store string `json:"store,omitempty"`
 }
 
 // ObjectDigest describes one stored object.
@@ -241,7 +245,7 @@ func (c *collector) receive(ctx context.Context, mr *multipart.Reader) (*UploadN
 	notice := &UploadNotice{
 		SessionKey: key, RoomID: hdr.RoomId, JobID: hdr.JobId, Dir: dir,
 		Location: c.store.Location(dir), Objects: map[string]ObjectDigest{},
-		ReceivedAt: now,
+		ReceivedAt: now, Store: c.store.Identity(),
 	}
 	if err := c.writeParts(ctx, mr, up, notice); err != nil {
 		return nil, err

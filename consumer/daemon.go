@@ -45,6 +45,7 @@ type Daemon struct {
 	ready    atomic.Bool
 	ui       uiServer
 	embedded *server.Server
+	lock     *dataDirLock // the data dir, when this process uses it
 	nc       *nats.Conn
 	ingest   *http.Server
 	ops      *http.Server
@@ -86,6 +87,14 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	d.ops = d.httpServer(d.opsHandler())
 	go d.serve(d.ops, d.opsLn)
 
+	// The data dir holds the embedded NATS server's store: one process at a
+	// time. (Processes on an external NATS may share a local recording store
+	// on one host: its writes are atomic renames.)
+	if d.cfg.NATS.URL == "" {
+		if d.lock, err = lockDataDir(d.cfg.DataDir); err != nil {
+			return err
+		}
+	}
 	url := d.cfg.NATS.URL
 	if url == "" {
 		if d.embedded, err = startEmbedded(d.cfg.DataDir, d.cfg.NATS.EmbeddedPort, d.cfg.NATS.RequestTimeout); err != nil {
@@ -192,6 +201,9 @@ func (d *Daemon) Shutdown(ctx context.Context) error {
 			d.embedded.Shutdown()
 			d.embedded.WaitForShutdown()
 		}
+		if d.lock != nil {
+			d.lock.release()
+		}
 		if d.ops != nil {
 			if err := d.ops.Shutdown(ctx); err != nil {
 				errs = append(errs, fmt.Errorf("ops server: %w", err))
@@ -296,6 +308,8 @@ func (d *Daemon) opsHandler() http.Handler {
 			http.Error(w, "nats not connected", http.StatusServiceUnavailable)
 		case d.pipeline != nil && d.pipeline.health.status() != "":
 			http.Error(w, d.pipeline.health.status(), http.StatusServiceUnavailable)
+		case d.pipeline != nil && d.pipeline.shared.status() != "":
+			http.Error(w, d.pipeline.shared.status(), http.StatusServiceUnavailable)
 		default:
 			_, _ = w.Write([]byte("ready\n"))
 		}

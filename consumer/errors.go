@@ -83,7 +83,10 @@ func classify(err error) failure {
 	var be *bodyError
 	var parse *recording.ParseError
 	var tooLarge *http.MaxBytesError
+	var notShared *storeNotSharedError
 	switch {
+	case errors.As(err, &notShared):
+		return failure{kindPermanent, "store_not_shared", http.StatusServiceUnavailable}
 	case errors.As(err, &ce):
 		return failure{kindPermanent, "bad_message", ce.status}
 	case errors.Is(err, errNotYet):

@@ -29,6 +29,7 @@ type recordings interface {
 	store.BucketReader
 	store.Deleter
 	Location(dir string) string
+	Identity() string
 }
 
 // locator turns stored webhooks and upload notices into session work: one
@@ -47,6 +48,7 @@ type locator struct {
 	timeouts  timeouts
 	selected  map[string]bool // close reasons this deployment's pool scores
 	version   versionFromMetadata
+	shared    *storeCheck // nil: no check
 	metrics   *pipelineMetrics
 	log       *slog.Logger
 	now       func() time.Time
@@ -65,6 +67,7 @@ type locatorOptions struct {
 	limits   config.Limits
 	timeouts timeouts
 	version  versionFromMetadata
+	shared   *storeCheck
 	metrics  *pipelineMetrics
 	log      *slog.Logger
 	now      func() time.Time
@@ -83,7 +86,7 @@ func newLocator(o locatorOptions) (*locator, error) {
 	}
 	return &locator{js: o.js, facts: o.facts, kv: o.kv, store: o.store, layout: o.layout, lp: o.lp, subjects: o.subjects, cfg: o.cfg,
 		lim: o.limits.Parser(), maxUpload: o.limits.UploadBytes(), timeouts: o.timeouts, selected: selected, version: o.version,
-		metrics: o.metrics, log: o.log, now: o.now}, nil
+		shared: o.shared, metrics: o.metrics, log: o.log, now: o.now}, nil
 }
 
 // located is a session the locator found in the store.
@@ -107,6 +110,9 @@ func (l *locator) handle(ctx context.Context, m jetstream.Msg) error {
 		var n UploadNotice
 		if err := json.Unmarshal(m.Data(), &n); err != nil || n.Dir == "" {
 			return permanent(fmt.Errorf("upload notice is not valid: %v", err))
+		}
+		if err := l.shared.check(&n); err != nil {
+			return err
 		}
 		return l.record(ctx, located{dir: n.Dir, origin: "upload"})
 	case strings.HasPrefix(subj, l.subjects.Webhook("")):

@@ -84,6 +84,7 @@ type pipelineMetrics struct {
 	recordingsDeleted *prometheus.CounterVec   // reason: retention, metadata_only
 	alerts            *prometheus.CounterVec   // kind, status
 	agentSessions     *prometheus.CounterVec   // agent, version
+	storeNotShared    prometheus.Counter
 }
 
 func newPipelineMetrics(reg prometheus.Registerer) *pipelineMetrics {
@@ -98,6 +99,10 @@ func newPipelineMetrics(reg prometheus.Registerer) *pipelineMetrics {
 		retried: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "lkscore_pipeline_retried_total", Help: "Messages handed back for a delayed retry, by reason.",
 		}, []string{"stage", "reason"}),
+		storeNotShared: f.NewCounter(prometheus.CounterOpts{
+			Name: "lkscore_store_not_shared_total",
+			Help: "Upload notices from an ingest process whose recording store this worker cannot read (dead-lettered store_not_shared).",
+		}),
 		deadLettered: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "lkscore_pipeline_dead_lettered_total", Help: "Messages dead-lettered, by stage and reason.",
 		}, []string{"stage", "reason"}),

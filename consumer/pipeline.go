@@ -23,6 +23,7 @@ import (
 // background loops (lag polling, sweep, reconcile).
 type pipeline struct {
 	health     *health
+	shared     *storeCheck // a misplaced store, shown on /readyz
 	stages     []*stage
 	subs       []*nats.Subscription
 	cancel     context.CancelFunc // abandons in-flight work past the deadline
@@ -134,7 +135,8 @@ func startPipeline(ctx context.Context, d pipelineDeps) (*pipeline, error) {
 	if err != nil {
 		return nil, fmt.Errorf("egress links bucket: %w", err)
 	}
-	loc, err := newLocator(locatorOptions{js: d.js, facts: d.facts, kv: kv, store: d.store, layout: layout, subjects: subj, cfg: cfg.Pipeline,
+	shared := &storeCheck{own: d.store.Identity(), metric: d.metrics.storeNotShared, log: d.log, now: d.now}
+	loc, err := newLocator(locatorOptions{js: d.js, facts: d.facts, kv: kv, store: d.store, layout: layout, subjects: subj, cfg: cfg.Pipeline, shared: shared,
 		limits: cfg.Limits, lp: recording.LocationParser{Endpoint: cfg.S3.Endpoint, ForcePathStyle: cfg.S3.ForcePathStyle},
 		timeouts: to, metrics: d.metrics, log: d.log, now: d.now,
 		version: versionFromMetadata{key: cfg.Regression.VersionMetadataKey, prefix: regress.MetadataVersionTag}})
@@ -167,7 +169,7 @@ func startPipeline(ctx context.Context, d pipelineDeps) (*pipeline, error) {
 		return err
 	}
 	h := newHealth(d.nc, probe, cfg.Pipeline.HealthInterval, cfg.S3.RequestTimeout, d.metrics.dependencyUp, d.log)
-	p := &pipeline{cancel: cancel, background: bgCancel, health: h}
+	p := &pipeline{cancel: cancel, background: bgCancel, health: h, shared: shared}
 	fail := func(err error) (*pipeline, error) {
 		_ = p.stop(context.Background())
 		return nil, err

@@ -25,7 +25,12 @@ import (
 // as files in root/.staging and renamed into place on Commit.
 type Local struct {
 	root string
+	id   string // the directory's identity marker (storeIDFile); "" when read-only and absent
 }
+
+// storeIDFile holds a random id written once into the store's root, so that
+// processes can tell whether they share the directory (Identity).
+const storeIDFile = ".lkscore-store-id"
 
 // NewLocal opens root, creating it, and removes staging left by a
 // crash. Use OpenLocalDir to read a directory without writing to it.
@@ -48,7 +53,42 @@ func NewLocal(root string) (*Local, error) {
 			_ = os.RemoveAll(filepath.Join(staging, e.Name()))
 		}
 	}
+	if s.id, err = ensureStoreID(s.root); err != nil {
+		return nil, fmt.Errorf("local store: %w", err)
+	}
 	return s, nil
+}
+
+// ensureStoreID reads the root's identity marker, writing a new one first
+// when there is none (exclusive create: concurrent openers agree on one).
+func ensureStoreID(root string) (string, error) {
+	path := filepath.Join(root, storeIDFile)
+	if b, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(b))) > 0 {
+		return strings.TrimSpace(string(b)), nil
+	}
+	var raw [8]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return "", err
+	}
+	tmp := path + "." + hex.EncodeToString(raw[:]) + ".tmp"
+	if err := os.WriteFile(tmp, []byte(hex.EncodeToString(raw[:])+"\n"), 0o640); err != nil {
+		return "", err
+	}
+	defer os.Remove(tmp)
+	if err := os.Link(tmp, path); err != nil && !errors.Is(err, fs.ErrExist) {
+		return "", err
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+// Identity names the store: its directory and the directory's marker, so
+// two processes with the same path on different volumes differ.
+func (s *Local) Identity() string {
+	return "file://" + filepath.ToSlash(s.root) + "#" + s.id
 }
 
 // OpenLocalDir returns a store over root for reading only (no staging is created).
@@ -57,7 +97,11 @@ func OpenLocalDir(root string) (*Local, error) {
 	if err != nil {
 		return nil, fmt.Errorf("local store %s: %w", root, err)
 	}
-	return &Local{root: abs}, nil
+	l := &Local{root: abs}
+	if b, err := os.ReadFile(filepath.Join(abs, storeIDFile)); err == nil {
+		l.id = strings.TrimSpace(string(b))
+	}
+	return l, nil
 }
 
 // Location implements Writer.

@@ -72,6 +72,9 @@ func NewS3(ctx context.Context, c config.S3) (*S3, error) {
 // Location implements Writer.
 func (s *S3) Location(dir string) string { return "s3://" + s.bucket + "/" + dir }
 
+// Identity names the store: its bucket (keys carry the prefix).
+func (s *S3) Identity() string { return "s3://" + s.bucket }
+
 // Open implements recording.ObjectReader: it checks the object's length
 // before reading and enforces it while streaming. The request timeout covers
 // the response headers; the body may stream for longer.

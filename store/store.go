@@ -60,6 +60,9 @@ type (
 		// Location describes where dir lives, for upload notices and
 		// scorecards (file:///… or s3://…).
 		Location(dir string) string
+		// Identity names the store, so that a process can tell whether what
+		// another stored is in its own (upload notices carry it).
+		Identity() string
 	}
 	// Deleter removes an object; a missing one is not an error.
 	Deleter interface {
