@@ -221,12 +221,79 @@ func TestChart(t *testing.T) {
 		})
 	}
 	t.Run("hpa instead of keda", func(t *testing.T) {
-		out := helm(t, "template", "lkscore", chart, "--set", "worker.autoscaling.hpa.enabled=true")
+		out := helm(t, "template", "lkscore", chart, "--set", "s3.bucket=b", "--set", "worker.autoscaling.hpa.enabled=true")
 		r := decodeAll(t, out)
 		if !strings.Contains(strings.Join(r.kinds, ","), "HorizontalPodAutoscaler") || r.deployments["lkscore-worker"].Spec.Replicas != nil {
 			t.Errorf("hpa: kinds %v", r.kinds)
 		}
 	})
+}
+
+// TestChartValues: GOMEMLIMIT from any Kubernetes quantity (unset without a
+// memory limit), the schema rejects unknown keys, autoscaling without a
+// shared store is refused, and the image digest, extra env and volumes and the
+// dashboard token reach the pod.
+func TestChartValues(t *testing.T) {
+	for q, want := range map[string]string{"1G": "900000000", "512M": "460800000", "1.5Gi": "1449551462", "2Gi": "1932735283", "268435456": "241591910"} {
+		r := decodeAll(t, helm(t, "template", "lkscore", chart, "--set", "all.resources.limits.memory="+q))
+		if got := envOf(r.deployments["lkscore-all"], "GOMEMLIMIT"); got != want {
+			t.Errorf("limits.memory %s: GOMEMLIMIT %q, want %s", q, got, want)
+		}
+	}
+	r := decodeAll(t, helm(t, "template", "lkscore", chart, "--set", "all.resources=null"))
+	if got, ok := envOfOK(r.deployments["lkscore-all"], "GOMEMLIMIT"); ok {
+		t.Errorf("no memory limit: GOMEMLIMIT %q, want unset", got)
+	}
+	for _, bad := range [][]string{{"--set", "workr.replicas=2"}, {"--set", "all.resources.limits.memory=lots"},
+		{"--set", "worker.autoscaling.keda.enabled=true"}, {"--set", "image.digest=latest"}} {
+		if out, err := helmErr(t, append([]string{"template", "lkscore", chart}, bad...)...); err == nil {
+			t.Errorf("helm template %v renders; want it refused:\n%.300s", bad, out)
+		}
+	}
+	digest := "sha256:" + strings.Repeat("ab", 32)
+	r = decodeAll(t, helm(t, "template", "lkscore", chart, "--set", "image.digest="+digest, "--set", "dashboard.token=t0ken",
+		"--set", "extraEnv[0].name=FOO", "--set", "extraEnv[0].value=bar",
+		"--set", "extraVolumes[0].name=x", "--set", "extraVolumes[0].emptyDir.medium=Memory",
+		"--set", "extraVolumeMounts[0].name=x", "--set", "extraVolumeMounts[0].mountPath=/x"))
+	pod := r.deployments["lkscore-all"].Spec.Template.Spec
+	c := pod.Containers[0]
+	if c.Image != "ghcr.io/lkscore/lkscore@"+digest || envOf(r.deployments["lkscore-all"], "FOO") != "bar" {
+		t.Errorf("image %s, FOO %q", c.Image, envOf(r.deployments["lkscore-all"], "FOO"))
+	}
+	tok := false
+	for _, e := range c.Env {
+		tok = tok || (e.Name == "LKSCORE_DASHBOARD_TOKEN" && e.ValueFrom != nil && e.ValueFrom.SecretKeyRef.Name == "lkscore-dashboard")
+	}
+	mounted := false
+	for _, m := range c.VolumeMounts {
+		mounted = mounted || (m.Name == "x" && m.MountPath == "/x")
+	}
+	if !tok || !mounted || pod.Volumes[len(pod.Volumes)-1].Name != "x" {
+		t.Errorf("dashboard token %v, extra mount %v, volumes %v", tok, mounted, pod.Volumes)
+	}
+}
+
+func envOfOK(d *appsv1.Deployment, name string) (string, bool) {
+	if d == nil {
+		return "", false
+	}
+	for _, e := range d.Spec.Template.Spec.Containers[0].Env {
+		if e.Name == name {
+			return e.Value, true
+		}
+	}
+	return "", false
+}
+
+func envOf(d *appsv1.Deployment, name string) string { v, _ := envOfOK(d, name); return v }
+
+// helmErr runs helm and returns its error instead of failing.
+func helmErr(t *testing.T, args ...string) ([]byte, error) {
+	t.Helper()
+	cmd := exec.Command(helmBin(t), args...)
+	home := t.TempDir()
+	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+home+"/cache", "HELM_CONFIG_HOME="+home+"/config", "HELM_DATA_HOME="+home+"/data")
+	return cmd.CombinedOutput()
 }
 
 // checkChart asserts what strict decoding cannot: that the objects fit
@@ -244,8 +311,14 @@ func checkChart(t *testing.T, r rendered, serveHelp string) {
 	if err != nil {
 		t.Fatalf("lkscore rejects the chart's config: %v\n%s", err, r.config)
 	}
-	if len(r.deployments) != 2 {
-		t.Fatalf("%d deployments, want ingest and worker", len(r.deployments))
+	// Ingest and workers apart only with a store they share (S3); else one
+	// --role all pod on a volume.
+	wantRoles := map[string]bool{"all": true}
+	if cfg.S3.Bucket != "" {
+		wantRoles = map[string]bool{"ingest": true, "worker": true}
+	}
+	if len(r.deployments) != len(wantRoles) {
+		t.Fatalf("%d deployments, want %v", len(r.deployments), wantRoles)
 	}
 	for name, d := range r.deployments {
 		pod := d.Spec.Template.Spec
@@ -259,8 +332,11 @@ func checkChart(t *testing.T, r rendered, serveHelp string) {
 				role = c.Args[i+1]
 			}
 		}
-		if !strings.HasSuffix(name, "-"+role) {
+		if !strings.HasSuffix(name, "-"+role) || !wantRoles[role] {
 			t.Errorf("%s runs --role %q", name, role)
+		}
+		if role == "all" && (d.Spec.Replicas == nil || *d.Spec.Replicas != 1 || d.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType) {
+			t.Errorf("%s: the single pod on a data dir must be 1 replica, Recreate: %v %v", name, d.Spec.Replicas, d.Spec.Strategy.Type)
 		}
 		ports := map[string]int32{}
 		for _, p := range c.Ports {
@@ -269,7 +345,7 @@ func checkChart(t *testing.T, r rendered, serveHelp string) {
 		if ports["ops"] != 9090 || cfg.OpsListen != ":9090" {
 			t.Errorf("%s: ops port %d, config ops_listen %q", name, ports["ops"], cfg.OpsListen)
 		}
-		if role == "ingest" && (ports["http"] != 8080 || cfg.Listen != ":8080") {
+		if role != "worker" && (ports["http"] != 8080 || cfg.Listen != ":8080") {
 			t.Errorf("%s: http port %d, config listen %q", name, ports["http"], cfg.Listen)
 		}
 		for probe, want := range map[*corev1.Probe]string{c.LivenessProbe: "/healthz", c.ReadinessProbe: "/readyz"} {
@@ -311,8 +387,11 @@ func checkChart(t *testing.T, r rendered, serveHelp string) {
 		}
 	}
 	svc := r.services["lkscore"]
-	if svc == nil || !subset(svc.Spec.Selector, r.deployments["lkscore-ingest"].Spec.Template.Labels) || subset(svc.Spec.Selector, r.deployments["lkscore-worker"].Spec.Template.Labels) {
-		t.Errorf("the ingest Service must select ingest pods only: %+v", svc)
+	for name, d := range r.deployments {
+		serves := !strings.HasSuffix(name, "-worker")
+		if svc == nil || subset(svc.Spec.Selector, d.Spec.Template.Labels) != serves {
+			t.Errorf("the Service must select the pods that serve webhooks and uploads (%s: %v): %+v", name, serves, svc)
+		}
 	}
 	subjects := consumer.NewSubjects(cfg.NATS.SubjectPrefix, cfg.NATS.StreamPrefix)
 	for _, so := range r.scaled {

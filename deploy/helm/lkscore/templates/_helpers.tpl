@@ -47,16 +47,51 @@ app.kubernetes.io/component: {{ .component }}
 {{- default "LKSCORE" $nats.stream_prefix -}}
 {{- end -}}
 
-{{/* 90% of a Kubernetes memory quantity (Ki, Mi, Gi or bytes), in bytes, for GOMEMLIMIT. */}}
+{{/* 90% of a Kubernetes memory quantity, in bytes, for GOMEMLIMIT: plain bytes, decimal (k, M, G, T, P, E) or
+     binary (Ki … Ei) suffixes, decimals allowed (1.5Gi). */}}
 {{- define "lkscore.gomemlimit" -}}
-{{- $q := toString . -}}
-{{- $n := 0 -}}
-{{- if hasSuffix "Gi" $q -}}{{- $n = mul (trimSuffix "Gi" $q | int64) 1073741824 -}}
-{{- else if hasSuffix "Mi" $q -}}{{- $n = mul (trimSuffix "Mi" $q | int64) 1048576 -}}
-{{- else if hasSuffix "Ki" $q -}}{{- $n = mul (trimSuffix "Ki" $q | int64) 1024 -}}
-{{- else -}}{{- $n = $q | int64 -}}
+{{- $q := toString . | trim -}}
+{{- $units := list (list "Ki" 1024.0) (list "Mi" 1048576.0) (list "Gi" 1073741824.0) (list "Ti" 1099511627776.0) (list "Pi" 1125899906842624.0) (list "Ei" 1152921504606846976.0) (list "k" 1000.0) (list "M" 1000000.0) (list "G" 1000000000.0) (list "T" 1000000000000.0) (list "P" 1000000000000000.0) (list "E" 1000000000000000000.0) -}}
+{{- $mult := 1.0 -}}
+{{- $num := $q -}}
+{{- range $units -}}
+{{- if and (eq $mult 1.0) (hasSuffix (index . 0) $q) -}}
+{{- $mult = index . 1 -}}
+{{- $num = trimSuffix (index . 0) $q -}}
 {{- end -}}
-{{- div (mul $n 9) 10 -}}
+{{- end -}}
+{{- if not (regexMatch "^[0-9]+(\\.[0-9]+)?$" $num) -}}
+{{- fail (printf "resources.limits.memory %q is not a Kubernetes memory quantity" $q) -}}
+{{- end -}}
+{{- mulf (float64 $num) $mult 0.9 | floor | int64 -}}
+{{- end -}}
+
+{{/* Whether ingest and workers run apart: only with a store they share (S3). */}}
+{{- define "lkscore.split" -}}
+{{- if .Values.s3.bucket -}}true{{- end -}}
+{{- end -}}
+
+{{/* The components this release runs. */}}
+{{- define "lkscore.components" -}}
+{{- if include "lkscore.split" . -}}ingest worker{{- else -}}all{{- end -}}
+{{- end -}}
+
+{{/* The component whose pods serve webhooks and uploads. */}}
+{{- define "lkscore.ingestComponent" -}}
+{{- if include "lkscore.split" . -}}ingest{{- else -}}all{{- end -}}
+{{- end -}}
+
+{{/* The image reference: by digest when one is set. */}}
+{{- define "lkscore.image" -}}
+{{- if .Values.image.digest -}}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest -}}
+{{- else -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "lkscore.dashboardSecret" -}}
+{{- default (printf "%s-dashboard" (include "lkscore.fullname" .)) .Values.dashboard.existingSecret -}}
 {{- end -}}
 
 {{/* The lkscore config file: what the chart knows, with .Values.config merged over it. */}}
@@ -71,7 +106,8 @@ app.kubernetes.io/component: {{ .component }}
 {{- $pipeline := dict "pool" .Values.worker.pool "concurrency" (int .Values.worker.concurrency) -}}
 {{- if .Values.worker.closeReasons }}{{- $_ := set $pipeline "close_reasons" .Values.worker.closeReasons -}}{{- end -}}
 {{- if .Values.livekit.url }}{{- $_ := set $pipeline "livekit_url" .Values.livekit.url -}}{{- end -}}
-{{- $cfg := dict "listen" ":8080" "ops_listen" ":9090" "data_dir" "/tmp/lkscore-data" "log_level" "info"
+{{- $dataDir := ternary "/tmp/lkscore-data" "/var/lib/lkscore" (eq (include "lkscore.split" .) "true") -}}
+{{- $cfg := dict "listen" ":8080" "ops_listen" ":9090" "data_dir" $dataDir "log_level" "info"
       "shutdown_timeout" (printf "%ds" (int .Values.shutdownTimeoutSeconds)) "nats" $nats "pipeline" $pipeline -}}
 {{- if .Values.livekit.keysFileSecret }}{{- $_ := set $cfg "livekit" (dict "keys_file" "/etc/lkscore/keys/keys.yaml") -}}{{- end -}}
 {{- if .Values.s3.bucket -}}

@@ -1,4 +1,4 @@
-{{/* The Deployment of one component; .root is the chart context, .component is ingest or worker. */}}
+{{/* The Deployment of one component; .root is the chart context, .component is ingest, worker or all. */}}
 {{- define "lkscore.deployment" -}}
 {{- $root := .root -}}
 {{- $v := index $root.Values .component -}}
@@ -11,13 +11,20 @@ metadata:
     {{- include "lkscore.labels" $root | nindent 4 }}
     app.kubernetes.io/component: {{ .component }}
 spec:
-  {{- if not (and (eq .component "worker") (or $v.autoscaling.keda.enabled $v.autoscaling.hpa.enabled)) }}
+  {{- if eq .component "all" }}
+  # One pod on one data dir: the old pod stops before the new one starts.
+  replicas: 1
+  {{- else if not (and (eq .component "worker") (or $v.autoscaling.keda.enabled $v.autoscaling.hpa.enabled)) }}
   replicas: {{ $v.replicas }}
   {{- end }}
   revisionHistoryLimit: 5
   strategy:
+    {{- if eq .component "all" }}
+    type: Recreate
+    {{- else }}
     type: RollingUpdate
     rollingUpdate: {maxSurge: 1, maxUnavailable: 0}
+    {{- end }}
   selector:
     matchLabels:
       {{- include "lkscore.selector" $sel | nindent 6 }}
@@ -58,17 +65,23 @@ spec:
       {{- end }}
       containers:
         - name: lkscore
-          image: "{{ $root.Values.image.repository }}:{{ default $root.Chart.AppVersion $root.Values.image.tag }}"
+          image: {{ include "lkscore.image" $root | quote }}
           imagePullPolicy: {{ $root.Values.image.pullPolicy }}
           args: ["serve", "--config", "/etc/lkscore/config.yaml", "--role", "{{ .component }}"]
           ports:
-            {{- if eq .component "ingest" }}
+            {{- if ne .component "worker" }}
             - {name: http, containerPort: 8080, protocol: TCP}
             {{- end }}
             - {name: ops, containerPort: 9090, protocol: TCP}
           env:
+            {{- with dig "limits" "memory" "" ($v.resources | default dict) }}
             - name: GOMEMLIMIT
-              value: {{ include "lkscore.gomemlimit" $v.resources.limits.memory | quote }}
+              value: {{ include "lkscore.gomemlimit" . | quote }}
+            {{- end }}
+            {{- if or $root.Values.dashboard.existingSecret $root.Values.dashboard.token }}
+            - name: LKSCORE_DASHBOARD_TOKEN
+              valueFrom: {secretKeyRef: {name: {{ include "lkscore.dashboardSecret" $root }}, key: LKSCORE_DASHBOARD_TOKEN}}
+            {{- end }}
             {{- if not $root.Values.livekit.keysFileSecret }}
             - name: LIVEKIT_API_KEY
               valueFrom: {secretKeyRef: {name: {{ include "lkscore.livekitSecret" $root }}, key: LIVEKIT_API_KEY}}
@@ -78,6 +91,9 @@ spec:
             {{- if and $root.Values.nats.auth.existingSecret $root.Values.nats.auth.tokenKey }}
             - name: LKSCORE_NATS_TOKEN
               valueFrom: {secretKeyRef: {name: {{ $root.Values.nats.auth.existingSecret }}, key: {{ $root.Values.nats.auth.tokenKey }}}}
+            {{- end }}
+            {{- with $root.Values.extraEnv }}
+            {{- toYaml . | nindent 12 }}
             {{- end }}
           {{- if $root.Values.s3.existingSecret }}
           envFrom:
@@ -95,24 +111,40 @@ spec:
             httpGet: {path: /healthz, port: ops}
             periodSeconds: 2
             failureThreshold: 30
+          {{- with $v.resources }}
           resources:
-            {{- toYaml $v.resources | nindent 12 }}
+            {{- toYaml . | nindent 12 }}
+          {{- end }}
           securityContext:
             {{- toYaml $root.Values.securityContext | nindent 12 }}
           volumeMounts:
             - {name: config, mountPath: /etc/lkscore/config.yaml, subPath: config.yaml, readOnly: true}
             - {name: tmp, mountPath: /tmp}
+            {{- if eq .component "all" }}
+            - {name: data, mountPath: /var/lib/lkscore}
+            {{- end }}
             {{- if $root.Values.livekit.keysFileSecret }}
             - {name: keys, mountPath: /etc/lkscore/keys, readOnly: true}
             {{- end }}
             {{- if $root.Values.nats.auth.existingSecret }}
             - {name: nats-auth, mountPath: /etc/lkscore/nats, readOnly: true}
             {{- end }}
+            {{- with $root.Values.extraVolumeMounts }}
+            {{- toYaml . | nindent 12 }}
+            {{- end }}
       volumes:
         - name: config
           configMap: {name: {{ include "lkscore.fullname" $root }}}
         - name: tmp
           emptyDir: {sizeLimit: 1Gi}
+        {{- if eq .component "all" }}
+        - name: data
+          {{- if $root.Values.persistence.enabled }}
+          persistentVolumeClaim: {claimName: {{ default (printf "%s-data" (include "lkscore.fullname" $root)) $root.Values.persistence.existingClaim }}}
+          {{- else }}
+          emptyDir: {}
+          {{- end }}
+        {{- end }}
         {{- if $root.Values.livekit.keysFileSecret }}
         - name: keys
           secret: {secretName: {{ $root.Values.livekit.keysFileSecret }}}
@@ -120,6 +152,9 @@ spec:
         {{- if $root.Values.nats.auth.existingSecret }}
         - name: nats-auth
           secret: {secretName: {{ $root.Values.nats.auth.existingSecret }}}
+        {{- end }}
+        {{- with $root.Values.extraVolumes }}
+        {{- toYaml . | nindent 8 }}
         {{- end }}
       {{- with $root.Values.nodeSelector }}
       nodeSelector:
