@@ -114,7 +114,7 @@ func BenchmarkWebhookPublish(b *testing.B) {
 	defer nc.Close()
 	js, _ := jetstream.New(nc)
 	subj := NewSubjects(cfg.NATS.SubjectPrefix, cfg.NATS.StreamPrefix)
-	if err := EnsureStreams(context.Background(), js, subj, cfg); err != nil {
+	if err := EnsureStreams(context.Background(), js, subj, cfg, nil); err != nil {
 		b.Fatal(err)
 	}
 	evs := benchEvents(b, 1)

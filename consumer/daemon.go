@@ -110,10 +110,10 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	if err != nil {
 		return fmt.Errorf("jetstream: %w", err)
 	}
-	if err := EnsureStreams(ctx, js, d.subjects, d.cfg); err != nil {
+	if err := EnsureStreams(ctx, js, d.subjects, d.cfg, d.log); err != nil {
 		return err
 	}
-	facts, err := openFacts(ctx, js, d.subjects, d.cfg.NATS)
+	facts, err := openFacts(ctx, js, d.subjects, d.cfg.NATS, d.log)
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"time"
@@ -474,15 +475,17 @@ func isCASConflict(err error) bool {
 
 // openFacts creates or updates the session facts bucket. Entries live as
 // long as the streams keep messages (nats.max_age).
-func openFacts(ctx context.Context, js jetstream.JetStream, s Subjects, n config.NATS) (*factStore, error) {
-	rctx, cancel := context.WithTimeout(ctx, n.RequestTimeout)
-	defer cancel()
-	kv, err := js.CreateOrUpdateKeyValue(rctx, jetstream.KeyValueConfig{
-		Bucket: s.SessionFacts(), Description: "session facts from every signal (room_id.job_id)",
-		TTL: n.MaxAge, Storage: storageType(n.Storage), Replicas: n.Replicas, History: 1,
+func openFacts(ctx context.Context, js jetstream.JetStream, s Subjects, n config.NATS, log *slog.Logger) (*factStore, error) {
+	var kv jetstream.KeyValue
+	err := retrySetup(ctx, log, "session facts bucket", n.RequestTimeout, func(ctx context.Context) (err error) {
+		kv, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+			Bucket: s.SessionFacts(), Description: "session facts from every signal (room_id.job_id)",
+			TTL: n.MaxAge, Storage: storageType(n.Storage), Replicas: n.Replicas, History: 1,
+		})
+		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("session facts bucket: %w", err)
+		return nil, err
 	}
 	return &factStore{kv: kv, timeout: n.RequestTimeout, now: time.Now}, nil
 }

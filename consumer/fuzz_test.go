@@ -35,7 +35,7 @@ func fuzzJS(t testing.TB) (jetstream.JetStream, Subjects) {
 	n := config.Default().NATS
 	n.Storage = "memory"
 	subj := NewSubjects(n.SubjectPrefix, n.StreamPrefix)
-	if err := EnsureStreams(context.Background(), js, subj, withNATS(n)); err != nil {
+	if err := EnsureStreams(context.Background(), js, subj, withNATS(n), nil); err != nil {
 		t.Fatal(err)
 	}
 	return js, subj

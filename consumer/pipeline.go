@@ -126,14 +126,16 @@ func startPipeline(ctx context.Context, d pipelineDeps) (*pipeline, error) {
 	if err != nil {
 		return nil, err
 	}
-	kctx, kcancel := context.WithTimeout(ctx, to.request)
-	kv, err := d.js.CreateOrUpdateKeyValue(kctx, jetstream.KeyValueConfig{
-		Bucket: subj.EgressLinks(), Description: "egress files by room (room_id.egress_id)",
-		TTL: cfg.NATS.MaxAge, Storage: storageType(cfg.NATS.Storage), Replicas: cfg.NATS.Replicas,
+	var kv jetstream.KeyValue
+	err = retrySetup(ctx, d.log, "egress links bucket", to.request, func(ctx context.Context) (err error) {
+		kv, err = d.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+			Bucket: subj.EgressLinks(), Description: "egress files by room (room_id.egress_id)",
+			TTL: cfg.NATS.MaxAge, Storage: storageType(cfg.NATS.Storage), Replicas: cfg.NATS.Replicas,
+		})
+		return err
 	})
-	kcancel()
 	if err != nil {
-		return nil, fmt.Errorf("egress links bucket: %w", err)
+		return nil, err
 	}
 	shared := &storeCheck{own: d.store.Identity(), metric: d.metrics.storeNotShared, log: d.log, now: d.now}
 	loc, err := newLocator(locatorOptions{js: d.js, facts: d.facts, kv: kv, store: d.store, layout: layout, subjects: subj, cfg: cfg.Pipeline, shared: shared,
@@ -150,7 +152,11 @@ func startPipeline(ctx context.Context, d pipelineDeps) (*pipeline, error) {
 	dlq := &deadLetters{js: d.js, subjects: subj, timeouts: to, metrics: d.metrics, log: d.log, now: d.now}
 	var reg *regressor
 	if cfg.Regression.Enabled && cfg.Runs(config.RoleWorker) {
-		rkv, err := OpenRegressionBucket(ctx, d.js, subj, cfg.NATS)
+		var rkv jetstream.KeyValue
+		err := retrySetup(ctx, d.log, "regression bucket", to.request, func(ctx context.Context) (err error) {
+			rkv, err = OpenRegressionBucket(ctx, d.js, subj, cfg.NATS)
+			return err
+		})
 		if err != nil {
 			return nil, err
 		}
@@ -178,11 +184,13 @@ func startPipeline(ctx context.Context, d pipelineDeps) (*pipeline, error) {
 		if !cfg.Runs(spec.role) {
 			continue
 		}
-		cctx, ccancel := context.WithTimeout(ctx, to.request)
-		cons, err := d.js.CreateOrUpdateConsumer(cctx, spec.stream, spec.consumer)
-		ccancel()
+		var cons jetstream.Consumer
+		err := retrySetup(ctx, d.log, "create consumer "+spec.consumer.Durable, to.request, func(ctx context.Context) (err error) {
+			cons, err = d.js.CreateOrUpdateConsumer(ctx, spec.stream, spec.consumer)
+			return err
+		})
 		if err != nil {
-			return fail(fmt.Errorf("create consumer %s: %w", spec.consumer.Durable, err))
+			return fail(err)
 		}
 		sub, err := dlq.watchMaxDeliveries(workCtx, d.nc, spec.stream, spec.consumer.Durable, spec.name)
 		if err != nil {

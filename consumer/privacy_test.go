@@ -33,7 +33,7 @@ func TestRetentionDeletesOldKeepsFresh(t *testing.T) {
 	ns := startNATS(t)
 	js := testenv.JetStream(t, ns.URL())
 	cfg := config.Default()
-	facts, err := openFacts(context.Background(), js, NewSubjects("lkscore.", "LKSCORE"), cfg.NATS)
+	facts, err := openFacts(context.Background(), js, NewSubjects("lkscore.", "LKSCORE"), cfg.NATS, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -162,7 +162,7 @@ func BaselineKey(agent, scoringVersion string) string {
 
 // OpenRegressionBucket creates or opens the detector's KV bucket.
 func OpenRegressionBucket(ctx context.Context, js jetstream.JetStream, s Subjects, n config.NATS) (jetstream.KeyValue, error) {
-	ctx, cancel := context.WithTimeout(ctx, n.RequestTimeout)
+	ctx, cancel := context.WithTimeout(ctx, n.RequestTimeout) // the caller's deadline, if shorter, wins
 	defer cancel()
 	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket: s.RegressionBucket(), Description: "lkscore regression detection: history per agent/version, alert state, sealed baselines",

@@ -2,7 +2,7 @@ package consumer
 
 import (
 	"context"
-	"fmt"
+	"log/slog"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -124,13 +124,14 @@ func storageType(s string) jetstream.StorageType {
 }
 
 // EnsureStreams creates or updates lkscore's streams idempotently.
-func EnsureStreams(ctx context.Context, js jetstream.JetStream, s Subjects, c config.Config) error {
+func EnsureStreams(ctx context.Context, js jetstream.JetStream, s Subjects, c config.Config, log *slog.Logger) error {
 	for _, cfg := range streamConfigs(s, c) {
-		ctx, cancel := context.WithTimeout(ctx, c.NATS.RequestTimeout)
-		_, err := js.CreateOrUpdateStream(ctx, cfg)
-		cancel()
+		err := retrySetup(ctx, log, "create or update stream "+cfg.Name, c.NATS.RequestTimeout, func(ctx context.Context) error {
+			_, err := js.CreateOrUpdateStream(ctx, cfg)
+			return err
+		})
 		if err != nil {
-			return fmt.Errorf("create or update stream %s: %w", cfg.Name, err)
+			return err
 		}
 	}
 	return nil

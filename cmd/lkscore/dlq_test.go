@@ -24,7 +24,7 @@ func TestDLQListAndReplay(t *testing.T) {
 	js, _ := jetstream.New(nc)
 	cfg := config.Default()
 	subj := consumer.NewSubjects(cfg.NATS.SubjectPrefix, cfg.NATS.StreamPrefix)
-	if err := consumer.EnsureStreams(context.Background(), js, subj, cfg); err != nil {
+	if err := consumer.EnsureStreams(context.Background(), js, subj, cfg, nil); err != nil {
 		t.Fatal(err)
 	}
 	// A dead letter as the score stage writes it.
