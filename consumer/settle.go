@@ -3,6 +3,7 @@ package consumer
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -128,7 +129,13 @@ func (s *settler) publishDue(ctx context.Context) {
 // f is the entry when the caller has it fresh, else nil.
 func (s *settler) publish(ctx context.Context, key string, f *SessionFacts) {
 	if err := s.publishKey(ctx, key, f); err != nil {
-		s.log.Warn("settler: session work not published; retrying", "key", key, "err", err)
+		if inProcess(err) {
+			// Another replica's settler is publishing the same session at this
+			// moment: it wins, and the next tick sees the duplicate and marks it.
+			s.log.Debug("settler: another replica is publishing this session", "key", key)
+		} else {
+			s.log.Warn("settler: session work not published; retrying", "key", key, "err", err)
+		}
 		if _, ok := s.pending[key]; !ok {
 			s.pending[key] = s.now()
 		}
@@ -185,6 +192,16 @@ func (s *settler) publishKey(ctx context.Context, key string, f *SessionFacts) e
 		f.PublishedAt = &published
 		return true
 	})
+}
+
+// errCodeDuplicateInProcess is nats-server's JSStreamDuplicateMessageConflict
+// (409, "duplicate message id is in process"): a publish with the same
+// message id is being stored right now.
+const errCodeDuplicateInProcess jetstream.ErrorCode = 10158
+
+func inProcess(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == errCodeDuplicateInProcess
 }
 
 // workItemFrom is the work for a session with settled facts.
