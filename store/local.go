@@ -153,6 +153,9 @@ func (s *Local) List(_ context.Context, prefix string) ([]ObjectInfo, error) {
 			}
 			return nil
 		}
+		if rel == storeIDFile {
+			return nil // the store's identity, not a recording
+		}
 		if strings.HasPrefix(rel, prefix) {
 			info, err := d.Info()
 			if err != nil {
