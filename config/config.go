@@ -53,6 +53,8 @@ type Config struct {
 	Privacy Privacy `yaml:"privacy"`
 	// Retention bounds how long recordings and scorecards are kept.
 	Retention Retention `yaml:"retention"`
+	// Metrics bounds the quality metrics on /metrics.
+	Metrics Metrics `yaml:"metrics"`
 	// Regression configures regression detection (docs/regression.md).
 	Regression Regression `yaml:"regression"`
 	// Audio configures heard turn-taking from the stereo recording (docs/audio.md).
@@ -119,6 +121,13 @@ type Retention struct {
 	Results time.Duration `yaml:"results"`
 	// SweepInterval is how often the local store is checked for expired uploads.
 	SweepInterval time.Duration `yaml:"sweep_interval"`
+}
+
+// Metrics bounds the quality metrics' cardinality.
+type Metrics struct {
+	// MaxAgents is how many agent names get their own label value on
+	// lkscore_scorecards_total in one process; later ones count as "other".
+	MaxAgents int `yaml:"max_agents"`
 }
 
 // Dashboard configures /ui.
@@ -273,6 +282,7 @@ func Default() Config {
 		},
 		HTTP:      HTTP{ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, MaxInflightUploads: runtime.GOMAXPROCS(0), UploadWait: 30 * time.Second},
 		Dashboard: Dashboard{Window: 10_000},
+		Metrics:   Metrics{MaxAgents: 20},
 		Privacy:   Privacy{Redaction: "auto", Mode: "full"},
 		Retention: Retention{Recordings: 30 * 24 * time.Hour, Results: 7 * 24 * time.Hour, SweepInterval: time.Hour},
 		Webhook: Webhook{

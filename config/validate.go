@@ -95,6 +95,9 @@ func (c Config) Validate() error {
 	if c.Dashboard.Window < 1 || c.Dashboard.Window > 1_000_000 {
 		p.add("dashboard.window: must be 1..1000000, got %d", c.Dashboard.Window)
 	}
+	if c.Metrics.MaxAgents < 0 || c.Metrics.MaxAgents > 1000 {
+		p.add("metrics.max_agents: must be 0..1000, got %d", c.Metrics.MaxAgents)
+	}
 	return errors.Join(p...)
 }
 

@@ -51,6 +51,12 @@ func TestRealAgentsJS(t *testing.T) {
 		{"RM_AgentsJSCrash", "AJ_AgentsJSCrash", "off", livekit.JobStatus_JS_FAILED, "job process exited with code 1", "CR_ERROR job_status fail"},
 	}
 	for _, tc := range cases {
+		// LiveKit ends the job when the agent leaves the room, before the SDK's
+		// upload lands (sent after it, a slow node start could let the 500 ms
+		// settle window of these tests close first).
+		ev := jobEnded("EV_"+tc.job, tc.room, tc.job, "js-agent", tc.status)
+		ev.Job.State.Error = tc.jobErr
+		sendWebhook(t, d, ev)
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		cmd := exec.CommandContext(ctx, node, "session.mjs")
 		cmd.Dir = dir
@@ -61,9 +67,6 @@ func TestRealAgentsJS(t *testing.T) {
 		if err != nil || !strings.Contains(string(out), "session sent") || strings.Contains(string(out), "Failed") {
 			t.Fatalf("agents-js: %v\n%s", err, out)
 		}
-		ev := jobEnded("EV_"+tc.job, tc.room, tc.job, "js-agent", tc.status)
-		ev.Job.State.Error = tc.jobErr
-		sendWebhook(t, d, ev)
 	}
 	waitFor(t, "the scorecards", func() bool { return len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")) == len(cases) })
 	quiesce(t, ns.URL(), defaultConsumers)

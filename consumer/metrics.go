@@ -85,6 +85,7 @@ type pipelineMetrics struct {
 	alerts            *prometheus.CounterVec   // kind, status
 	agentSessions     *prometheus.CounterVec   // agent, version
 	storeNotShared    prometheus.Counter
+	quality           *qualityMetrics
 }
 
 func newPipelineMetrics(reg prometheus.Registerer) *pipelineMetrics {
@@ -99,6 +100,7 @@ func newPipelineMetrics(reg prometheus.Registerer) *pipelineMetrics {
 		retried: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "lkscore_pipeline_retried_total", Help: "Messages handed back for a delayed retry, by reason.",
 		}, []string{"stage", "reason"}),
+		quality: newQualityMetrics(reg),
 		storeNotShared: f.NewCounter(prometheus.CounterOpts{
 			Name: "lkscore_store_not_shared_total",
 			Help: "Upload notices from an ingest process whose recording store this worker cannot read (dead-lettered store_not_shared).",

@@ -41,6 +41,12 @@ func timeoutsFrom(n config.NATS) timeouts {
 	return timeouts{publish: n.PublishTimeout, request: n.RequestTimeout}
 }
 
+// deadLetterReasons are the reason labels of lkscore_pipeline_dead_lettered_total.
+var deadLetterReasons = []string{"recording_not_found", "malformed_recording", "bad_message", "store", "store_not_shared", "max_deliveries"}
+
+// retryReasons are the reason labels of lkscore_pipeline_retried_total.
+var retryReasons = []string{"recording_not_found", "transient", "dependency_down"}
+
 // locatorEvents are the webhooks the locator consumes.
 var locatorEvents = []string{"agent_job_started", "agent_job_ended", "participant_left", "participant_connection_aborted",
 	"room_finished", "egress_ended"}
@@ -137,6 +143,7 @@ func startPipeline(ctx context.Context, d pipelineDeps) (*pipeline, error) {
 	if err != nil {
 		return nil, err
 	}
+	d.metrics.quality.setMaxAgents(cfg.Metrics.MaxAgents)
 	shared := &storeCheck{own: d.store.Identity(), metric: d.metrics.storeNotShared, log: d.log, now: d.now}
 	loc, err := newLocator(locatorOptions{js: d.js, facts: d.facts, kv: kv, store: d.store, layout: layout, subjects: subj, cfg: cfg.Pipeline, shared: shared,
 		limits: cfg.Limits, lp: recording.LocationParser{Endpoint: cfg.S3.Endpoint, ForcePathStyle: cfg.S3.ForcePathStyle},
@@ -145,7 +152,7 @@ func startPipeline(ctx context.Context, d pipelineDeps) (*pipeline, error) {
 	if err != nil {
 		return nil, err
 	}
-	w, err := newWorker(workerOptions{privacy: cfg.Privacy, facts: d.facts, deleted: d.metrics.recordingsDeleted, js: d.js, store: d.store, scorer: scorer, limits: cfg.Limits, audio: cfg.Audio, scoring: cfg.Scoring.Audio, subjects: subj, timeouts: to, log: d.log})
+	w, err := newWorker(workerOptions{privacy: cfg.Privacy, facts: d.facts, deleted: d.metrics.recordingsDeleted, js: d.js, store: d.store, scorer: scorer, limits: cfg.Limits, audio: cfg.Audio, scoring: cfg.Scoring.Audio, subjects: subj, timeouts: to, quality: d.metrics.quality, log: d.log})
 	if err != nil {
 		return nil, err
 	}
@@ -159,6 +166,11 @@ func startPipeline(ctx context.Context, d pipelineDeps) (*pipeline, error) {
 		})
 		if err != nil {
 			return nil, err
+		}
+		for _, kind := range []string{"regression", "drift", "failures"} {
+			for _, status := range []string{"firing", "resolved"} {
+				d.metrics.alerts.WithLabelValues(kind, status).Add(0)
+			}
 		}
 		reg = &regressor{kv: rkv, js: d.js, subjects: subj, cfg: cfg.Regression, timeouts: to,
 			alerts: d.metrics.alerts, sessions: d.metrics.agentSessions, log: d.log, now: d.now}
@@ -183,6 +195,13 @@ func startPipeline(ctx context.Context, d pipelineDeps) (*pipeline, error) {
 	for _, spec := range stageTable(subj, cfg.Pipeline, loc, w, reg) {
 		if !cfg.Runs(spec.role) {
 			continue
+		}
+		// Every dead-letter reason from zero, so increase() sees the first one.
+		for _, reason := range deadLetterReasons {
+			d.metrics.deadLettered.WithLabelValues(spec.name, reason).Add(0)
+		}
+		for _, reason := range retryReasons {
+			d.metrics.retried.WithLabelValues(spec.name, reason).Add(0)
 		}
 		var cons jetstream.Consumer
 		err := retrySetup(ctx, d.log, "create consumer "+spec.consumer.Durable, to.request, func(ctx context.Context) (err error) {

@@ -50,6 +50,7 @@ type worker struct {
 	audioBytes int64
 	subjects   Subjects
 	timeouts   timeouts
+	quality    *qualityMetrics // nil in tests that do not count
 	log        *slog.Logger
 }
 
@@ -66,6 +67,7 @@ type workerOptions struct {
 	scoring  scoring.AudioConfig // the scoring model's audio thresholds
 	subjects Subjects
 	timeouts timeouts
+	quality  *qualityMetrics
 	log      *slog.Logger
 }
 
@@ -78,7 +80,7 @@ func newWorker(o workerOptions) (*worker, error) {
 	}
 	return &worker{privacy: o.privacy, facts: o.facts, deleted: o.deleted, js: o.js, store: o.store, scorer: o.scorer, lim: o.limits.Parser(), maxUpload: o.limits.UploadBytes(),
 		audioCfg: o.audio, audioBytes: o.limits.AudioBytes, analysis: audio.ForScoring(o.scoring, o.audio.MaxDuration),
-		subjects: o.subjects, timeouts: o.timeouts, log: o.log}, nil
+		subjects: o.subjects, timeouts: o.timeouts, quality: o.quality, log: o.log}, nil
 }
 
 // handle scores one work item; the caller acks only when it returns nil.
@@ -126,6 +128,9 @@ func (w *worker) handle(ctx context.Context, m jetstream.Msg) error {
 		jetstream.WithExpectStream(w.subjects.ResultStream()))
 	if err != nil {
 		return fmt.Errorf("publish scorecard %s: %w", item.SessionKey, err)
+	}
+	if !ack.Duplicate && w.quality != nil {
+		w.quality.observe(&card)
 	}
 	w.log.Info("session scored", "session_key", item.SessionKey, "verdict", card.Overall.Verdict,
 		"score", card.Overall.Score, "close_reason", item.CloseReason, "duplicate", ack.Duplicate)

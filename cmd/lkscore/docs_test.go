@@ -127,7 +127,7 @@ func TestDocsMatchCode(t *testing.T) {
 				t.Errorf("README never names the metric %s", n)
 			}
 		}
-		for _, m := range regexp.MustCompile(`\blkscore_[a-z_]+`).FindAllString(readme, -1) {
+		for _, m := range regexp.MustCompile(`\blkscore_[a-z0-9_]+`).FindAllString(readme, -1) {
 			if !rec.names[m] {
 				t.Errorf("README names the metric %s, which is not registered", m)
 			}
@@ -183,7 +183,7 @@ func TestDocsNameOnlyWhatExists(t *testing.T) {
 				t.Errorf("%s names %s, which lkscore does not read", filepath.Base(page), m)
 			}
 		}
-		for _, m := range regexp.MustCompile(`\blkscore_[a-z_]+`).FindAllString(doc, -1) {
+		for _, m := range regexp.MustCompile(`\blkscore_[a-z0-9_]+`).FindAllString(doc, -1) {
 			if !rec.names[m] {
 				t.Errorf("%s names the metric %s, which is not registered", filepath.Base(page), m)
 			}

@@ -2,12 +2,15 @@ package test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -58,6 +61,7 @@ func TestChartAsProcesses(t *testing.T) {
 			}
 			r := decodeAll(t, helm(t, args...))
 			var ingest []string
+			var pods []pod
 			names := make([]string, 0, len(r.deployments))
 			for n := range r.deployments {
 				names = append(names, n)
@@ -71,6 +75,7 @@ func TestChartAsProcesses(t *testing.T) {
 				}
 				for i := range replicas {
 					p := runPod(t, bin, fmt.Sprintf("%s-%d", n, i), d, r.config, secrets, env)
+					pods = append(pods, p)
 					if p.serves {
 						ingest = append(ingest, p.http)
 					}
@@ -91,13 +96,126 @@ func TestChartAsProcesses(t *testing.T) {
 				t.Fatalf("bench against the chart's workloads: %v\n%s", err, out)
 			}
 			t.Logf("%s: %s", name, strings.TrimSpace(string(out)))
+			checkObservability(t, append(args, "--set", "grafanaDashboard.enabled=true", "--set", "prometheusRule.enabled=true"), pods, 24)
 		})
+	}
+}
+
+// promRule is the part of a PrometheusRule the test reads (strictly).
+type promRule struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Metadata   struct {
+		Name   string            `json:"name"`
+		Labels map[string]string `json:"labels"`
+	} `json:"metadata"`
+	Spec struct {
+		Groups []struct {
+			Name  string `json:"name"`
+			Rules []struct {
+				Alert       string            `json:"alert"`
+				Expr        string            `json:"expr"`
+				For         string            `json:"for,omitempty"`
+				Labels      map[string]string `json:"labels"`
+				Annotations map[string]string `json:"annotations"`
+			} `json:"rules"`
+		} `json:"groups"`
+	} `json:"spec"`
+}
+
+var metricName = regexp.MustCompile(`\blkscore_[a-z0-9_]+`)
+
+// checkObservability: the chart's Grafana dashboard and PrometheusRule name
+// only metrics the running workloads expose (a scrape of each pod's
+// /metrics), and the quality metrics counted every scorecard once.
+func checkObservability(t *testing.T, renderArgs []string, pods []pod, scorecards int) {
+	t.Helper()
+	scraped := map[string]bool{}
+	counted := 0.0
+	for _, p := range pods {
+		resp, err := http.Get("http://" + p.ops + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		for _, line := range strings.Split(string(body), "\n") {
+			if line == "" || strings.HasPrefix(line, "#") {
+				continue
+			}
+			name := line[:strings.IndexAny(line, "{ ")]
+			scraped[name] = true
+			if name == "lkscore_scorecards_total" {
+				var v float64
+				_, _ = fmt.Sscanf(line[strings.LastIndex(line, " ")+1:], "%g", &v)
+				counted += v
+			}
+		}
+	}
+	if int(counted) != scorecards {
+		t.Errorf("lkscore_scorecards_total sums to %v over the pods, want %d", counted, scorecards)
+	}
+	var exprs []string
+	rules := 0
+	for _, d := range docs(helm(t, renderArgs...)) {
+		var meta struct{ Kind string }
+		_ = yaml.Unmarshal(d, &meta)
+		switch meta.Kind {
+		case "PrometheusRule":
+			var pr promRule
+			strictJSON(t, d, &pr)
+			for _, g := range pr.Spec.Groups {
+				for _, r := range g.Rules {
+					rules++
+					if r.Alert == "" || r.Labels["severity"] == "" || r.Annotations["summary"] == "" {
+						t.Errorf("rule %+v lacks an alert name, severity or summary", r)
+					}
+					exprs = append(exprs, r.Expr)
+				}
+			}
+		case "ConfigMap":
+			var cm corev1.ConfigMap
+			if err := yaml.Unmarshal(d, &cm); err != nil {
+				t.Fatal(err)
+			}
+			raw, ok := cm.Data["lkscore.json"]
+			if !ok {
+				continue
+			}
+			var dash struct {
+				Panels []struct {
+					Type    string `json:"type"`
+					Targets []struct {
+						Expr string `json:"expr"`
+					} `json:"targets"`
+				} `json:"panels"`
+			}
+			if err := json.Unmarshal([]byte(raw), &dash); err != nil {
+				t.Fatalf("the Grafana dashboard is not JSON: %v", err)
+			}
+			for _, p := range dash.Panels {
+				for _, tg := range p.Targets {
+					exprs = append(exprs, tg.Expr)
+				}
+			}
+		}
+	}
+	if rules < 5 || len(exprs) < rules+10 {
+		t.Fatalf("%d rules and %d expressions rendered", rules, len(exprs))
+	}
+	for _, e := range exprs {
+		for _, m := range metricName.FindAllString(e, -1) {
+			if !scraped[m] {
+				t.Errorf("%q names %s, which no running workload exposes", e, m)
+			}
+		}
 	}
 }
 
 // pod is one workload replica run as a process.
 type pod struct {
 	http   string // its webhook/upload address, when it serves them
+	ops    string // its /healthz, /readyz, /metrics address
 	serves bool
 }
 
@@ -164,9 +282,8 @@ func runPod(t *testing.T, bin, name string, d *appsv1.Deployment, config string,
 	}
 	// Its own addresses, as a pod has its own IP: the ports stay the chart's.
 	p := pod{serves: hasPort(c, "http")}
-	ops := freeAddr(t)
-	p.http = freeAddr(t)
-	env = append(env, "LKSCORE_LISTEN="+p.http, "LKSCORE_OPS_LISTEN="+ops)
+	p.ops, p.http = freeAddr(t), freeAddr(t)
+	env = append(env, "LKSCORE_LISTEN="+p.http, "LKSCORE_OPS_LISTEN="+p.ops)
 	cmd := exec.Command(bin, args...)
 	cmd.Env, cmd.Dir = env, root
 	var log testenv.SyncBuffer
@@ -190,7 +307,7 @@ func runPod(t *testing.T, bin, name string, d *appsv1.Deployment, config string,
 		}
 	})
 	// The readiness probe's path and port.
-	probe := "http://" + ops + c.ReadinessProbe.HTTPGet.Path
+	probe := "http://" + p.ops + c.ReadinessProbe.HTTPGet.Path
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if resp, err := http.Get(probe); err == nil {
