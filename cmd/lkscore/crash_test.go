@@ -21,6 +21,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -152,6 +153,18 @@ type cluster struct {
 	ingest   *proc
 	workers  map[string]*proc
 	cfgFile  string
+	// urls, when set, is a NATS cluster's client URLs (cluster_test.go);
+	// env is added to every lkscore process.
+	urls []string
+	env  []string
+}
+
+// natsURL is the NATS URL the processes and the test connect to.
+func (c *cluster) natsURL() string {
+	if len(c.urls) > 0 {
+		return strings.Join(c.urls, ",")
+	}
+	return "nats://" + c.natsAddr
 }
 
 func newCluster(t *testing.T) *cluster {
@@ -193,11 +206,12 @@ func (c *cluster) startLkscore(name, role string) *proc {
 	bin, _ := binaries(c.t)
 	listen, ops := freeAddr(c.t), freeAddr(c.t)
 	cmd := exec.Command(bin, "serve", "--config", c.cfgFile, "--role", role, "--listen", listen, "--ops-listen", ops,
-		"--nats-url", "nats://"+c.natsAddr, "--data-dir", filepath.Join(c.dir, name))
+		"--nats-url", c.natsURL(), "--data-dir", filepath.Join(c.dir, name))
 	cmd.Env = append(os.Environ(), "LIVEKIT_API_KEY="+crashKey, "LIVEKIT_API_SECRET="+crashSecret,
 		"LKSCORE_S3_ENDPOINT="+c.s3.Endpoint, "AWS_ACCESS_KEY_ID="+testenv.S3AccessKey,
 		"AWS_SECRET_ACCESS_KEY="+testenv.S3SecretKey, "AWS_EC2_METADATA_DISABLED=true",
 		"AWS_CONFIG_FILE="+filepath.Join(c.dir, "none"), "AWS_SHARED_CREDENTIALS_FILE="+filepath.Join(c.dir, "none"))
+	cmd.Env = append(cmd.Env, c.env...)
 	p := startProc(c.t, name, cmd)
 	p.ops, p.http = ops, listen
 	deadline := time.Now().Add(20 * time.Second)
@@ -359,7 +373,7 @@ func (l *load) retry(what string, op func() error) {
 // scorecard by session key, and how many keys appear more than once.
 func (c *cluster) scorecards() (map[string]time.Time, int) {
 	c.t.Helper()
-	nc, err := nats.Connect("nats://" + c.natsAddr)
+	nc, err := nats.Connect(c.natsURL())
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -391,7 +405,7 @@ func (c *cluster) scorecards() (map[string]time.Time, int) {
 }
 
 func (c *cluster) deadLetters() int {
-	nc, err := nats.Connect("nats://" + c.natsAddr)
+	nc, err := nats.Connect(c.natsURL())
 	if err != nil {
 		c.t.Fatal(err)
 	}
