@@ -138,13 +138,9 @@ func (l *locator) handle(ctx context.Context, m jetstream.Msg) error {
 }
 
 func (l *locator) jobEnded(ctx context.Context, ev *livekit.WebhookEvent) error {
-	job := ev.GetJob()
-	room := job.GetRoom()
-	if room == nil {
-		room = ev.GetRoom()
-	}
-	if job.GetId() == "" || room.GetSid() == "" {
-		return permanent(errors.New("agent_job_ended without job.id or room.sid"))
+	job, room, err := jobAndRoom(ev)
+	if err != nil {
+		return err
 	}
 	// The job's facts count even before its recording arrives.
 	if err := l.facts.add(ctx, factUpdate{roomID: room.GetSid(), jobID: job.GetId(),
@@ -179,16 +175,26 @@ func (l *locator) jobEnded(ctx context.Context, ev *livekit.WebhookEvent) error 
 	return errNotYet
 }
 
-// jobStarted records what agent_job_started says about the job (its agent
-// name, deployment and participant identity); the job has not ended.
-func (l *locator) jobStarted(ctx context.Context, ev *livekit.WebhookEvent) error {
+// jobAndRoom is an agent_job_* event's job and its room: job.room first,
+// then the event's room (protocol's newer form leaves the event's unset).
+func jobAndRoom(ev *livekit.WebhookEvent) (*livekit.Job, *livekit.Room, error) {
 	job := ev.GetJob()
 	room := job.GetRoom()
 	if room == nil {
 		room = ev.GetRoom()
 	}
 	if job.GetId() == "" || room.GetSid() == "" {
-		return permanent(errors.New("agent_job_started without job.id or room.sid"))
+		return nil, nil, permanent(fmt.Errorf("%s without job.id or room.sid", ev.GetEvent()))
+	}
+	return job, room, nil
+}
+
+// jobStarted records what agent_job_started says about the job (its agent
+// name, deployment and participant identity); the job has not ended.
+func (l *locator) jobStarted(ctx context.Context, ev *livekit.WebhookEvent) error {
+	job, room, err := jobAndRoom(ev)
+	if err != nil {
+		return err
 	}
 	obs := slices.DeleteFunc(l.jobObservations(job), func(o Observation) bool {
 		return o.Field == fieldJobStatus || o.Field == fieldCloseReason || o.Field == fieldJobError

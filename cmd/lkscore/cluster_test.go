@@ -144,25 +144,8 @@ func waitReady(t *testing.T, p *proc, within time.Duration) time.Duration {
 		if time.Since(start) > within {
 			t.Fatalf("%s not ready after %s:\n%s", p.name, within, lastBytes(p.log.String(), 3000))
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond)
 	}
-}
-
-// startReplica starts an lkscore --role all replica without waiting for it.
-func (c *cluster) startReplica(name string) *proc {
-	c.t.Helper()
-	bin, _ := binaries(c.t)
-	listen, ops := freeAddr(c.t), freeAddr(c.t)
-	cmd := exec.Command(bin, "serve", "--config", c.cfgFile, "--role", "all", "--listen", listen, "--ops-listen", ops,
-		"--nats-url", c.natsURL(), "--data-dir", filepath.Join(c.dir, name))
-	cmd.Env = append(os.Environ(), "LIVEKIT_API_KEY="+crashKey, "LIVEKIT_API_SECRET="+crashSecret,
-		"LKSCORE_S3_ENDPOINT="+c.s3.Endpoint, "AWS_ACCESS_KEY_ID="+testenv.S3AccessKey,
-		"AWS_SECRET_ACCESS_KEY="+testenv.S3SecretKey, "AWS_EC2_METADATA_DISABLED=true",
-		"AWS_CONFIG_FILE="+filepath.Join(c.dir, "none"), "AWS_SHARED_CREDENTIALS_FILE="+filepath.Join(c.dir, "none"))
-	cmd.Env = append(cmd.Env, c.env...)
-	p := startProc(c.t, name, cmd)
-	p.ops, p.http = ops, listen
-	return p
 }
 
 // longestStall is the longest time without a scorecard in [from, to).
@@ -207,7 +190,7 @@ func TestNATSClusterNodeLoss(t *testing.T) {
 	}
 
 	// Two replicas at the same moment on a fresh cluster.
-	a, b := c.startReplica("lk-a"), c.startReplica("lk-b")
+	a, b := c.spawn("lk-a", "all"), c.spawn("lk-b", "all")
 	ra, rb := waitReady(t, a, 60*time.Second), waitReady(t, b, 60*time.Second)
 	t.Logf("two replicas started together on a fresh cluster: ready after %.1f s and %.1f s", ra.Seconds(), rb.Seconds())
 	c.ingest = a
@@ -231,7 +214,7 @@ func TestNATSClusterNodeLoss(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-b.exit
-	b = c.startReplica("lk-b")
+	b = c.spawn("lk-b", "all")
 	rb = waitReady(t, b, 90*time.Second)
 	t.Logf("replica restarted during the node outage: ready after %.1f s", rb.Seconds())
 

@@ -201,7 +201,9 @@ func (c *cluster) startNATS() {
 	}
 }
 
-func (c *cluster) startLkscore(name, role string) *proc {
+// spawn starts an lkscore serve process of the given role against the
+// cluster's NATS and S3, without waiting for it.
+func (c *cluster) spawn(name, role string) *proc {
 	c.t.Helper()
 	bin, _ := binaries(c.t)
 	listen, ops := freeAddr(c.t), freeAddr(c.t)
@@ -214,20 +216,13 @@ func (c *cluster) startLkscore(name, role string) *proc {
 	cmd.Env = append(cmd.Env, c.env...)
 	p := startProc(c.t, name, cmd)
 	p.ops, p.http = ops, listen
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		resp, err := http.Get("http://" + ops + "/readyz")
-		if err == nil {
-			_ = resp.Body.Close()
-			if resp.StatusCode == 200 {
-				break
-			}
-		}
-		if time.Now().After(deadline) || !p.state.Load() {
-			c.t.Fatalf("%s not ready:\n%s", name, lastBytes(p.log.String(), 2000))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	return p
+}
+
+func (c *cluster) startLkscore(name, role string) *proc {
+	c.t.Helper()
+	p := c.spawn(name, role)
+	waitReady(c.t, p, 20*time.Second)
 	if role == "worker" {
 		c.workers[name] = p
 	}

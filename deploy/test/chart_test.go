@@ -234,6 +234,10 @@ func TestChart(t *testing.T) {
 // shared store is refused, and the image digest, extra env and volumes and the
 // dashboard token reach the pod.
 func TestChartValues(t *testing.T) {
+	// The optional Grafana dashboard and PrometheusRule lint with the rest
+	// (TestChartAsProcesses checks their queries against running workloads).
+	helm(t, "lint", "--strict", chart, "--set", "grafanaDashboard.enabled=true", "--set", "prometheusRule.enabled=true",
+		"--set", "prometheusRule.labels.release=prometheus")
 	for q, want := range map[string]string{"1G": "900000000", "512M": "460800000", "1.5Gi": "1449551462", "2Gi": "1932735283", "268435456": "241591910"} {
 		r := decodeAll(t, helm(t, "template", "lkscore", chart, "--set", "all.resources.limits.memory="+q))
 		if got := envOf(r.deployments["lkscore-all"], "GOMEMLIMIT"); got != want {
