@@ -447,10 +447,21 @@ func (s *factStore) get(ctx context.Context, key string) (*SessionFacts, uint64,
 // roomObservations returns the observations of every session of a room but
 // skip: an upload without a job id (SDKs before 1.6.6) borrows what other
 // signals said about its room.
+//
+// The room's entry lists its sessions (joinRoom). Only a room whose entry
+// lists none (entries written before sessions joined their room) is listed
+// with ListKeysFiltered, which under concurrent writes was seen to return
+// no keys although they existed.
 func (s *factStore) roomObservations(ctx context.Context, roomID, skip string) ([]Observation, error) {
-	keys, err := s.roomKeys(ctx, roomID)
+	room, _, err := s.get(ctx, roomFactsKey(roomID))
 	if err != nil {
 		return nil, err
+	}
+	keys := room.Sessions
+	if len(keys) == 0 {
+		if keys, err = s.roomKeys(ctx, roomID); err != nil {
+			return nil, err
+		}
 	}
 	var out []Observation
 	for _, k := range keys {
