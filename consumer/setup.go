@@ -55,6 +55,12 @@ func retrySetup(ctx context.Context, log *slog.Logger, what string, requestTimeo
 	}
 }
 
+// errCodeNoSuitablePeers is nats-server's JSClusterNoPeersErr (10005, "no
+// suitable peers for placement"): on a cluster that just elected its meta
+// leader, before every peer has reported in. On a cluster too small for
+// nats.replicas it persists, and set-up fails after setupDeadline with it.
+const errCodeNoSuitablePeers jetstream.ErrorCode = 10005
+
 // setupRetryable: no answer, no leader yet, JetStream temporarily
 // unavailable, or a concurrent create of the same stream. A wrong
 // configuration (JetStream off, not enough storage for max_bytes) is final.
@@ -71,6 +77,8 @@ func setupRetryable(err error) bool {
 	case jetstream.JSErrCodeJetStreamNotEnabled, jetstream.JSErrCodeJetStreamNotEnabledForAccount:
 		return false
 	case jetstream.JSErrCodeStreamNameInUse: // another replica's create won the race
+		return true
+	case errCodeNoSuitablePeers: // a fresh cluster whose peers have not all reported in yet
 		return true
 	}
 	return apiErr.Code == http.StatusServiceUnavailable // no leader, JetStream temporarily unavailable

@@ -23,6 +23,7 @@ func TestRetrySetup(t *testing.T) {
 		{nats.ErrNoResponders, true},
 		{&jetstream.APIError{Code: 503, ErrorCode: 10008, Description: "JetStream system temporarily unavailable"}, true},
 		{&jetstream.APIError{Code: 400, ErrorCode: jetstream.JSErrCodeStreamNameInUse}, true},
+		{&jetstream.APIError{Code: 400, ErrorCode: 10005, Description: "no suitable peers for placement, peer offline"}, true},
 		{&jetstream.APIError{Code: 500, ErrorCode: 10047, Description: "insufficient storage resources available"}, false},
 		{jetstream.ErrJetStreamNotEnabled, false},
 		{errors.New("subjects overlap with an existing stream"), false},
