@@ -24,6 +24,7 @@ import (
 type pipeline struct {
 	health     *health
 	shared     *storeCheck // a misplaced store, shown on /readyz
+	settler    *settler
 	stages     []*stage
 	subs       []*nats.Subscription
 	cancel     context.CancelFunc // abandons in-flight work past the deadline
@@ -232,6 +233,7 @@ func startPipeline(ctx context.Context, d pipelineDeps) (*pipeline, error) {
 	p.goLoop(func() { h.run(bgCtx) })
 	set := &settler{nc: d.nc, facts: d.facts, js: d.js, subjects: subj, window: pc.SettleWindow, tick: min(250*time.Millisecond, pc.SettleWindow),
 		selected: loc.selected, timeouts: to, metrics: d.metrics, log: d.log, now: d.now}
+	p.settler = set
 	p.goLoop(func() { set.run(bgCtx) })
 	if r := cfg.Retention; r.Recordings > 0 && cfg.S3.Bucket == "" {
 		ret := &retention{store: d.store, facts: d.facts, layout: layout, keep: r.Recordings, interval: r.SweepInterval,

@@ -113,6 +113,9 @@ func factsSettled(t *testing.T, js jetstream.JetStream) bool {
 		return false
 	}
 	for k := range lister.Keys() {
+		if k == SettlerLowWaterKey {
+			continue
+		}
 		e, err := kv.Get(context.Background(), k)
 		if err != nil {
 			return false

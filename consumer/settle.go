@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -33,15 +35,43 @@ type settler struct {
 	now      func() time.Time
 
 	pending map[string]time.Time // facts key → when to publish at the latest
+	// revs are the revisions of the entries this settler has yet to see
+	// published (a recording and no published_at); lastRev is the highest
+	// revision watched. They make the low-water mark (lowWater).
+	revs      map[string]uint64
+	lastRev   uint64
+	savedLow  uint64    // the mark last stored
+	lastSaved time.Time // when
+	// watchedFrom is the revision the current watch started at (0: all).
+	watchedFrom atomic.Uint64
 }
+
+// SettlerLowWaterKey holds the settlers' low-water mark in the facts bucket:
+// a revision below which every entry is published or has no recording. A
+// settler that starts (or re-watches after a reconnect) watches from it, so
+// start-up does not replay and decode a week of sessions. Any mark a settler
+// computed stays true (entries only ever get newer revisions), so replicas
+// store the highest (compare-and-swap). Without one (the first start after an
+// upgrade) the settler replays the whole bucket once.
+const SettlerLowWaterKey = "_lkscore.settler_low_water"
+
+// lowWaterEvery is how often a settler stores its mark.
+const lowWaterEvery = 5 * time.Second
 
 // run watches the facts until ctx ends.
 func (s *settler) run(ctx context.Context) {
-	s.pending = map[string]time.Time{}
+	s.pending, s.revs = map[string]time.Time{}, map[string]uint64{}
 	t := time.NewTicker(s.tick)
 	defer t.Stop()
+	from := s.loadLowWater(ctx)
 	for ctx.Err() == nil {
-		w, err := s.facts.kv.WatchAll(ctx)
+		var opts []jetstream.WatchOpt
+		if from > 0 {
+			opts = append(opts, jetstream.ResumeFromRevision(from))
+		}
+		s.watchedFrom.Store(from)
+		s.log.Info("settler: watching session facts", "from_revision", from)
+		w, err := s.facts.kv.WatchAll(ctx, opts...)
 		if err != nil {
 			s.log.Warn("settler: watch session facts", "err", err)
 			select {
@@ -53,6 +83,81 @@ func (s *settler) run(ctx context.Context) {
 		}
 		s.watch(ctx, w, t.C)
 		_ = w.Stop()
+		from = s.lowWater() // after a reconnect: from what is still open
+	}
+}
+
+// loadLowWater reads the stored mark (0: none, replay everything).
+func (s *settler) loadLowWater(ctx context.Context) uint64 {
+	rctx, cancel := context.WithTimeout(ctx, s.timeouts.request)
+	defer cancel()
+	e, err := s.facts.kv.Get(rctx, SettlerLowWaterKey)
+	if err != nil {
+		if !errors.Is(err, jetstream.ErrKeyNotFound) {
+			s.log.Warn("settler: low-water mark not read; watching every session's facts", "err", err)
+		}
+		return 0
+	}
+	v, err := strconv.ParseUint(string(e.Value()), 10, 64)
+	if err != nil {
+		s.log.Warn("settler: low-water mark is not a revision; watching every session's facts", "value", string(e.Value()))
+		return 0
+	}
+	s.savedLow = v
+	return v
+}
+
+// lowWater is the revision below which this settler knows every entry to be
+// published or without a recording.
+func (s *settler) lowWater() uint64 {
+	low := s.lastRev + 1
+	for _, r := range s.revs {
+		low = min(low, r)
+	}
+	return max(low, s.savedLow)
+}
+
+// saveLowWater stores the mark when it moved, keeping the highest any
+// replica stored.
+func (s *settler) saveLowWater(ctx context.Context) {
+	if s.now().Sub(s.lastSaved) < lowWaterEvery {
+		return
+	}
+	s.lastSaved = s.now()
+	low := s.lowWater()
+	if low <= s.savedLow {
+		return
+	}
+	for range 3 {
+		rctx, cancel := context.WithTimeout(ctx, s.timeouts.request)
+		e, err := s.facts.kv.Get(rctx, SettlerLowWaterKey)
+		var rev uint64
+		switch {
+		case err == nil:
+			rev = e.Revision()
+			if cur, perr := strconv.ParseUint(string(e.Value()), 10, 64); perr == nil && cur >= low {
+				cancel()
+				s.savedLow = cur
+				return
+			}
+		case !errors.Is(err, jetstream.ErrKeyNotFound):
+			cancel()
+			return // tried again in lowWaterEvery
+		}
+		val := []byte(strconv.FormatUint(low, 10))
+		if rev == 0 {
+			_, err = s.facts.kv.Create(rctx, SettlerLowWaterKey, val)
+		} else {
+			_, err = s.facts.kv.Update(rctx, SettlerLowWaterKey, val, rev)
+		}
+		cancel()
+		if err == nil {
+			s.savedLow = low
+			return
+		}
+		if !isCASConflict(err) {
+			return
+		}
 	}
 }
 
@@ -78,6 +183,7 @@ func (s *settler) watch(ctx context.Context, w jetstream.KeyWatcher, tick <-chan
 				return
 			}
 			s.publishDue(ctx)
+			s.saveLowWater(ctx)
 		}
 	}
 }
@@ -92,15 +198,26 @@ func (s *settler) reconnects() uint64 {
 // consider looks at one changed entry.
 func (s *settler) consider(ctx context.Context, e jetstream.KeyValueEntry) {
 	key := e.Key()
+	s.lastRev = max(s.lastRev, e.Revision())
+	if key == SettlerLowWaterKey {
+		return
+	}
 	if e.Operation() != jetstream.KeyValuePut {
 		delete(s.pending, key)
+		delete(s.revs, key)
 		return
 	}
 	var f SessionFacts
 	if err := json.Unmarshal(e.Value(), &f); err != nil {
 		s.log.Error("settler: session facts are not valid JSON", "key", key, "err", err)
 		delete(s.pending, key)
+		delete(s.revs, key)
 		return
+	}
+	if f.PublishedAt != nil || f.Recording == nil {
+		delete(s.revs, key)
+	} else {
+		s.revs[key] = e.Revision()
 	}
 	switch {
 	case f.PublishedAt != nil || f.Recording == nil:
