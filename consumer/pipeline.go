@@ -146,14 +146,16 @@ func startPipeline(ctx context.Context, d pipelineDeps) (*pipeline, error) {
 	}
 	d.metrics.quality.setMaxAgents(cfg.Metrics.MaxAgents)
 	shared := &storeCheck{own: d.store.Identity(), metric: d.metrics.storeNotShared, log: d.log, now: d.now}
-	loc, err := newLocator(locatorOptions{js: d.js, facts: d.facts, kv: kv, store: d.store, layout: layout, subjects: subj, cfg: cfg.Pipeline, shared: shared,
-		limits: cfg.Limits, lp: recording.LocationParser{Endpoint: cfg.S3.Endpoint, ForcePathStyle: cfg.S3.ForcePathStyle},
+	loc, err := newLocator(locatorOptions{js: d.js, facts: d.facts, kv: kv, store: d.store, layout: layout, subjects: subj,
+		cfg: cfg.Pipeline, shared: shared, limits: cfg.Limits, lp: recording.LocationParser{Endpoint: cfg.S3.Endpoint, ForcePathStyle: cfg.S3.ForcePathStyle},
 		timeouts: to, metrics: d.metrics, log: d.log, now: d.now,
 		version: versionFromMetadata{key: cfg.Regression.VersionMetadataKey, prefix: regress.MetadataVersionTag}})
 	if err != nil {
 		return nil, err
 	}
-	w, err := newWorker(workerOptions{privacy: cfg.Privacy, facts: d.facts, deleted: d.metrics.recordingsDeleted, js: d.js, store: d.store, scorer: scorer, limits: cfg.Limits, audio: cfg.Audio, scoring: cfg.Scoring.Audio, subjects: subj, timeouts: to, quality: d.metrics.quality, log: d.log})
+	w, err := newWorker(workerOptions{privacy: cfg.Privacy, facts: d.facts, deleted: d.metrics.recordingsDeleted, js: d.js,
+		store: d.store, scorer: scorer, limits: cfg.Limits, audio: cfg.Audio, scoring: cfg.Scoring.Audio, subjects: subj,
+		timeouts: to, quality: d.metrics.quality, log: d.log})
 	if err != nil {
 		return nil, err
 	}

@@ -17,8 +17,8 @@ import (
 // settler publishes session work once a session's facts are settled: at
 // once when they are complete (recording stored, job ended, close reason
 // named outright), roomSettle after the last signal once the room has
-// finished, else when the settle window has passed since the last signal. It watches the facts bucket, so it sees every signal whoever wrote
-// it; every worker replica runs one, and the session stream's dedup on the
+// finished, else when the settle window has passed since the last signal.
+// It watches the facts bucket, so it sees every signal whoever wrote it; every worker replica runs one, and the session stream's dedup on the
 // session key keeps their publications to one. Once published, an entry is
 // marked, so a restart or a late signal does not publish it again.
 type settler struct {
