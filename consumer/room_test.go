@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
@@ -151,6 +152,7 @@ func TestRoomStoryPipeline(t *testing.T) {
 	cfg.Pipeline.SettleWindow = config.Default().Pipeline.SettleWindow
 	cfg.Pipeline.CloseReasons = append(cfg.Pipeline.CloseReasons, "CR_JOB_SHUTDOWN")
 	d, _ := startDaemon(t, cfg)
+	notifier, delivered := newNotifier(t, "http://"+d.IngestAddr()+"/webhook", testKey, testSecret)
 	now := time.Now().Unix()
 	type session struct {
 		room, job   string
@@ -180,8 +182,15 @@ func TestRoomStoryPipeline(t *testing.T) {
 		if s.uploadFirst {
 			uploadDir(t, d, dir)
 		}
+		// Through LiveKit's own notifier (protocol's webhook package, the code
+		// livekit-server runs): its per-room queue, its signing.
 		for _, ev := range s.events {
-			sendWebhook(t, d, ev)
+			if err := notifier.QueueNotify(context.Background(), ev); err != nil {
+				t.Fatal(err)
+			}
+			if whi := awaitDelivery(t, delivered); whi.SendError != "" || whi.IsDropped {
+				t.Fatalf("%s: delivery failed: %+v", ev.Id, whi)
+			}
 		}
 		if !s.uploadFirst {
 			uploadDir(t, d, dir)

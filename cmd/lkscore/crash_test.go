@@ -93,15 +93,7 @@ func binaries(t *testing.T) (string, string) {
 	return lkscoreBin, natsBin
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
+func freeAddr(t *testing.T) string { return testenv.FreeAddr(t) }
 
 // proc is one process of the test.
 type proc struct {

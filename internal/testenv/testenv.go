@@ -226,3 +226,15 @@ func JetStream(t testing.TB, url string) jetstream.JetStream {
 	}
 	return js
 }
+
+// FreeAddr is a loopback address with a port free at the moment of asking,
+// for a process the test starts.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
