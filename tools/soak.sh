@@ -7,6 +7,13 @@
 # messages and bytes into a CSV, then draws them (tools/soak-plot.py).
 #   tools/soak.sh 30m 20            # 30 minutes at 20 sessions/s
 #   SOAK_OUT=docs/img tools/soak.sh 30m 20
+#   SOAK_TOPOLOGY=split SOAK_KILL_AT=900 tools/soak.sh 30m 20
+# SOAK_TOPOLOGY=split runs the chart's split workloads as processes instead:
+# `--role ingest` and two `--role worker` on one data directory. SOAK_KILL_AT
+# (seconds) kill -9s the second worker then and starts it again
+# SOAK_RESTART_AFTER (default 5) seconds later. In split mode the CSV samples
+# the first worker (the survivor), and workers.csv counts each worker's
+# scorecards every second, so a stall of the survivor shows as a gap.
 # Output: $SOAK_OUT/soak.csv and $SOAK_OUT/soak.svg (default: the work dir,
 # printed at the end), and bench's report (lost, duplicated).
 set -euo pipefail
@@ -19,7 +26,7 @@ out=${SOAK_OUT:-$work}
 mkdir -p "$out"
 pids=()
 cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}" $(cat "$work/restarted.pid" 2>/dev/null); do kill "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
 }
 trap cleanup EXIT
@@ -35,11 +42,31 @@ export LKSCORE_NATS_URL="nats://127.0.0.1:$nats_port"
 listen=127.0.0.1:${INGEST_PORT:-18480}
 ops=127.0.0.1:${OPS_PORT:-18490}
 for _ in $(seq 50); do (echo >"/dev/tcp/127.0.0.1/$nats_port") 2>/dev/null && break; sleep 0.1; done
-LKSCORE_LOG_LEVEL=${LKSCORE_LOG_LEVEL:-warn} "$work/lkscore" serve --role all --listen "$listen" --ops-listen "$ops" \
-  --data-dir "$work/data" >"$work/lkscore.log" 2>&1 &
-daemon=$!
-pids+=($daemon)
-for _ in $(seq 300); do curl -sf "http://$ops/readyz" >/dev/null && break; sleep 0.1; done
+topology=${SOAK_TOPOLOGY:-all}
+log_level=${LKSCORE_LOG_LEVEL:-warn}
+start_role() { # role ops-addr log [listen]
+  local extra=()
+  [ -n "${4:-}" ] && extra=(--listen "$4")
+  LKSCORE_LOG_LEVEL=$log_level "$work/lkscore" serve --role "$1" "${extra[@]}" --ops-listen "$2" \
+    --data-dir "$work/data" >>"$work/$3" 2>&1 &
+  started=$!
+  pids+=($started)
+  for _ in $(seq 300); do curl -sf "http://$2/readyz" >/dev/null && break; sleep 0.1; done
+}
+if [ "$topology" = split ]; then
+  start_role ingest "$ops" ingest.log "$listen"
+  w1_ops=127.0.0.1:${W1_OPS_PORT:-18491}
+  w2_ops=127.0.0.1:${W2_OPS_PORT:-18492}
+  start_role worker "$w1_ops" worker1.log
+  daemon=$started
+  start_role worker "$w2_ops" worker2.log
+  worker2=$started
+  sampled_ops=$w1_ops
+else
+  start_role all "$ops" lkscore.log "$listen"
+  daemon=$started
+  sampled_ops=$ops
+fi
 
 metric() { awk -v m="$1" '$1 == m { print $2; exit }' <<<"$2"; }
 sample() {
@@ -47,7 +74,7 @@ sample() {
   echo "t_s,rss_mb,heap_inuse_mb,goroutines,open_fds,stream_msgs,stream_mb,facts_msgs,facts_mb,results_msgs,results_mb"
   while kill -0 "$daemon" 2>/dev/null; do
     local m jsz rss
-    m=$(curl -sf "http://$ops/metrics" || true)
+    m=$(curl -sf "http://$sampled_ops/metrics" || true)
     jsz=$(curl -sf "http://127.0.0.1:$mon_port/jsz?streams=true" || echo '{}')
     rss=$(awk '/^VmRSS:/ { print $2 / 1024 }' "/proc/$daemon/status" 2>/dev/null || echo 0)
     python3 - "$(( $(date +%s) - start ))" "$rss" "$(metric go_memstats_heap_inuse_bytes "$m")" "$(metric go_goroutines "$m")" \
@@ -72,9 +99,68 @@ PY
 sample "$(date +%s)" >"$out/soak.csv" &
 sampler=$!
 pids+=($sampler)
+scored() { curl -sf "http://$1/metrics" 2>/dev/null | awk '$1 ~ /^lkscore_pipeline_done_total\{/ && /stage="score"/ && /outcome="done"/ { n += $2 } END { print n + 0 }'; }
+count_workers() {
+  local start=$1
+  echo "t_s,epoch_s,worker1_scored,worker2_scored"
+  while kill -0 "$daemon" 2>/dev/null; do
+    local now
+    now=$(date +%s)
+    echo "$(( now - start )),$now,$(scored "$w1_ops"),$(scored "$w2_ops")"
+    sleep 1
+  done
+}
+if [ "$topology" = split ]; then
+  count_workers "$(date +%s)" >"$out/workers.csv" &
+  pids+=($!)
+  if [ -n "${SOAK_KILL_AT:-}" ]; then
+    (
+      sleep "$SOAK_KILL_AT"
+      kill -9 "$worker2"
+      echo "$(date +%s) kill -9 worker2 (pid $worker2)" >>"$out/restart.txt"
+      sleep "${SOAK_RESTART_AFTER:-5}"
+      LKSCORE_LOG_LEVEL=$log_level "$work/lkscore" serve --role worker --ops-listen "$w2_ops" --data-dir "$work/data" \
+        >>"$work/worker2.log" 2>&1 &
+      echo $! >"$work/restarted.pid"
+      echo "$(date +%s) worker2 restarted (pid $!)" >>"$out/restart.txt"
+      for _ in $(seq 300); do curl -sf "http://$w2_ops/readyz" >/dev/null && break; sleep 0.1; done
+      echo "$(date +%s) worker2 ready" >>"$out/restart.txt"
+      wait
+    ) &
+    pids+=($!)
+  fi
+fi
 "$work/lkscore" bench --url "http://$listen" --sessions $((secs * rate)) --rate "$rate" --concurrency 32 --timeout 2m \
   | tee "$out/soak-bench.txt"
 sleep 10
 kill "$sampler" 2>/dev/null || true
 python3 tools/soak-plot.py "$out/soak.csv" "$out/soak.svg"
+if [ -f "$out/workers.csv" ]; then
+  # The survivor's longest run of seconds without a new scorecard while the
+  # load ran, and the same after the kill (to the end of the restart + 60 s).
+  python3 - "$out/workers.csv" "$out/restart.txt" <<'PY' | tee "$out/stall.txt"
+import csv, os, sys
+recs = list(csv.DictReader(open(sys.argv[1])))
+rows = [(int(r["t_s"]), int(r["worker1_scored"]), int(r["worker2_scored"])) for r in recs]
+base = int(recs[0]["epoch_s"]) - rows[0][0]
+active = [r for r in rows if r[1] + r[2] > 0]
+end = min(r[0] for r in rows if r[1] + r[2] == max(x[1] + x[2] for x in rows))
+def longest_gap(lo, hi):
+    best, last_t, last_n = 0, None, None
+    for t, n, _ in rows:
+        if t < lo or t > hi:
+            continue
+        if last_n is None or n != last_n:
+            last_t, last_n = t, n
+        best = max(best, t - last_t)
+    return best
+start = active[0][0]
+print("survivor's longest gap without a scorecard, whole run: %d s" % longest_gap(start, end))
+if os.path.exists(sys.argv[2]):
+    k = int(open(sys.argv[2]).read().split()[0]) - base
+    print("kill -9 at %d s; survivor's longest gap from then to %d s: %d s" % (k, k + 120, longest_gap(k, min(k + 120, end))))
+    print("worker2 scored %d before the kill and %d after its restart" % (max(r[2] for r in rows if r[0] < k),
+          rows[-1][2]))
+PY
+fi
 echo "samples: $out/soak.csv, plot: $out/soak.svg"
