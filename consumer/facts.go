@@ -42,6 +42,11 @@ const (
 	fieldOutcome      = "outcome"
 	fieldEvaluation   = "evaluation"
 	fieldJobStatus    = "job_status"
+	// fieldInput names a signal that said something: traces or logs.
+	fieldInput = "input"
+	// fieldRecordingExpected is the session report's word on whether a
+	// recording upload follows ("true", "false").
+	fieldRecordingExpected = "recording_expected"
 )
 
 // Fact sources, in the order close reasons are trusted (docs/facts.md).
@@ -110,6 +115,9 @@ type SessionFacts struct {
 	RoomJoined bool `json:"room_joined,omitempty"`
 	// Sessions are, in a room's own entry, the session keys of the room.
 	Sessions []string `json:"sessions,omitempty"`
+	// Spans are the session's voice-pipeline spans (spans.go), at most
+	// maxSpans, sorted by (start, id).
+	Spans []scoring.Span `json:"spans,omitempty"`
 }
 
 // maxObservations bounds one session's facts: a hostile or chatty agent
@@ -122,6 +130,7 @@ type factUpdate struct {
 	observations  []Observation
 	recording     *RecordingRef
 	jobEnded      bool
+	spans         []scoring.Span
 }
 
 // merge adds u to f and reports whether anything changed.
@@ -144,6 +153,12 @@ func (f *SessionFacts) merge(u factUpdate) bool {
 	if u.jobEnded && !f.JobEnded {
 		f.JobEnded, changed = true, true
 	}
+	if len(u.spans) > 0 {
+		var added bool
+		if f.Spans, added = mergeSpans(f.Spans, u.spans); added {
+			changed = true
+		}
+	}
 	return changed
 }
 
@@ -154,6 +169,14 @@ type Resolved struct {
 	CloseReasonSource   string `json:"close_reason_source"`
 	CloseReasonEvidence string `json:"close_reason_evidence,omitempty"`
 	AgentName           string `json:"agent_name,omitempty"`
+	// Inputs are the signals beyond the recording that said something
+	// (scoring.InputTraces, scoring.InputLogs), sorted.
+	Inputs []string `json:"inputs,omitempty"`
+	// RecordingExpected is the session report's word: "true", "false", or
+	// "" when no report said.
+	RecordingExpected string `json:"recording_expected,omitempty"`
+	// Spans are the session's spans, as the facts entry keeps them.
+	Spans []scoring.Span `json:"spans,omitempty"`
 	scoring.Facts
 }
 
@@ -194,6 +217,16 @@ func resolve(obs []Observation) Resolved {
 			continue
 		case fieldEvaluation:
 			continue // kept in the facts; the scorecard does not carry them yet
+		case fieldInput:
+			if !slices.Contains(r.Inputs, o.Value) {
+				r.Inputs = append(r.Inputs, o.Value)
+			}
+			continue
+		case fieldRecordingExpected:
+			if r.RecordingExpected != "true" { // any report that says a recording follows wins
+				r.RecordingExpected = o.Value
+			}
+			continue
 		case fieldDeparture, fieldRoomEnd, fieldAgentIdentity:
 			continue // the room's story, below
 		}
@@ -235,6 +268,7 @@ func resolve(obs []Observation) Resolved {
 		r.Tags = append(r.Tags, t)
 	}
 	slices.Sort(r.Tags)
+	slices.Sort(r.Inputs)
 	if len(r.Provenance) == 0 {
 		r.Provenance = nil
 	}
@@ -264,6 +298,26 @@ func (f *SessionFacts) complete() bool {
 	}
 	r := resolve(f.Observations)
 	return closeReasonRank[r.CloseReasonSource] >= closeReasonRank[sourceOTLPLog]
+}
+
+// spansOnly reports whether the session is to be scored from its spans and
+// logs alone: no recording, spans kept under a job id, and no session report
+// saying a recording follows (one that does keeps the session waiting for
+// it, as a session without spans waits).
+func (f *SessionFacts) spansOnly() bool {
+	return f.Recording == nil && len(f.Spans) > 0 && f.JobID != "" && f.JobID != roomKeyJob && f.recordingExpected() != "true"
+}
+
+// recordingExpected is what the session reports said: "true" when any said
+// a recording follows, "false" when they said none does, "" when none said.
+func (f *SessionFacts) recordingExpected() string {
+	out := ""
+	for _, o := range f.Observations {
+		if o.Field == fieldRecordingExpected && out != "true" {
+			out = o.Value
+		}
+	}
+	return out
 }
 
 // roomFinished reports whether the recording is stored and room_finished

@@ -24,6 +24,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/lkscore/lkscore/recording"
+	"github.com/lkscore/lkscore/scoring"
 )
 
 // The OTLP receiver reads the logs and traces both agents SDKs export to
@@ -266,6 +267,14 @@ func (c factCollector) add(id sessionID, o Observation) {
 	}
 }
 
+// span keeps one span of a session.
+func (c factCollector) span(id sessionID, s scoring.Span) {
+	c.add(id, Observation{Field: fieldInput, Value: scoring.InputTraces, Source: sourceOTLP})
+	if u := c[id]; u != nil && len(u.spans) < maxSpans {
+		u.spans = append(u.spans, s)
+	}
+}
+
 // common facts every record or span may carry.
 func (c factCollector) identity(id sessionID, a attrs) {
 	c.add(id, Observation{Field: fieldAgentName, Value: a.str("lk.agent_name"), Source: sourceOTLP})
@@ -330,6 +339,7 @@ func logFacts(req *collogs.ExportLogsServiceRequest, isJSON bool) map[sessionID]
 				a := attrs{rec.GetAttributes(), sl.GetScope().GetAttributes(), rl.GetResource().GetAttributes()}
 				id := a.session()
 				c.identity(id, a)
+				c.add(id, Observation{Field: fieldInput, Value: scoring.InputLogs, Source: sourceOTLP})
 				body := bounded(anyString(rec.GetBody()), 1024)
 				c.logRecord(id, a, body, isJSON)
 			}
@@ -354,6 +364,10 @@ func (c factCollector) logRecord(id sessionID, a attrs, body string, isJSON bool
 		c.closeReason(id, sourceOTLPLogImplied, "error", body)
 	case body == logSessionReport:
 		c.add(id, Observation{Field: fieldAgentName, Value: a.str("agent_name"), Source: sourceOTLP})
+		if expected, known := recordingOptions(a); known {
+			c.add(id, Observation{Field: fieldRecordingExpected, Value: strconv.FormatBool(expected), Source: sourceOTLP,
+				Evidence: "session report: recording options (transcript or audio on: a recording follows)"})
+		}
 		if v := a.str("sdk_version"); v != "" {
 			c.add(id, Observation{Field: fieldSDKVersion, Value: v, Source: sourceOTLP, Evidence: "session report sdk_version"})
 			lang := "python"
@@ -423,6 +437,9 @@ func traceFacts(req *coltrace.ExportTraceServiceRequest) map[sessionID]*factUpda
 			for _, sp := range ss.GetSpans() {
 				a := attrs{sp.GetAttributes(), ss.GetScope().GetAttributes(), rs.GetResource().GetAttributes()}
 				id := a.session()
+				if span, ok := spanOf(sp, a.str("telemetry.sdk.language")); ok && id.job != "" {
+					c.span(id, span)
+				}
 				if v, ok := a.get("lk.close_reason"); ok {
 					raw := anyString(v)
 					c.closeReason(id, sourceOTLPSpan, raw, fmt.Sprintf("span %s lk.close_reason=%s", bounded(sp.GetName(), 64), bounded(raw, 64)))

@@ -234,7 +234,7 @@ func startPipeline(ctx context.Context, d pipelineDeps) (*pipeline, error) {
 	pc := cfg.Pipeline
 	p.goLoop(func() { h.run(bgCtx) })
 	set := &settler{nc: d.nc, facts: d.facts, js: d.js, subjects: subj, window: pc.SettleWindow, tick: min(250*time.Millisecond, pc.SettleWindow),
-		selected: loc.selected, timeouts: to, metrics: d.metrics, log: d.log, now: d.now}
+		noReport: pc.RecordingDeadline, selected: loc.selected, timeouts: to, metrics: d.metrics, log: d.log, now: d.now}
 	p.settler = set
 	p.goLoop(func() { set.run(bgCtx) })
 	if r := cfg.Retention; r.Recordings > 0 && cfg.S3.Bucket == "" {

@@ -6,12 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/lkscore/lkscore/scoring"
 )
 
 // settler publishes session work once a session's facts are settled: at
@@ -28,6 +31,10 @@ type settler struct {
 	subjects Subjects
 	window   time.Duration
 	tick     time.Duration
+	// noReport is how long a session with spans and no recording waits for
+	// one when no session report said whether one follows
+	// (pipeline.recording_deadline).
+	noReport time.Duration
 	selected map[string]bool // close reasons this deployment's pool scores
 	timeouts timeouts
 	metrics  *pipelineMetrics
@@ -214,14 +221,17 @@ func (s *settler) consider(ctx context.Context, e jetstream.KeyValueEntry) {
 		delete(s.revs, key)
 		return
 	}
-	if f.PublishedAt != nil || f.Recording == nil {
+	scoreable := f.Recording != nil || f.spansOnly()
+	if f.PublishedAt != nil || !scoreable {
 		delete(s.revs, key)
 	} else {
 		s.revs[key] = e.Revision()
 	}
 	switch {
-	case f.PublishedAt != nil || f.Recording == nil:
+	case f.PublishedAt != nil || !scoreable:
 		delete(s.pending, key) // done, or nothing to score yet
+	case f.Recording == nil: // spans and logs only: no recording follows, or none came yet
+		s.pending[key] = f.LastInputAt.Add(s.spansSettle(&f))
 	case f.complete():
 		s.publish(ctx, key, &f) // the watch delivered the latest entry: no need to read it again
 	case f.roomFinished():
@@ -268,7 +278,7 @@ func (s *settler) publishKey(ctx context.Context, key string, f *SessionFacts) e
 			return err
 		}
 	}
-	if f.PublishedAt != nil || f.Recording == nil {
+	if f.PublishedAt != nil || (f.Recording == nil && !f.spansOnly()) {
 		return nil
 	}
 	obs := f.Observations
@@ -321,9 +331,33 @@ func inProcess(err error) bool {
 	return errors.As(err, &apiErr) && apiErr.ErrorCode == errCodeDuplicateInProcess
 }
 
+// originSpans is the origin of a session scored from its spans and logs.
+const originSpans = "spans"
+
+// spansSettle is how long after its last signal a session without a
+// recording waits (docs/facts.md, "Sessions without a recording"): the
+// settle window once the session report said no recording follows, a
+// second once the agent_session span (it ends when the session closes) has
+// come too, and pipeline.recording_deadline when no report said.
+func (s *settler) spansSettle(f *SessionFacts) time.Duration {
+	if f.recordingExpected() == "" {
+		return max(s.noReport, s.window)
+	}
+	if slices.ContainsFunc(f.Spans, func(sp scoring.Span) bool { return sp.Name == scoring.SpanAgentSession }) {
+		return min(roomSettle, s.window)
+	}
+	return s.window
+}
+
 // workItemFrom is the work for a session with settled facts.
 func workItemFrom(f *SessionFacts, r Resolved, now time.Time) WorkItem {
+	r.Spans = f.Spans
 	ref := f.Recording
+	if ref == nil { // scored from its spans and logs
+		return WorkItem{SessionKey: f.RoomID + "/" + f.JobID, RoomID: f.RoomID, JobID: f.JobID, AgentName: r.AgentName,
+			CloseReason: r.CloseReason, CloseReasonSource: r.CloseReasonSource, Origin: originSpans, MetadataOnly: true,
+			LocatedAt: now.UTC(), Facts: &r}
+	}
 	return WorkItem{
 		SessionKey: ref.SessionKey, RoomID: f.RoomID, RoomName: ref.RoomName, JobID: f.JobID,
 		AgentName: r.AgentName, CloseReason: r.CloseReason, CloseReasonSource: r.CloseReasonSource,

@@ -92,20 +92,8 @@ func (w *worker) handle(ctx context.Context, m jetstream.Msg) error {
 	if err := item.validate(); err != nil {
 		return permanent(err)
 	}
-	s, err := w.load(ctx, item)
+	in, err := w.input(ctx, item)
 	if err != nil {
-		return err
-	}
-	in := s.ScoringInput(item.Location, item.AgentName)
-	// The session's facts come from every signal, not the header alone.
-	in.CloseReason, in.CloseReasonSource = item.CloseReason, item.CloseReasonSource
-	in.Redacted = w.privacy.Redacted(in.Redacted || (item.Facts != nil && item.Facts.RedactionEnabled))
-	if f := item.Facts; f != nil {
-		in.CloseReasonEvidence = f.CloseReasonEvidence
-		facts := f.Facts
-		in.Facts = &facts
-	}
-	if in.Audio, err = w.audio(ctx, item); err != nil {
 		return err
 	}
 	card := w.scorer.Score(in)
@@ -134,10 +122,41 @@ func (w *worker) handle(ctx context.Context, m jetstream.Msg) error {
 	}
 	w.log.Info("session scored", "session_key", item.SessionKey, "verdict", card.Overall.Verdict,
 		"score", card.Overall.Score, "close_reason", item.CloseReason, "duplicate", ack.Duplicate)
-	if w.privacy.Mode == "metadata_only" {
+	if w.privacy.Mode == "metadata_only" && !item.MetadataOnly {
 		return w.dropContent(ctx, item)
 	}
 	return nil
+}
+
+// input is the scoring input of one work item: its recording (unless it
+// has none), its facts from every signal, and its spans.
+func (w *worker) input(ctx context.Context, item WorkItem) (scoring.Session, error) {
+	in := scoring.Session{Key: item.SessionKey, RoomID: item.RoomID, RoomName: item.RoomName, JobID: item.JobID,
+		AgentName: item.AgentName, Source: "spans://" + item.SessionKey}
+	if !item.MetadataOnly {
+		s, err := w.load(ctx, item)
+		if err != nil {
+			return in, err
+		}
+		in = s.ScoringInput(item.Location, item.AgentName)
+		in.Inputs = []string{scoring.InputRecording}
+	}
+	// The session's facts come from every signal, not the header alone.
+	in.CloseReason, in.CloseReasonSource = item.CloseReason, item.CloseReasonSource
+	in.Redacted = w.privacy.Redacted(in.Redacted || (item.Facts != nil && item.Facts.RedactionEnabled))
+	if f := item.Facts; f != nil {
+		in.CloseReasonEvidence = f.CloseReasonEvidence
+		facts := f.Facts
+		in.Facts = &facts
+		in.Spans = f.Spans
+		in.Inputs = append(in.Inputs, f.Inputs...)
+	}
+	if item.MetadataOnly {
+		return in, nil
+	}
+	var err error
+	in.Audio, err = w.audio(ctx, item)
+	return in, err
 }
 
 // dropContent removes a scored session's chat history and audio from the

@@ -7,6 +7,7 @@ package regress
 
 import (
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/lkscore/lkscore/scoring"
@@ -42,6 +43,10 @@ type Key struct {
 	ScoringVersion string `json:"scoring_version"`
 }
 
+// MetadataOnlySuffix marks the scoring version of a key whose scorecards
+// were scored without a recording.
+const MetadataOnlySuffix = "+metadata_only"
+
 // Unknown is the version (or agent) of a session that names none.
 const Unknown = "unknown"
 
@@ -58,6 +63,11 @@ func KeyOf(card *scoring.Scorecard, tagPrefix string) Key {
 		tagPrefix = "version:"
 	}
 	k := Key{Agent: card.Session.AgentName, Version: Unknown, ScoringVersion: card.ScoringVersion}
+	if !slices.Contains(card.Inputs, scoring.InputRecording) && len(card.Inputs) > 0 {
+		// Like with like: a metadata-only scorecard (spans and logs, no
+		// recording) measures fewer components; its history is its own.
+		k.ScoringVersion += MetadataOnlySuffix
+	}
 	if k.Agent == "" {
 		k.Agent = Unknown
 	}

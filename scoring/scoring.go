@@ -13,7 +13,10 @@ import (
 
 // ModelVersion is the version of the scoring rules. Bump it with any change
 // that can change a score; Config.Version adds the config hash.
-const ModelVersion = "1.0.0"
+// 1.1.0: sessions without a recording are scored from their spans, with
+// the components the spans cannot measure marked not measured; spans add
+// findings and metrics that deduct nothing to sessions with a recording.
+const ModelVersion = "1.1.0"
 
 // Schema names the scorecard JSON contract (docs/scorecard.schema.json).
 const Schema = "lkscore.scorecard/v1"
@@ -53,6 +56,25 @@ type Session struct {
 	Items  []Item
 	// Audio is what the stereo recording showed (nil without one).
 	Audio *Audio
+	// Spans are the SDK's voice-pipeline spans (nil without traces). A
+	// session without Items is scored from them (ItemsFromSpans).
+	Spans []Span
+	// Inputs name the signals the session was scored from (InputRecording,
+	// InputTraces, InputLogs); empty means a recording alone.
+	Inputs []string
+}
+
+// hasRecording reports whether the items came from a chat history.
+func (s Session) hasRecording() bool {
+	if len(s.Inputs) == 0 {
+		return true
+	}
+	for _, in := range s.Inputs {
+		if in == InputRecording {
+			return true
+		}
+	}
+	return false
 }
 
 // Facts are a session's facts beyond the recording, each from its best
@@ -125,9 +147,10 @@ const (
 
 // Verdicts.
 const (
-	Pass = "pass"
-	Warn = "warn"
-	Fail = "fail"
+	Pass        = "pass"
+	Warn        = "warn"
+	Fail        = "fail"
+	NotMeasured = "not_measured"
 )
 
 // Severities of findings.
@@ -139,16 +162,20 @@ const (
 
 // Scorecard is the result for one session. Field order is the JSON order.
 type Scorecard struct {
-	Schema         string      `json:"schema"`
-	ScoringVersion string      `json:"scoring_version"`
-	ModelVersion   string      `json:"model_version"`
-	Session        SessionRef  `json:"session"`
-	Completion     Completion  `json:"completion"`
-	Overall        Overall     `json:"overall"`
-	Components     []Component `json:"components"`
-	Metrics        Metrics     `json:"metrics"`
+	Schema         string `json:"schema"`
+	ScoringVersion string `json:"scoring_version"`
+	ModelVersion   string `json:"model_version"`
+	// Inputs are the signals scored: recording, traces, logs.
+	Inputs     []string    `json:"inputs"`
+	Session    SessionRef  `json:"session"`
+	Completion Completion  `json:"completion"`
+	Overall    Overall     `json:"overall"`
+	Components []Component `json:"components"`
+	Metrics    Metrics     `json:"metrics"`
 	// Audio is the heard turn-taking, when the session had a recording.
 	Audio *Audio `json:"audio,omitempty"`
+	// Spans are the latency breakdown and errors of the SDK's spans.
+	Spans *SpanMetrics `json:"spans,omitempty"`
 }
 
 // SessionRef names the session scored.
@@ -209,6 +236,9 @@ type Component struct {
 	Weight   float64   `json:"weight"`
 	Deducted float64   `json:"deducted"`
 	Findings []Finding `json:"findings"`
+	// NotMeasured says why no signal of the session could measure the
+	// component (verdict not_measured, score 0, left out of the overall).
+	NotMeasured string `json:"not_measured,omitempty"`
 }
 
 // Finding explains a deduction (or, with deduction 0, an observation).
@@ -253,23 +283,67 @@ func (sc *Scorer) Score(s Session) Scorecard {
 func Score(s Session, cfg Config) Scorecard { return score(s, cfg, cfg.Version(), newScratch()) }
 
 func score(s Session, cfg Config, version string, scr *scratch) Scorecard {
+	recorded := s.hasRecording()
+	if !recorded && len(s.Items) == 0 {
+		s.Items = ItemsFromSpans(s.Spans)
+	}
 	a := analyze(s, scr)
+	spanOnly := spanFindings(s)
 	comps := []Component{
-		component(TurnHandling, cfg.Weights.TurnHandling, append(turnFindings(a, cfg), audioTurnFindings(s.Audio, cfg)...), cfg),
+		component(TurnHandling, cfg.Weights.TurnHandling, append(append(turnFindings(a, cfg), audioTurnFindings(s.Audio, cfg)...), spanOnly...), cfg),
 		component(TranscriptIntegrity, cfg.Weights.TranscriptIntegrity, transcriptFindings(a, cfg), cfg),
 		component(ToolReliability, cfg.Weights.ToolReliability, toolFindings(a, cfg), cfg),
 		component(ResponseLatency, cfg.Weights.ResponseLatency, append(latencyFindings(a, cfg), audioLatencyFindings(s.Audio, a, cfg)...), cfg),
 	}
+	if !recorded {
+		for i := range comps {
+			if why := unmeasured(comps[i].Name, a); why != "" {
+				comps[i] = Component{Name: comps[i].Name, Verdict: NotMeasured, Weight: comps[i].Weight, Findings: []Finding{}, NotMeasured: why}
+			}
+		}
+	}
+	inputs := s.Inputs
+	if len(inputs) == 0 {
+		inputs = []string{InputRecording}
+	}
 	sc := Scorecard{
-		Schema: Schema, ScoringVersion: version, ModelVersion: ModelVersion,
+		Schema: Schema, ScoringVersion: version, ModelVersion: ModelVersion, Inputs: inputs,
 		Session:    sessionRef(s),
 		Completion: completion(s),
 		Components: comps,
 		Metrics:    a.metrics(cfg),
 		Audio:      s.Audio,
+		Spans:      spanMetrics(s.Spans),
 	}
 	sc.Overall = overall(comps, sc.Completion, cfg)
 	return sc
+}
+
+// unmeasured says why a session without a recording cannot measure a
+// component from its spans ("" when it can): docs/scoring.md has the table.
+func unmeasured(name string, a *analysis) string {
+	switch name {
+	case TurnHandling:
+		if len(a.agents) == 0 {
+			return "no agent_turn span"
+		}
+	case TranscriptIntegrity:
+		for _, i := range a.users {
+			if a.s.Items[i].TranscriptConfidence != nil {
+				return ""
+			}
+		}
+		return "no recorded transcript and no user_turn span reported lk.transcript_confidence"
+	case ToolReliability:
+		if len(a.tools) == 0 {
+			return "no function_tool span: no tool was called, or the SDK did not trace it"
+		}
+	case ResponseLatency:
+		if len(a.e2e.vals)+len(a.ttft.vals)+len(a.ttfb.vals) == 0 {
+			return "no span reported lk.e2e_latency, lk.response.ttft or lk.response.ttfb"
+		}
+	}
+	return ""
 }
 
 // sessionRef is the scorecard's session block.
@@ -350,6 +424,9 @@ func verdict(score float64, v Verdict) string {
 func overall(comps []Component, c Completion, cfg Config) Overall {
 	var sum, wsum float64
 	for _, comp := range comps {
+		if comp.Verdict == NotMeasured {
+			continue
+		}
 		sum += comp.Score * comp.Weight
 		wsum += comp.Weight
 	}

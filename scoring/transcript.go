@@ -46,6 +46,9 @@ func transcriptFindings(a *analysis, cfg Config) []Finding {
 				Message: fmt.Sprintf("mean user transcript confidence %s over %d turns", num(mean), confN)})
 		}
 	}
+	if !a.s.hasRecording() {
+		return out // items made of spans have no text, and their order is the spans'
+	}
 	order := budget{per: 3, cap: 15}
 	last := 0.0
 	for i := range items {
