@@ -109,6 +109,10 @@ func FuzzOTLPTraces(f *testing.F) {
 	f.Add(pb, false)
 	js, _ := protojson.Marshal(req)
 	f.Add(js, true)
+	for _, lang := range []string{"python", "nodejs"} {
+		pb, _ = proto.Marshal(pySpanRequest(lang, 0.5))
+		f.Add(pb, false)
+	}
 	f.Fuzz(func(t *testing.T, body []byte, isJSON bool) {
 		var req coltrace.ExportTraceServiceRequest
 		if err := decodeOTLP(body, isJSON, &req); err != nil {
@@ -120,8 +124,13 @@ func FuzzOTLPTraces(f *testing.F) {
 
 func checkBounded(t *testing.T, m map[sessionID]*factUpdate) {
 	for _, u := range m {
-		if u.roomID == "" || len(u.observations) > maxObservations {
-			t.Fatalf("unbounded update: room %q, %d observations", u.roomID, len(u.observations))
+		if u.roomID == "" || len(u.observations) > maxObservations || len(u.spans) > maxSpans {
+			t.Fatalf("unbounded update: room %q, %d observations, %d spans", u.roomID, len(u.observations), len(u.spans))
+		}
+		for _, s := range u.spans {
+			if len(s.Name) > 64 || len(s.Tool) > 64 || len(s.Error) > 160 || len(s.ID) > 64 || len(s.Parent) > 64 {
+				t.Fatalf("unbounded span %+v", s)
+			}
 		}
 		for _, o := range u.observations {
 			if len(o.Evidence) > 2*maxEvidence || len(o.Value) > maxEvidence {

@@ -51,17 +51,21 @@ func spanOf(sp *trace.Span, lang string) (scoring.Span, bool) {
 	if !keptSpans[sp.GetName()] && !failed {
 		return scoring.Span{}, false
 	}
+	if n := len(sp.GetSpanId()); n == 0 || n > 16 { // OTLP span ids are 8 bytes
+		return scoring.Span{}, false
+	}
+	parent := sp.GetParentSpanId()
+	if len(parent) > 16 {
+		parent = nil
+	}
 	a := attrs{sp.GetAttributes()}
 	s := scoring.Span{
-		ID: hex.EncodeToString(sp.GetSpanId()), Parent: hex.EncodeToString(sp.GetParentSpanId()),
+		ID: hex.EncodeToString(sp.GetSpanId()), Parent: hex.EncodeToString(parent),
 		Name: bounded(sp.GetName(), 64), Start: float64(sp.GetStartTimeUnixNano()) / 1e9, End: float64(sp.GetEndTimeUnixNano()) / 1e9,
 		E2ELatency: a.num(attrE2ELatency), TTFT: a.num(attrTTFT), TTFB: a.num(attrTTFB),
 		TranscriptConfidence: a.num(attrConfidence),
 		TranscriptionDelay:   a.num(attrTranscriptionDelay), EndOfTurnDelay: a.num(attrEndOfTurnDelay),
 		Interrupted: a.boolean(attrInterrupted),
-	}
-	if s.ID == "" {
-		return scoring.Span{}, false
 	}
 	if lang == "nodejs" {
 		for _, p := range []**float64{&s.TranscriptionDelay, &s.EndOfTurnDelay} {

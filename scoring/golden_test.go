@@ -39,11 +39,16 @@ func (d dirReader) Open(_ context.Context, key string, maxBytes int64) (io.ReadC
 
 func scoreDir(t *testing.T, dir string) scoring.Scorecard {
 	t.Helper()
+	return scoring.Score(sessionOf(t, dir), scoring.DefaultConfig())
+}
+
+func sessionOf(t *testing.T, dir string) scoring.Session {
+	t.Helper()
 	s, err := recording.Load(context.Background(), dirReader(dir), "", recording.DefaultLimits())
 	if err != nil {
 		t.Fatal(err)
 	}
-	return scoring.Score(s.ScoringInput("scenarios/data/"+filepath.Base(dir)+"/", "booking-agent"), scoring.DefaultConfig())
+	return s.ScoringInput("scenarios/data/"+filepath.Base(dir)+"/", "booking-agent")
 }
 
 func marshal(t *testing.T, sc scoring.Scorecard) []byte {

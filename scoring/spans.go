@@ -134,8 +134,11 @@ func spanFindings(s Session) []Finding {
 					Message: fmt.Sprintf("the %s tool failed (function_tool span)", orUnknown(sp.Tool))})
 			}
 		case sp.Error != "":
-			out = append(out, Finding{Code: CodeProviderError, Severity: Warning, ItemID: "span:" + sp.ID,
-				Message: fmt.Sprintf("%s span ended with an error: %s", sp.Name, clip(sp.Error, 120))})
+			msg := fmt.Sprintf("%s span ended with an error: %s", sp.Name, clip(sp.Error, 120))
+			if s.Redacted {
+				msg = sp.Name + " span ended with an error (not quoted: the session is redacted)"
+			}
+			out = append(out, Finding{Code: CodeProviderError, Severity: Warning, ItemID: "span:" + sp.ID, Message: msg})
 		}
 	}
 	return out

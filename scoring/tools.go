@@ -98,6 +98,9 @@ func clip(s string, n int) string {
 // message never quotes the output (it routinely holds personal data): it
 // names the tool, the kind of error and the output's length.
 func toolErrorMessage(it *Item, redacted bool) string {
+	if it.Output == "" && strings.HasPrefix(it.ID, "span:") {
+		return fmt.Sprintf("%s returned an error (function_tool span; its output is not recorded)", orUnknown(it.Name))
+	}
 	if !redacted {
 		return fmt.Sprintf("%s returned an error: %s", it.Name, clip(it.Output, 120))
 	}

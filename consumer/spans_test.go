@@ -1,0 +1,240 @@
+package consumer
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	common "go.opentelemetry.io/proto/otlp/common/v1"
+	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+
+	"github.com/lkscore/lkscore/scoring"
+)
+
+// TestAgentsJSMetadataOnly: the real agents-js SDK sends a session with the
+// transcript and audio recording off (testdata/agents-js/spans-session.mjs:
+// its cloud tracer's spans, its session report, its close and tool-error
+// logs, and no upload). lkscore scores it exactly once from those signals:
+// the close reason from the SDK's log, latency from the agent_turn spans,
+// the interruption, the tool error, and inputs naming traces and logs. The
+// same call with the transcript on is scored from its recording and gains
+// the span-only facts without any deduction from them.
+func TestAgentsJSMetadataOnly(t *testing.T) {
+	dir, _ := filepath.Abs("testdata/agents-js")
+	node, err := exec.LookPath("node")
+	if _, statErr := os.Stat(filepath.Join(dir, "node_modules", "@livekit", "agents")); err != nil || statErr != nil {
+		if os.Getenv("LKSCORE_REQUIRE_AGENTS_JS") != "" {
+			t.Fatalf("the agents-js SDK is required: node %v, node_modules %v (run npm ci in %s)", err, statErr, dir)
+		}
+		t.Skipf("SKIPPING the real agents-js test: run `npm ci` in %s (needs node)", dir)
+	}
+	ns := startNATS(t)
+	d, _ := startDaemon(t, pipelineConfig(t, ns.URL()))
+	run := func(room, job, record string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, node, "spans-session.mjs")
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "LKSCORE_URL=http://"+d.IngestAddr(), "ROOM_ID="+room, "JOB_ID="+job, "RECORD="+record,
+			"LIVEKIT_API_KEY="+testKey, "LIVEKIT_API_SECRET="+testSecret)
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "session sent") || strings.Contains(string(out), "Failed") {
+			t.Fatalf("agents-js: %v\n%s", err, out)
+		}
+	}
+	run("RM_MetaOnly", "AJ_MetaOnly", "off")
+	run("RM_MetaRec", "AJ_MetaRec", "on")
+	waitFor(t, "the scorecards", func() bool { return len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")) >= 2 })
+	quiesce(t, ns.URL(), defaultConsumers)
+	time.Sleep(1500 * time.Millisecond) // a second scorecard of either would be here by now
+	cards := results(t, ns.URL())
+	if len(cards) != 2 {
+		t.Fatalf("%d scorecards for 2 sessions", len(cards))
+	}
+	byRoom := func(room string) scoring.Scorecard {
+		i := slices.IndexFunc(cards, func(c scoring.Scorecard) bool { return c.Session.RoomID == room })
+		if i < 0 {
+			t.Fatalf("%s: no scorecard", room)
+		}
+		return cards[i]
+	}
+	meta := byRoom("RM_MetaOnly")
+	if os.Getenv("LKSCORE_SHOW_CARD") != "" {
+		b, _ := json.MarshalIndent([]scoring.Scorecard{meta, byRoom("RM_MetaRec")}, "", " ")
+		t.Logf("%s", b)
+	}
+	if got := strings.Join(meta.Inputs, ","); got != "logs,traces" {
+		t.Errorf("metadata-only inputs %q, want logs,traces", got)
+	}
+	if c := meta.Completion; c.CloseReason != "CR_USER_INITIATED" || c.CloseReasonSource != "otlp_log" {
+		t.Errorf("metadata-only close reason %s from %s", c.CloseReason, c.CloseReasonSource)
+	}
+	m := meta.Metrics
+	if !m.E2ELatencyP50Ms.Set || m.E2ELatencyP50Ms.V < 781 || m.E2ELatencyP50Ms.V > 988 || m.E2ELatencyMaxMs.V != 988 {
+		t.Errorf("e2e latency p50 %+v max %+v, want within the agent_turn spans' 781..988 ms", m.E2ELatencyP50Ms, m.E2ELatencyMaxMs)
+	}
+	if m.Interruptions != 1 || m.AgentTurns != 6 || m.UserTurns != 4 || m.ToolCalls != 1 || m.ToolErrors != 1 {
+		t.Errorf("metrics: interruptions %d, agent turns %d, user turns %d, tool calls %d, errors %d",
+			m.Interruptions, m.AgentTurns, m.UserTurns, m.ToolCalls, m.ToolErrors)
+	}
+	// agents-js writes the user turn's delays in milliseconds: 502 ms, not 502 s.
+	if !m.EndOfTurnDelayMaxMs.Set || m.EndOfTurnDelayMaxMs.V != 502 || m.STTDelayMaxMs.V != 120 {
+		t.Errorf("end of turn delay max %+v, stt delay max %+v, want 502 and 120 ms", m.EndOfTurnDelayMaxMs, m.STTDelayMaxMs)
+	}
+	if !hasFinding(meta, scoring.ToolReliability, scoring.CodeToolError) || !hasFinding(meta, scoring.TurnHandling, scoring.CodeAgentInterrupted) {
+		t.Errorf("metadata-only findings: %+v", meta.Components)
+	}
+	for _, c := range meta.Components {
+		if c.Verdict == scoring.NotMeasured && c.Name != scoring.TranscriptIntegrity {
+			t.Errorf("%s not measured: %s", c.Name, c.NotMeasured)
+		}
+	}
+	if meta.Spans == nil || !meta.Spans.TTFTP50Ms.Set || meta.Spans.TTFTP50Ms.V != 180 || meta.Spans.TTFBP50Ms.V != 100 {
+		t.Errorf("span metrics %+v", meta.Spans)
+	}
+
+	rec := byRoom("RM_MetaRec")
+	if got := strings.Join(rec.Inputs, ","); got != "recording,logs,traces" {
+		t.Errorf("recorded inputs %q, want recording,logs,traces", got)
+	}
+	if !hasFinding(rec, scoring.TurnHandling, scoring.CodeSpanToolError) || rec.Spans == nil || rec.Spans.ToolErrors != 1 {
+		t.Errorf("recorded session lacks the span-only facts: %+v %+v", rec.Components[0].Findings, rec.Spans)
+	}
+	for _, c := range rec.Components {
+		for _, f := range c.Findings {
+			if (f.Code == scoring.CodeSpanToolError || f.Code == scoring.CodeProviderError) && f.Deduction != 0 {
+				t.Errorf("span-only finding %s deducts %v", f.Code, f.Deduction)
+			}
+		}
+	}
+	if rec.Metrics.UserTurns != 4 || rec.Metrics.Interruptions != 1 {
+		t.Errorf("recorded session scored from its spans, not its chat history: %+v", rec.Metrics)
+	}
+}
+
+func hasFinding(c scoring.Scorecard, component, code string) bool {
+	for _, comp := range c.Components {
+		if comp.Name != component {
+			continue
+		}
+		for _, f := range comp.Findings {
+			if f.Code == code {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// pySpanRequest is an OTLP traces request as livekit/agents (Python) sends
+// it: its span names and attributes (telemetry/trace_types.py), delays in
+// seconds (audio_recognition.py, time.time() differences), the resource
+// the SDK's tracer sets (room_id, job_id, telemetry.sdk.language python).
+func pySpanRequest(lang string, eot float64) *coltrace.ExportTraceServiceRequest {
+	str := func(k, v string) *common.KeyValue {
+		return &common.KeyValue{Key: k, Value: &common.AnyValue{Value: &common.AnyValue_StringValue{StringValue: v}}}
+	}
+	dbl := func(k string, v float64) *common.KeyValue {
+		return &common.KeyValue{Key: k, Value: &common.AnyValue{Value: &common.AnyValue_DoubleValue{DoubleValue: v}}}
+	}
+	boolean := func(k string, v bool) *common.KeyValue {
+		return &common.KeyValue{Key: k, Value: &common.AnyValue{Value: &common.AnyValue_BoolValue{BoolValue: v}}}
+	}
+	sp := func(id, parent byte, name string, start, end float64, attrs ...*common.KeyValue) *tracepb.Span {
+		s := &tracepb.Span{TraceId: bytes.Repeat([]byte{7}, 16), SpanId: []byte{0, 0, 0, 0, 0, 0, 0, id}, Name: name,
+			StartTimeUnixNano: uint64(start * 1e9), EndTimeUnixNano: uint64(end * 1e9), Attributes: attrs}
+		if parent != 0 {
+			s.ParentSpanId = []byte{0, 0, 0, 0, 0, 0, 0, parent}
+		}
+		return s
+	}
+	const t0 = 1764699269.087637
+	spans := []*tracepb.Span{
+		sp(1, 0, "agent_session", t0, t0+30),
+		sp(2, 1, "user_turn", t0+1, t0+3, dbl("lk.transcript_confidence", 0.8731), dbl("lk.transcription_delay", eot/2), dbl("lk.end_of_turn_delay", eot)),
+		sp(3, 1, "agent_turn", t0+3.5, t0+6, dbl("lk.e2e_latency", 0.6231881753028994), boolean("lk.interrupted", false)),
+		sp(4, 3, "llm_node", t0+3.5, t0+4, dbl("lk.response.ttft", 0.2130000591278076)),
+		sp(5, 3, "function_tool", t0+4, t0+4.2, str("lk.function_tool.name", "get_weather"), boolean("lk.function_tool.is_error", true)),
+		sp(6, 3, "tts_request", t0+4.3, t0+4.4),
+		sp(7, 1, "llm_request", t0+5, t0+5.1), // not kept: no error
+	}
+	spans[5].Status = &tracepb.Status{Code: tracepb.Status_STATUS_CODE_ERROR, Message: "APIStatusError: 429 Too Many Requests"}
+	return &coltrace.ExportTraceServiceRequest{ResourceSpans: []*tracepb.ResourceSpans{{
+		Resource: &resourcepb.Resource{Attributes: []*common.KeyValue{str("service.name", "livekit-agents"), str("room_id", "RM_py"),
+			str("job_id", "AJ_py"), str("telemetry.sdk.language", lang)}},
+		ScopeSpans: []*tracepb.ScopeSpans{{Spans: spans}},
+	}}}
+}
+
+// TestSpanFactsBothSDKs: the spans are read in both SDKs' forms, each
+// delay in its SDK's unit, only the spans scoring uses kept, and a
+// provider's failed request kept with its error.
+func TestSpanFactsBothSDKs(t *testing.T) {
+	for _, tc := range []struct {
+		lang string
+		eot  float64 // as the SDK writes it
+	}{{"python", 0.502}, {"nodejs", 502}} {
+		ups := traceFacts(pySpanRequest(tc.lang, tc.eot))
+		u := ups[sessionID{"RM_py", "AJ_py"}]
+		if u == nil {
+			t.Fatalf("%s: no update for the session: %v", tc.lang, ups)
+		}
+		names := map[string]scoring.Span{}
+		for _, s := range u.spans {
+			names[s.Name] = s
+		}
+		if len(u.spans) != 6 || names["llm_request"].ID != "" {
+			t.Errorf("%s: kept %d spans %v, want 6 without the healthy llm_request", tc.lang, len(u.spans), names)
+		}
+		ut := names["user_turn"]
+		if ut.EndOfTurnDelay == nil || *ut.EndOfTurnDelay != 0.502 || ut.TranscriptionDelay == nil || *ut.TranscriptionDelay != 0.251 {
+			t.Errorf("%s: user turn delays %v %v, want 0.502 and 0.251 s", tc.lang, ut.EndOfTurnDelay, ut.TranscriptionDelay)
+		}
+		if at := names["agent_turn"]; at.E2ELatency == nil || *at.E2ELatency != 0.6231881753028994 || at.Parent != "0000000000000001" {
+			t.Errorf("%s: agent turn %+v", tc.lang, at)
+		}
+		if ft := names["function_tool"]; ft.Tool != "get_weather" || !ft.ToolError {
+			t.Errorf("%s: function tool %+v", tc.lang, ft)
+		}
+		if tr := names["tts_request"]; tr.Error != "APIStatusError: 429 Too Many Requests" {
+			t.Errorf("%s: failed tts_request %+v", tc.lang, tr)
+		}
+	}
+}
+
+// TestMergeSpansBounded: past maxSpans the earliest spans stay, whatever the
+// order they came in, and a span sent twice is kept once.
+func TestMergeSpansBounded(t *testing.T) {
+	all := make([]scoring.Span, maxSpans+50)
+	for i := range all {
+		all[i] = scoring.Span{ID: fmt.Sprintf("%016x", i), Name: scoring.SpanAgentTurn, Start: float64(i)}
+	}
+	var fwd, rev []scoring.Span
+	for i := range all {
+		fwd, _ = mergeSpans(fwd, all[i:i+1])
+		rev, _ = mergeSpans(rev, all[len(all)-1-i:len(all)-i])
+	}
+	fwd, changed := mergeSpans(fwd, all[:3])
+	if changed || len(fwd) != maxSpans || !slices.Equal(spanIDs(fwd), spanIDs(rev)) || fwd[len(fwd)-1].Start != maxSpans-1 {
+		t.Fatalf("kept %d (changed by a resend: %v); forward and reverse arrival keep the same spans: %v",
+			len(fwd), changed, slices.Equal(spanIDs(fwd), spanIDs(rev)))
+	}
+}
+
+func spanIDs(ss []scoring.Span) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = s.ID
+	}
+	return out
+}
