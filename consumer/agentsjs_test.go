@@ -27,14 +27,7 @@ import (
 // sets LKSCORE_REQUIRE_AGENTS_JS=1 so that a missing SDK fails instead of
 // skipping.
 func TestRealAgentsJS(t *testing.T) {
-	dir, _ := filepath.Abs("testdata/agents-js")
-	node, err := exec.LookPath("node")
-	if _, statErr := os.Stat(filepath.Join(dir, "node_modules", "@livekit", "agents")); err != nil || statErr != nil {
-		if os.Getenv("LKSCORE_REQUIRE_AGENTS_JS") != "" {
-			t.Fatalf("the agents-js SDK is required: node %v, node_modules %v (run npm ci in %s)", err, statErr, dir)
-		}
-		t.Skipf("SKIPPING the real agents-js test: run `npm ci` in %s (needs node)", dir)
-	}
+	dir, node := agentsJS(t)
 	ns := startNATS(t)
 	d, _ := startDaemon(t, pipelineConfig(t, ns.URL()))
 
@@ -99,14 +92,7 @@ func TestRealAgentsJS(t *testing.T) {
 // every clean agents-js job. The scorecard has the exact close reason from the
 // log, the observer's agent name and version tag, and does not fail.
 func TestAgentsJSObserver(t *testing.T) {
-	dir, _ := filepath.Abs("testdata/agents-js")
-	node, err := exec.LookPath("node")
-	if _, statErr := os.Stat(filepath.Join(dir, "node_modules", "@livekit", "agents")); err != nil || statErr != nil {
-		if os.Getenv("LKSCORE_REQUIRE_AGENTS_JS") != "" {
-			t.Fatalf("the agents-js SDK is required: node %v, node_modules %v (run npm ci in %s)", err, statErr, dir)
-		}
-		t.Skipf("SKIPPING the agents-js observer test: run `npm ci` in %s (needs node)", dir)
-	}
+	dir, node := agentsJS(t)
 	// The example as users copy it, next to the SDK it imports.
 	gen := filepath.Join(dir, "lkscore-observer.gen.mjs")
 	if err := os.WriteFile(gen, mustReadFile(t, "../examples/agents-js/lkscore-observer.mjs"), 0o644); err != nil {
@@ -142,4 +128,19 @@ func TestAgentsJSObserver(t *testing.T) {
 		c.Session.JobError != "agent worker left the room" || c.Overall.Verdict == "fail" {
 		t.Fatalf("scorecard session %+v completion %+v overall %+v", c.Session, c.Completion, c.Overall)
 	}
+}
+
+// agentsJS returns the agents-js client directory and node, or skips the
+// test (fails it under LKSCORE_REQUIRE_AGENTS_JS) when the SDK is missing.
+func agentsJS(t *testing.T) (dir, node string) {
+	t.Helper()
+	dir, _ = filepath.Abs("testdata/agents-js")
+	node, err := exec.LookPath("node")
+	if _, statErr := os.Stat(filepath.Join(dir, "node_modules", "@livekit", "agents")); err != nil || statErr != nil {
+		if os.Getenv("LKSCORE_REQUIRE_AGENTS_JS") != "" {
+			t.Fatalf("the agents-js SDK is required: node %v, node_modules %v (run npm ci in %s)", err, statErr, dir)
+		}
+		t.Skipf("SKIPPING the real agents-js test: run `npm ci` in %s (needs node)", dir)
+	}
+	return dir, node
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -30,14 +29,7 @@ import (
 // same call with the transcript on is scored from its recording and gains
 // the span-only facts without any deduction from them.
 func TestAgentsJSMetadataOnly(t *testing.T) {
-	dir, _ := filepath.Abs("testdata/agents-js")
-	node, err := exec.LookPath("node")
-	if _, statErr := os.Stat(filepath.Join(dir, "node_modules", "@livekit", "agents")); err != nil || statErr != nil {
-		if os.Getenv("LKSCORE_REQUIRE_AGENTS_JS") != "" {
-			t.Fatalf("the agents-js SDK is required: node %v, node_modules %v (run npm ci in %s)", err, statErr, dir)
-		}
-		t.Skipf("SKIPPING the real agents-js test: run `npm ci` in %s (needs node)", dir)
-	}
+	dir, node := agentsJS(t)
 	ns := startNATS(t)
 	d, _ := startDaemon(t, pipelineConfig(t, ns.URL()))
 	run := func(room, job, record string) {
