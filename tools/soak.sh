@@ -69,18 +69,28 @@ else
 fi
 
 metric() { awk -v m="$1" '$1 == m { print $2; exit }' <<<"$2"; }
+# Goroutines and FDs move with the work in flight at the instant of a sample
+# (a request being served, a message being scored), so they are read every
+# second and each row carries the median of its 10 s window (the level a
+# leak would raise) and the window's maximum (the excursions).
 sample() {
-  local start=$1
-  echo "t_s,rss_mb,heap_inuse_mb,goroutines,open_fds,stream_msgs,stream_mb,facts_msgs,facts_mb,results_msgs,results_mb"
+  local start=$1 i=0 gors=() fdss=()
+  echo "t_s,rss_mb,heap_inuse_mb,goroutines,open_fds,stream_msgs,stream_mb,facts_msgs,facts_mb,results_msgs,results_mb,goroutines_max,open_fds_max"
   while kill -0 "$daemon" 2>/dev/null; do
     local m jsz rss
     m=$(curl -sf "http://$sampled_ops/metrics" || true)
-    jsz=$(curl -sf "http://127.0.0.1:$mon_port/jsz?streams=true" || echo '{}')
-    rss=$(awk '/^VmRSS:/ { print $2 / 1024 }' "/proc/$daemon/status" 2>/dev/null || echo 0)
-    python3 - "$(( $(date +%s) - start ))" "$rss" "$(metric go_memstats_heap_inuse_bytes "$m")" "$(metric go_goroutines "$m")" \
-      "$(ls "/proc/$daemon/fd" 2>/dev/null | wc -l)" "$jsz" <<'PY'
-import json, sys
-t, rss, heap, gor, fds, jsz = sys.argv[1:7]
+    gors+=("$(metric go_goroutines "$m")")
+    fdss+=("$(ls "/proc/$daemon/fd" 2>/dev/null | wc -l)")
+    i=$((i + 1))
+    if [ $((i % 10)) -eq 1 ]; then
+      jsz=$(curl -sf "http://127.0.0.1:$mon_port/jsz?streams=true" || echo '{}')
+      rss=$(awk '/^VmRSS:/ { print $2 / 1024 }' "/proc/$daemon/status" 2>/dev/null || echo 0)
+      python3 - "$(( $(date +%s) - start ))" "$rss" "$(metric go_memstats_heap_inuse_bytes "$m")" "${gors[*]}" \
+        "${fdss[*]}" "$jsz" <<'PY'
+import json, statistics, sys
+t, rss, heap, gors, fdss, jsz = sys.argv[1:7]
+gors = [int(float(g)) for g in gors.split() if g]
+fdss = [int(f) for f in fdss.split() if f]
 streams = {}
 for acc in json.loads(jsz).get("account_details", []):
     for d in acc.get("stream_detail", []):
@@ -90,10 +100,14 @@ tot = (sum(v[0] for v in streams.values()), sum(v[1] for v in streams.values()))
 f = streams.get("KV_LKSCORE_SESSION_FACTS", (0, 0))
 r = streams.get("LKSCORE_RESULTS", (0, 0))
 mb = lambda b: "%.2f" % (b / 1048576)
-print(",".join([t, "%.1f" % float(rss), mb(float(heap or 0)), str(int(float(gor or 0))), fds.strip(),
-                str(tot[0]), mb(tot[1]), str(f[0]), mb(f[1]), str(r[0]), mb(r[1])]))
+med = lambda xs: "%g" % statistics.median(xs) if xs else "0"
+print(",".join([t, "%.1f" % float(rss), mb(float(heap or 0)), med(gors), med(fdss),
+                str(tot[0]), mb(tot[1]), str(f[0]), mb(f[1]), str(r[0]), mb(r[1]),
+                str(max(gors or [0])), str(max(fdss or [0]))]))
 PY
-    sleep 10
+      gors=() fdss=()
+    fi
+    sleep 1
   done
 }
 sample "$(date +%s)" >"$out/soak.csv" &
@@ -135,6 +149,22 @@ fi
 sleep 10
 kill "$sampler" 2>/dev/null || true
 python3 tools/soak-plot.py "$out/soak.csv" "$out/soak.svg"
+# The flatness bound: each of RSS, goroutines and descriptors over the last
+# 10 minutes of load against its value at the 10-minute mark.
+python3 - "$out/soak.csv" "$secs" <<'PY' | tee "$out/flat.txt"
+import csv, sys
+rows = [r for r in csv.DictReader(open(sys.argv[1])) if int(r["t_s"]) <= int(sys.argv[2])]
+mark = next((r for r in rows if int(r["t_s"]) >= 600), None)
+if mark is None or int(sys.argv[2]) < 1200:
+    print("flatness: the run is shorter than 20 minutes"); sys.exit(0)
+last = [r for r in rows if int(r["t_s"]) >= int(sys.argv[2]) - 600]
+for col in ("rss_mb", "goroutines", "open_fds"):
+    ref = float(mark[col])
+    vals = [float(r[col]) for r in last]
+    off = max(abs(v - ref) for v in vals) / ref * 100
+    print("%s: %g at %s s; last 10 min %g-%g, up to %.1f%% off: %s" % (
+        col, ref, mark["t_s"], min(vals), max(vals), off, "flat" if off <= 10 else "NOT flat"))
+PY
 if [ -f "$out/workers.csv" ]; then
   # The survivor's longest run of seconds without a new scorecard while the
   # load ran, and the same after the kill (to the end of the restart + 60 s).
