@@ -5,10 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,7 +20,10 @@ import (
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
+	"github.com/lkscore/lkscore/config"
+	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/store"
 )
 
 // TestAgentsJSMetadataOnly: the real agents-js SDK sends a session with the
@@ -229,4 +235,160 @@ func spanIDs(ss []scoring.Span) []string {
 		out[i] = s.ID
 	}
 	return out
+}
+
+// voiceCall is what the SDK measured in testdata/agents-js/voice-session.mjs,
+// from its own chat items (seconds).
+type voiceCall struct {
+	Sent        bool      `json:"sent"`
+	E2E         []float64 `json:"e2e"`
+	TTFT        []float64 `json:"ttft"`
+	TTFB        []float64 `json:"ttfb"`
+	AgentTurns  int       `json:"agentTurns"`
+	Interrupted int       `json:"interrupted"`
+	UserTurns   int       `json:"userTurns"`
+}
+
+// TestAgentsJSVoicePipeline: a call through the real agents-js SDK's voice
+// pipeline (its AgentSession, AudioRecognition, generation, tool execution
+// and interruption) on deterministic providers written on its base classes
+// (testdata/agents-js/voice-session.mjs), its spans and logs sent by its own
+// exporters. With the transcript and audio off lkscore scores it exactly
+// once, from those signals, with the values the SDK measured; with the
+// transcript on every component scores as the recording alone scores it,
+// and the span-only facts are added.
+func TestAgentsJSVoicePipeline(t *testing.T) {
+	dir, node := agentsJS(t)
+	ns := startNATS(t)
+	cfg := pipelineConfig(t, ns.URL())
+	d, _ := startDaemon(t, cfg)
+	calls := map[string]voiceCall{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for room, record := range map[string]string{"RM_VoiceMeta": "off", "RM_VoiceRec": "on"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, node, "voice-session.mjs")
+			cmd.Dir = dir
+			cmd.Env = append(os.Environ(), "LKSCORE_URL=http://"+d.IngestAddr(), "ROOM_ID="+room, "JOB_ID=AJ_"+room[3:],
+				"RECORD="+record, "LOG_LEVEL=info", "LIVEKIT_API_KEY="+testKey, "LIVEKIT_API_SECRET="+testSecret)
+			out, err := cmd.Output()
+			var call voiceCall
+			lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+			if jerr := json.Unmarshal([]byte(lines[len(lines)-1]), &call); err != nil || jerr != nil || !call.Sent ||
+				strings.Contains(string(out), "Failed") {
+				t.Errorf("agents-js %s: %v %v\n%s", room, err, jerr, out)
+				return
+			}
+			mu.Lock()
+			calls[room] = call
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	waitFor(t, "the scorecards", func() bool { return len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")) >= 2 })
+	quiesce(t, ns.URL(), defaultConsumers)
+	time.Sleep(1500 * time.Millisecond) // a second scorecard of either would be here by now
+	cards := results(t, ns.URL())
+	if len(cards) != 2 {
+		t.Fatalf("%d scorecards for 2 sessions", len(cards))
+	}
+	byRoom := func(room string) scoring.Scorecard {
+		i := slices.IndexFunc(cards, func(c scoring.Scorecard) bool { return c.Session.RoomID == room })
+		if i < 0 {
+			t.Fatalf("%s: no scorecard", room)
+		}
+		return cards[i]
+	}
+	if os.Getenv("LKSCORE_SHOW_CARD") != "" {
+		b, _ := json.MarshalIndent(cards, "", " ")
+		t.Logf("%s\n%+v", b, calls)
+	}
+	ms := func(s []float64) (lo, hi float64) {
+		return slices.Min(s) * 1000, slices.Max(s) * 1000
+	}
+	for _, room := range []string{"RM_VoiceMeta", "RM_VoiceRec"} {
+		c, call := byRoom(room), calls[room]
+		if c.Completion.CloseReason != "CR_USER_INITIATED" || c.Completion.CloseReasonSource != "otlp_log" {
+			t.Errorf("%s: close reason %s from %s, want the SDK's log's user_initiated", room, c.Completion.CloseReason, c.Completion.CloseReasonSource)
+		}
+		if c.Spans == nil || c.Spans.ToolErrors != 1 {
+			t.Fatalf("%s: span facts %+v, want the failed lookup_order", room, c.Spans)
+		}
+		if lo, hi := ms(call.TTFT); !c.Spans.TTFTP50Ms.Set || c.Spans.TTFTP50Ms.V < lo || c.Spans.TTFTP50Ms.V > hi {
+			t.Errorf("%s: TTFT p50 %+v, want within the SDK's %.1f..%.1f ms", room, c.Spans.TTFTP50Ms, lo, hi)
+		}
+		if lo, hi := ms(call.TTFB); !c.Spans.TTFBP50Ms.Set || c.Spans.TTFBP50Ms.V < lo || c.Spans.TTFBP50Ms.V > hi {
+			t.Errorf("%s: TTFB p50 %+v, want within the SDK's %.1f..%.1f ms", room, c.Spans.TTFBP50Ms, lo, hi)
+		}
+	}
+
+	meta, call := byRoom("RM_VoiceMeta"), calls["RM_VoiceMeta"]
+	if got := strings.Join(meta.Inputs, ","); got != "logs,traces" {
+		t.Errorf("metadata-only inputs %q, want logs,traces", got)
+	}
+	m := meta.Metrics
+	if lo, hi := ms(call.E2E); !m.E2ELatencyP50Ms.Set || m.E2ELatencyP50Ms.V < lo || m.E2ELatencyP50Ms.V > hi ||
+		math.Abs(m.E2ELatencyMaxMs.V-hi) > 0.5 {
+		t.Errorf("e2e latency p50 %+v max %+v, want within the SDK's %.1f..%.1f ms", m.E2ELatencyP50Ms, m.E2ELatencyMaxMs, lo, hi)
+	}
+	if m.Interruptions != call.Interrupted || m.UserTurns != call.UserTurns || m.ToolCalls != 1 || m.ToolErrors != 1 || m.AgentTurns < call.AgentTurns {
+		t.Errorf("metrics: interruptions %d, user turns %d, tool calls %d, errors %d, agent turns %d; the SDK: %+v",
+			m.Interruptions, m.UserTurns, m.ToolCalls, m.ToolErrors, m.AgentTurns, call)
+	}
+	if !hasFinding(meta, scoring.ToolReliability, scoring.CodeToolError) || !hasFinding(meta, scoring.TurnHandling, scoring.CodeAgentInterrupted) {
+		t.Errorf("metadata-only findings: %+v", meta.Components)
+	}
+	for _, c := range meta.Components {
+		if c.Verdict == scoring.NotMeasured && c.Name != scoring.TranscriptIntegrity {
+			t.Errorf("%s not measured: %s", c.Name, c.NotMeasured)
+		}
+	}
+
+	// The recorded call: every component as its recording alone scores it.
+	rec := byRoom("RM_VoiceRec")
+	if got := strings.Join(rec.Inputs, ","); got != "recording,logs,traces" {
+		t.Errorf("recorded inputs %q, want recording,logs,traces", got)
+	}
+	alone := scoreRecordingAlone(t, cfg, rec)
+	for i, c := range rec.Components {
+		if a := alone.Components[i]; c.Name != a.Name || c.Score != a.Score || c.Verdict != a.Verdict {
+			t.Errorf("%s: %v %s with the spans, %v %s from the recording alone", c.Name, c.Score, c.Verdict, a.Score, a.Verdict)
+		}
+	}
+	if rec.Overall.Score != alone.Overall.Score || rec.Overall.Verdict != alone.Overall.Verdict || alone.Spans != nil {
+		t.Errorf("overall %v with the spans, %v alone (alone spans %+v)", rec.Overall, alone.Overall, alone.Spans)
+	}
+	if !hasFinding(rec, scoring.TurnHandling, scoring.CodeSpanToolError) {
+		t.Errorf("recorded session lacks the span-only tool error: %+v", rec.Components[0].Findings)
+	}
+}
+
+// scoreRecordingAlone scores a scorecard's recording from the local store as
+// the worker would with no span facts: the same close reason, no spans.
+func scoreRecordingAlone(t *testing.T, cfg config.Config, card scoring.Scorecard) scoring.Scorecard {
+	t.Helper()
+	ctx := context.Background()
+	st, err := store.OpenLocalDir(filepath.Join(cfg.DataDir, "recordings"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, ok := strings.CutPrefix(card.Session.Source, st.Location(""))
+	if !ok {
+		t.Fatalf("source %q is not in the local store %q", card.Session.Source, st.Location(""))
+	}
+	s, err := recording.Load(ctx, st, dir, cfg.Limits.Parser())
+	if err != nil {
+		t.Fatalf("load %s: %v", dir, err)
+	}
+	in := s.ScoringInput(card.Session.Source, card.Session.AgentName)
+	in.Inputs = []string{scoring.InputRecording}
+	in.CloseReason, in.CloseReasonSource = card.Completion.CloseReason, card.Completion.CloseReasonSource
+	return scoring.Score(in, cfg.Scoring)
 }
