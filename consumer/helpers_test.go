@@ -19,6 +19,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/internal/testenv"
@@ -240,3 +241,22 @@ func putSession(t testing.TB, st interface {
 }
 
 type syncBuffer = testenv.SyncBuffer
+
+// checkSchema validates every published scorecard against
+// docs/scorecard.schema.json.
+func checkSchema(t *testing.T, url string) {
+	t.Helper()
+	schema, err := jsonschema.NewCompiler().Compile("../docs/scorecard.schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range streamMsgs(t, url, "LKSCORE_RESULTS") {
+		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(m.Data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := schema.Validate(doc); err != nil {
+			t.Errorf("scorecard does not match docs/scorecard.schema.json: %v", err)
+		}
+	}
+}

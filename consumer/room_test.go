@@ -1,7 +1,6 @@
 package consumer
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -12,7 +11,6 @@ import (
 	"time"
 
 	"github.com/livekit/protocol/livekit"
-	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/scoring"
@@ -206,19 +204,7 @@ func TestRoomStoryPipeline(t *testing.T) {
 	if len(cards) != len(sessions) {
 		t.Fatalf("%d scorecards for %d sessions", len(cards), len(sessions))
 	}
-	schema, err := jsonschema.NewCompiler().Compile("../docs/scorecard.schema.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range streamMsgs(t, ns.URL(), "LKSCORE_RESULTS") {
-		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(m.Data))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := schema.Validate(doc); err != nil {
-			t.Errorf("scorecard does not match docs/scorecard.schema.json: %v", err)
-		}
-	}
+	checkSchema(t, ns.URL())
 	for _, s := range sessions {
 		i := slices.IndexFunc(cards, func(c scoring.Scorecard) bool { return c.Session.RoomID == s.room })
 		if i < 0 {

@@ -59,6 +59,7 @@ func TestAgentsJSMetadataOnly(t *testing.T) {
 	if len(cards) != 2 {
 		t.Fatalf("%d scorecards for 2 sessions", len(cards))
 	}
+	checkSchema(t, ns.URL())
 	byRoom := func(room string) scoring.Scorecard {
 		i := slices.IndexFunc(cards, func(c scoring.Scorecard) bool { return c.Session.RoomID == room })
 		if i < 0 {
@@ -256,7 +257,8 @@ type voiceCall struct {
 // exporters. With the transcript and audio off lkscore scores it exactly
 // once, from those signals, with the values the SDK measured; with the
 // transcript on every component scores as the recording alone scores it,
-// and the span-only facts are added.
+// and the span-only facts are added; when the TTS refuses the goodbye, the
+// reply nobody heard costs turn handling and nothing else.
 func TestAgentsJSVoicePipeline(t *testing.T) {
 	dir, node := agentsJS(t)
 	ns := startNATS(t)
@@ -265,7 +267,11 @@ func TestAgentsJSVoicePipeline(t *testing.T) {
 	calls := map[string]voiceCall{}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	for room, record := range map[string]string{"RM_VoiceMeta": "off", "RM_VoiceRec": "on"} {
+	for room, env := range map[string][]string{
+		"RM_VoiceMeta":   {"RECORD=off"},
+		"RM_VoiceRec":    {"RECORD=on"},
+		"RM_VoiceSilent": {"RECORD=on", "TTS_FAIL=Goodbye!"}, // the TTS refuses the goodbye
+	} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -273,8 +279,8 @@ func TestAgentsJSVoicePipeline(t *testing.T) {
 			defer cancel()
 			cmd := exec.CommandContext(ctx, node, "voice-session.mjs")
 			cmd.Dir = dir
-			cmd.Env = append(os.Environ(), "LKSCORE_URL=http://"+d.IngestAddr(), "ROOM_ID="+room, "JOB_ID=AJ_"+room[3:],
-				"RECORD="+record, "LOG_LEVEL=info", "LIVEKIT_API_KEY="+testKey, "LIVEKIT_API_SECRET="+testSecret)
+			cmd.Env = append(append(os.Environ(), env...), "LKSCORE_URL=http://"+d.IngestAddr(), "ROOM_ID="+room, "JOB_ID=AJ_"+room[3:],
+				"LOG_LEVEL=info", "LIVEKIT_API_KEY="+testKey, "LIVEKIT_API_SECRET="+testSecret)
 			out, err := cmd.Output()
 			var call voiceCall
 			lines := strings.Split(strings.TrimSpace(string(out)), "\n")
@@ -292,13 +298,14 @@ func TestAgentsJSVoicePipeline(t *testing.T) {
 	if t.Failed() {
 		t.FailNow()
 	}
-	waitFor(t, "the scorecards", func() bool { return len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")) >= 2 })
+	waitFor(t, "the scorecards", func() bool { return len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")) >= 3 })
 	quiesce(t, ns.URL(), defaultConsumers)
-	time.Sleep(1500 * time.Millisecond) // a second scorecard of either would be here by now
+	time.Sleep(1500 * time.Millisecond) // a second scorecard of any would be here by now
 	cards := results(t, ns.URL())
-	if len(cards) != 2 {
-		t.Fatalf("%d scorecards for 2 sessions", len(cards))
+	if len(cards) != 3 {
+		t.Fatalf("%d scorecards for 3 sessions", len(cards))
 	}
+	checkSchema(t, ns.URL())
 	byRoom := func(room string) scoring.Scorecard {
 		i := slices.IndexFunc(cards, func(c scoring.Scorecard) bool { return c.Session.RoomID == room })
 		if i < 0 {
@@ -367,6 +374,25 @@ func TestAgentsJSVoicePipeline(t *testing.T) {
 	}
 	if !hasFinding(rec, scoring.TurnHandling, scoring.CodeSpanToolError) {
 		t.Errorf("recorded session lacks the span-only tool error: %+v", rec.Components[0].Findings)
+	}
+
+	// The TTS refused the goodbye: the SDK's chat history has it as said,
+	// only the spans know nobody heard it. Turn handling pays for it, and
+	// nothing else changes.
+	silent := byRoom("RM_VoiceSilent")
+	alone = scoreRecordingAlone(t, cfg, silent)
+	for i, c := range silent.Components {
+		want := alone.Components[i].Deducted
+		if c.Name == scoring.TurnHandling {
+			want += 15
+		}
+		if c.Deducted != want {
+			t.Errorf("silent goodbye: %s deducted %v, %v from the recording alone", c.Name, c.Deducted, alone.Components[i].Deducted)
+		}
+	}
+	if !hasFinding(silent, scoring.TurnHandling, scoring.CodeSilentReply) || !hasFinding(silent, scoring.TurnHandling, scoring.CodeProviderError) ||
+		hasFinding(rec, scoring.TurnHandling, scoring.CodeSilentReply) {
+		t.Errorf("silent reply: %+v; heard call: %+v", silent.Components[0].Findings, rec.Components[0].Findings)
 	}
 }
 

@@ -16,7 +16,9 @@ import (
 // 1.1.0: sessions without a recording are scored from their spans, with
 // the components the spans cannot measure marked not measured; spans add
 // findings and metrics that deduct nothing to sessions with a recording.
-const ModelVersion = "1.1.0"
+// 1.2.0: a reply whose text to speech failed before any audio (the spans
+// say so) costs turn handling, with or without a recording (silent_reply).
+const ModelVersion = "1.2.0"
 
 // Schema names the scorecard JSON contract (docs/scorecard.schema.json).
 const Schema = "lkscore.scorecard/v1"

@@ -2,7 +2,9 @@ package scoring
 
 import (
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 )
 
 // Span is one span of the agents SDK's voice pipeline the daemon kept from
@@ -49,7 +51,13 @@ const (
 const (
 	CodeProviderError = "provider_error"
 	CodeSpanToolError = "span_tool_error"
+	CodeSilentReply   = "silent_reply"
 )
+
+// silentReplyBudget is what a reply the caller never heard costs turn
+// handling: as much as a user turn the agent never answered, which is what
+// it is from the caller's side.
+func silentReplyBudget() budget { return budget{per: 15, cap: 45} }
 
 // ItemsFromSpans builds the turns of a session that uploaded no chat history
 // from its spans: a user message per user_turn (at its end, when the turn
@@ -119,9 +127,12 @@ func spanLess(a, b Span) bool {
 }
 
 // spanFindings are what the spans show and a chat history does not:
-// provider errors, and tool errors of a session with a recording. They
-// deduct nothing: the chat history decides the score of a session that has
-// one, and a provider error that cost the caller a turn shows there too.
+// provider errors, tool errors of a session with a recording, and replies
+// the caller never heard. Provider and tool errors deduct nothing (the chat
+// history decides the score of a session that has one). A reply whose text
+// to speech failed before its first audio frame (silent_reply) costs turn
+// handling: the chat history records the reply as said, so only the spans
+// can tell that nobody heard it.
 func spanFindings(s Session) []Finding {
 	var out []Finding
 	ss := append([]Span(nil), s.Spans...)
@@ -140,6 +151,57 @@ func spanFindings(s Session) []Finding {
 			}
 			out = append(out, Finding{Code: CodeProviderError, Severity: Warning, ItemID: "span:" + sp.ID, Message: msg})
 		}
+	}
+	return append(out, silentReplies(s, ss)...)
+}
+
+// silentReplies finds the agent turns that produced no audio because the
+// text to speech failed: the turn's tts_node child never reported a first
+// byte, and a tts span with an error started inside the turn. The error
+// span is matched by time, not by parent: the SDKs put tts_request and
+// tts_request_run between tts_node and the failure, and only spans with an
+// error of those are kept. ss is sorted by (start, id).
+func silentReplies(s Session, ss []Span) []Finding {
+	noAudio := map[string]bool{} // agent_turn id → its tts_node reported no first byte
+	for _, sp := range ss {
+		if sp.Name == SpanTTSNode && sp.Parent != "" && sp.TTFB == nil {
+			noAudio[sp.Parent] = true
+		}
+	}
+	var ttsErrors []Span
+	for _, sp := range ss {
+		if sp.Error != "" && strings.HasPrefix(sp.Name, "tts") {
+			ttsErrors = append(ttsErrors, sp)
+		}
+	}
+	if len(noAudio) == 0 || len(ttsErrors) == 0 {
+		return nil
+	}
+	turnOf := map[string]int{} // item id → index, for a session scored from its spans
+	if !s.hasRecording() {
+		for i, it := range s.Items {
+			turnOf[it.ID] = i
+		}
+	}
+	b := silentReplyBudget()
+	var out []Finding
+	for _, sp := range ss {
+		if sp.Name != SpanAgentTurn || !noAudio[sp.ID] {
+			continue
+		}
+		i := slices.IndexFunc(ttsErrors, func(e Span) bool { return e.Start >= sp.Start && e.Start <= sp.End })
+		if i < 0 {
+			continue
+		}
+		msg := "the text to speech failed (" + clip(ttsErrors[i].Error, 120) + "): the caller heard nothing of this reply"
+		if s.Redacted {
+			msg = "the text to speech failed: the caller heard nothing of this reply"
+		}
+		f := Finding{Code: CodeSilentReply, Severity: Critical, ItemID: "span:" + sp.ID, Deduction: b.take(), Message: msg}
+		if t, ok := turnOf["span:"+sp.ID]; ok {
+			f.Turn = some(t)
+		}
+		out = append(out, f)
 	}
 	return out
 }

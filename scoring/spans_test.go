@@ -120,3 +120,73 @@ func TestSpansKeepRecordedScores(t *testing.T) {
 		}
 	}
 }
+
+// silentTurn is an agent turn whose text to speech failed before its first
+// frame, as agents-js 1.9.0's spans have it (voice-session.mjs with
+// TTS_FAIL): a tts_node without a TTFB and, under a tts_request span that
+// is not kept, a tts_request_run with the error.
+func silentTurn(errAt float64) []scoring.Span {
+	return []scoring.Span{
+		{ID: "20", Parent: "01", Name: scoring.SpanUserTurn, Start: 120, End: 121},
+		{ID: "21", Parent: "01", Name: scoring.SpanAgentTurn, Start: 121.6, End: 121.9},
+		{ID: "22", Parent: "21", Name: scoring.SpanLLMNode, Start: 121.6, End: 121.8, TTFT: f64(0.18)},
+		{ID: "23", Parent: "21", Name: scoring.SpanTTSNode, Start: 121.8, End: 121.9},
+		{ID: "24", Parent: "zz", Name: "tts_request_run", Start: errAt, End: errAt + 0.1, Error: "scripted-tts: quota exceeded"},
+	}
+}
+
+// TestSilentReply: a reply the text to speech never voiced costs turn
+// handling, with or without a recording, and nothing else changes; a turn
+// without audio but without a TTS error in it (interrupted before its
+// first frame), or a TTS error outside the turn, costs nothing.
+func TestSilentReply(t *testing.T) {
+	cfg := scoring.DefaultConfig()
+	count := func(c scoring.Component) (n int, ded float64) {
+		for _, f := range c.Findings {
+			if f.Code == scoring.CodeSilentReply {
+				n++
+				ded += f.Deduction
+			}
+		}
+		return n, ded
+	}
+	meta := scoring.Score(metaSession(append(callSpans(), silentTurn(121.81)...)), cfg)
+	n, ded := count(meta.Components[0])
+	if n != 1 || ded != 15 {
+		t.Fatalf("metadata-only: %d silent replies costing %v, want 1 costing 15: %+v", n, ded, meta.Components[0].Findings)
+	}
+	for _, f := range meta.Components[0].Findings {
+		if f.Code == scoring.CodeSilentReply && (f.ItemID != "span:21" || !f.Turn.Set || f.Severity != scoring.Critical) {
+			t.Errorf("silent reply finding %+v, want item span:21 with its turn, critical", f)
+		}
+	}
+	for name, spans := range map[string][]scoring.Span{
+		"no TTS error":               append(callSpans(), silentTurn(121.81)[:4]...),
+		"a TTS error after the turn": append(callSpans(), silentTurn(125)...),
+	} {
+		sc := scoring.Score(metaSession(spans), cfg)
+		if n, _ := count(sc.Components[0]); n != 0 {
+			t.Errorf("%s: %d silent replies", name, n)
+		}
+	}
+
+	dirs, _ := filepath.Glob("../scenarios/data/*")
+	for _, dir := range dirs {
+		plain := scoreDir(t, dir)
+		in := sessionOf(t, dir)
+		in.Spans, in.Inputs = append(callSpans(), silentTurn(121.81)...), []string{scoring.InputRecording, scoring.InputLogs, scoring.InputTraces}
+		with := scoring.Score(in, cfg)
+		for i, c := range with.Components {
+			p, want := plain.Components[i], plain.Components[i].Deducted
+			if c.Name == scoring.TurnHandling {
+				want += 15
+			}
+			if c.Deducted != want {
+				t.Errorf("%s: %s deducted %v with the silent reply, %v without", dir, c.Name, c.Deducted, p.Deducted)
+			}
+		}
+		if n, _ := count(with.Components[0]); n != 1 {
+			t.Errorf("%s: %d silent replies with a recording", dir, n)
+		}
+	}
+}

@@ -12,16 +12,19 @@
 // goodbye. The session report is made as JobContext.makeSessionReport makes
 // it and posted with uploadSessionReport (transcript and audio off: the
 // report and no recording; RECORD=on: the chat history is uploaded too).
-// consumer/agentsjs_test.go (TestAgentsJSVoicePipeline) runs it; LKSCORE_URL,
+// TTS_FAIL=Goodbye! makes the TTS refuse the goodbye (a 402, not retried):
+// the caller hears nothing at the end.
+// consumer/spans_test.go (TestAgentsJSVoicePipeline) runs it; LKSCORE_URL,
 // ROOM_ID, JOB_ID, LIVEKIT_API_KEY and LIVEKIT_API_SECRET come from there.
 import { AudioFrame } from '@livekit/rtc-node';
 import { ReadableStream } from 'node:stream/web';
-import { initializeLogger, llm, stt, telemetry, tts, voice } from '@livekit/agents';
+import { APIStatusError, initializeLogger, llm, stt, telemetry, tts, voice } from '@livekit/agents';
 
 const url = process.env.LKSCORE_URL;
 const roomId = process.env.ROOM_ID;
 const jobId = process.env.JOB_ID;
 const recordOn = process.env.RECORD === 'on';
+const ttsFails = process.env.TTS_FAIL; // the text of a reply the TTS refuses
 const agentName = 'js-voice-agent';
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -124,26 +127,43 @@ class CallAgent extends voice.Agent {
   }
 }
 
-// A TTS provider: 100 ms to the first frame, then the text's audio, 60 ms per
-// character, as silent 24 kHz frames (tts.TTS / tts.ChunkedStream; the SDK
-// wraps it in its StreamAdapter and sentence tokenizer).
+// A streaming TTS provider (tts.TTS / tts.SynthesizeStream): for each
+// flushed text, 100 ms to the first frame, then its audio, 60 ms per
+// character, as silent 24 kHz frames.
 class ScriptedTTS extends tts.TTS {
   label = 'scripted-tts';
   constructor() {
-    super(24000, 1, { streaming: false });
+    super(24000, 1, { streaming: true });
   }
-  synthesize(text, connOptions, abortSignal) {
-    return new ScriptedChunks(text, this, connOptions, abortSignal);
+  synthesize() {
+    throw new Error('scripted-tts streams only');
   }
-  stream() {
-    throw new Error('scripted-tts does not stream');
+  stream(options) {
+    return new ScriptedSynthesis(this, options?.connOptions);
   }
 }
-class ScriptedChunks extends tts.ChunkedStream {
-  label = 'scripted-tts.chunks';
+class ScriptedSynthesis extends tts.SynthesizeStream {
+  label = 'scripted-tts.stream';
   async run() {
+    let text = '';
+    for await (const t of this.input) {
+      if (t !== tts.SynthesizeStream.FLUSH_SENTINEL) {
+        text += t;
+        continue;
+      }
+      if (text.trim()) await this.speak(text);
+      text = '';
+    }
+    if (text.trim()) await this.speak(text);
+    this.queue.put(tts.SynthesizeStream.END_OF_STREAM);
+  }
+  async speak(text) {
     await sleep(100);
-    const frames = Math.max(5, Math.round((this.inputText.length * 60) / 20));
+    if (ttsFails && text.includes(ttsFails)) {
+      // a provider refusal, not retried (4xx): the reply is never heard
+      throw new APIStatusError({ message: 'scripted-tts: quota exceeded', options: { statusCode: 402 } });
+    }
+    const frames = Math.max(5, Math.round((text.length * 60) / 20));
     const n = 24000 / 50;
     for (let i = 0; i < frames; i++) {
       this.queue.put({ requestId: 'r', segmentId: 's', frame: new AudioFrame(new Int16Array(n), 24000, 1, n), final: i === frames - 1 });
@@ -170,6 +190,9 @@ session.input.audio = mic;
 session.output.audio = new Speaker();
 const pump = setInterval(() => mic.push(), 20);
 
+// As an agent does: provider errors are logged; the session decides whether
+// to go on (it does, up to maxUnrecoverableErrors).
+session.on(voice.AgentSessionEventTypes.Error, (ev) => console.error('session error:', ev.error?.error?.message ?? ev.error?.message));
 const agentStates = [];
 session.on(voice.AgentSessionEventTypes.AgentStateChanged, (ev) => agentStates.push(ev.newState));
 // Resolves with the index of the first `state` at or after `from`.
@@ -201,7 +224,12 @@ await caller.say('Never mind.', 400);
 await waitReply(from);
 from = agentStates.length;
 await caller.say('Bye.', 300);
-await waitReply(from);
+if (ttsFails === 'Goodbye!') {
+  await waitState('listening', (await waitState('thinking', from)) + 1); // nothing is heard
+  await sleep(500);
+} else {
+  await waitReply(from);
+}
 clearInterval(pump);
 await session.close();
 
