@@ -76,9 +76,17 @@ func (d *Daemon) startUI(ctx context.Context, js jetstream.JetStream, facts *fac
 			return sc, json.Unmarshal(m.Data, &sc)
 		},
 		Items: func(ctx context.Context, key string) ([]scoring.Item, error) {
-			f, err := recordingOf(ctx, facts, key)
+			f, err := factsOf(ctx, facts, key)
 			if err != nil {
 				return nil, err
+			}
+			if f.Recording == nil && len(f.Spans) > 0 {
+				// metadata-only: the turns as the scorer built them from
+				// the spans (timing, interruptions, tool errors; no text)
+				return scoring.ItemsFromSpans(f.Spans), nil
+			}
+			if f.Recording == nil {
+				return nil, errors.New("lkscore has no record of where this session's recording is")
 			}
 			if f.ContentDroppedAt != nil {
 				return nil, errors.New("privacy.mode metadata_only dropped the transcript and audio after scoring")
@@ -179,13 +187,19 @@ func redactItems(items []scoring.Item) {
 	}
 }
 
-// recordingOf returns a session's facts, which say where its recording is.
-func recordingOf(ctx context.Context, facts *factStore, key string) (*SessionFacts, error) {
+// factsOf returns the facts of a scorecard's session key.
+func factsOf(ctx context.Context, facts *factStore, key string) (*SessionFacts, error) {
 	room, job, _ := strings.Cut(key, "/")
 	if strings.HasPrefix(job, "h-") {
 		job = ""
 	}
 	f, _, err := facts.get(ctx, factsKey(room, job))
+	return f, err
+}
+
+// recordingOf returns a session's facts, which say where its recording is.
+func recordingOf(ctx context.Context, facts *factStore, key string) (*SessionFacts, error) {
+	f, err := factsOf(ctx, facts, key)
 	if err != nil {
 		return nil, err
 	}

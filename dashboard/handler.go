@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -58,6 +59,7 @@ func NewHandler(index *Index, src Sources, token string, log *slog.Logger) (*Han
 	t, err := template.New("").Funcs(template.FuncMap{
 		"fmtTime": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05") },
 		"score":   func(f float64) string { return fmt.Sprintf("%.1f", f) },
+		"join":    strings.Join,
 		"q":       func(k, v string) template.URL { return template.URL(k + "=" + template.URLQueryEscaper(v)) },
 	}).ParseFS(templateFS, "templates/*.html")
 	if err != nil {
@@ -218,7 +220,10 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) error {
 		Heard    Timeline
 		NoItems  string
 		Raw      string
-	}{page: h.page(r, "Session "+key, Filter{}, 0), Entry: e, Card: sc, Findings: findings(sc), Timeline: timeline(items), Heard: heardTimeline(sc.Audio)}
+		// MetadataOnly: scored from spans and logs, nothing was uploaded.
+		MetadataOnly bool
+	}{page: h.page(r, "Session "+key, Filter{}, 0), Entry: e, Card: sc, Findings: findings(sc), Timeline: timeline(items), Heard: heardTimeline(sc.Audio),
+		MetadataOnly: len(sc.Inputs) > 0 && !slices.Contains(sc.Inputs, scoring.InputRecording)}
 	if ierr != nil {
 		data.NoItems = ierr.Error()
 	}

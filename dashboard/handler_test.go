@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -131,6 +132,50 @@ func TestHeardSpeechOnSessionPage(t *testing.T) {
 			}
 			if tc.not != "" && strings.Contains(body, tc.not) {
 				t.Errorf("page has %q", tc.not)
+			}
+		})
+	}
+}
+
+// TestMetadataOnlySessionPage: a scorecard scored from spans and logs says
+// so, links no recording objects, shows its unmeasured components with
+// their reasons, and draws the timeline from the span items.
+func TestMetadataOnlySessionPage(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	spans := []scoring.Span{
+		{ID: "01", Name: scoring.SpanAgentSession, Start: 100, End: 120},
+		{ID: "02", Parent: "01", Name: scoring.SpanUserTurn, Start: 101, End: 103},
+		{ID: "03", Parent: "01", Name: scoring.SpanAgentTurn, Start: 103.6, End: 106, E2ELatency: f(0.6), Interrupted: true},
+	}
+	for name, tc := range map[string]struct {
+		inputs []string
+		want   []string
+		not    []string
+	}{
+		"metadata-only": {[]string{scoring.InputLogs, scoring.InputTraces},
+			[]string{"metadata-only, no recording was uploaded", "not measured: ", `id="timeline"`}, []string{"object=recording.ogg", "No timeline"}},
+		"recorded": {[]string{scoring.InputRecording, scoring.InputLogs, scoring.InputTraces},
+			[]string{"object=recording.ogg", "inputs <b>recording, logs, traces</b>"}, []string{"metadata-only"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			h := testHandler(t, "")
+			in := scoring.Session{Key: "RM_d/AJ", RoomID: "RM_d", JobID: "AJ", Spans: spans, Inputs: tc.inputs}
+			if slices.Contains(tc.inputs, scoring.InputRecording) {
+				in.Items = scoring.ItemsFromSpans(spans) // stands in for a chat history
+			}
+			card := scoring.Score(in, scoring.DefaultConfig())
+			h.src.Scorecard = func(context.Context, uint64) (scoring.Scorecard, error) { return card, nil }
+			h.src.Items = func(context.Context, string) ([]scoring.Item, error) { return scoring.ItemsFromSpans(spans), nil }
+			body := get(h, "127.0.0.1:1", "/ui/session?key=RM_d/AJ", nil).Body.String()
+			for _, w := range tc.want {
+				if !strings.Contains(body, w) {
+					t.Errorf("page lacks %q", w)
+				}
+			}
+			for _, n := range tc.not {
+				if strings.Contains(body, n) {
+					t.Errorf("page has %q", n)
+				}
 			}
 		})
 	}
