@@ -86,6 +86,39 @@ func TestRealisticHistoryParses(t *testing.T) {
 	}
 }
 
+// fieldDir holds the field mix (scenarios/field.go): both SDKs' forms with
+// their full-precision numbers, 20 to 200 turns.
+const fieldDir = "../scenarios/load/field/"
+
+// BenchmarkFieldHistory decodes the field mix's 200-turn histories, each
+// beside json.Valid on the same bytes (the floor for any decoder).
+func BenchmarkFieldHistory(b *testing.B) {
+	for _, name := range []string{"py_200", "js_200"} {
+		data, err := os.ReadFile(fieldDir + name + ".json")
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(name+"/parse", func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			b.ReportAllocs()
+			for b.Loop() {
+				h, err := ParseChatHistoryBytes(data, ChatLimits{})
+				if err != nil || len(h.Items) < 400 {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(name+"/valid", func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			for b.Loop() {
+				if !json.Valid(data) {
+					b.Fatal("invalid")
+				}
+			}
+		})
+	}
+}
+
 // historyFixture is realisticHistory(200), committed so that other modules
 // (bench/decoders), lkscore bench and tools/perf-vs-python.sh use the same bytes.
 const historyFixture = "../scenarios/load/history_200turns.json"

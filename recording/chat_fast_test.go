@@ -2,6 +2,7 @@ package recording
 
 import (
 	"bytes"
+	"path/filepath"
 	"reflect"
 	"testing"
 )
@@ -9,7 +10,8 @@ import (
 // FuzzChatPathsAgree: wherever the fast path answers, its answer is the
 // streaming path's, item for item and problem for problem.
 func FuzzChatPathsAgree(f *testing.F) {
-	for _, p := range []string{"testdata/chat_python.json", "testdata/chat_js.json", "testdata/chat_js_camel.json"} {
+	for _, p := range []string{"testdata/chat_python.json", "testdata/chat_js.json", "testdata/chat_js_camel.json",
+		fieldDir + "py_020a.json", fieldDir + "js_020a.json"} {
 		f.Add(mustRead(f, p))
 	}
 	for _, s := range []string{
@@ -60,7 +62,11 @@ func FuzzChatPathsAgree(f *testing.F) {
 // TestFastPathTakesSDKFiles: the fast path really answers for the SDKs' own
 // files (a fast path that always declined would pass the fuzz test).
 func TestFastPathTakesSDKFiles(t *testing.T) {
-	for _, p := range []string{"testdata/chat_python.json", "testdata/chat_js.json", "testdata/chat_js_camel.json", historyFixture} {
+	field, _ := filepath.Glob(fieldDir + "*.json")
+	if len(field) != 10 {
+		t.Fatalf("%d field fixtures in %s, want 10", len(field), fieldDir)
+	}
+	for _, p := range append([]string{"testdata/chat_python.json", "testdata/chat_js.json", "testdata/chat_js_camel.json", historyFixture}, field...) {
 		data := mustRead(t, p)
 		lim := ChatLimits{}.withDefaults()
 		fast, ok := fastChat(data, lim)
@@ -70,6 +76,9 @@ func TestFastPathTakesSDKFiles(t *testing.T) {
 		slow, err := streamChat(bytes.NewReader(data), lim)
 		if err != nil || !reflect.DeepEqual(fast, slow) {
 			t.Fatalf("%s: paths disagree (%v)", p, err)
+		}
+		if len(fast.Problems) != 0 {
+			t.Errorf("%s: problems %v", p, fast.Problems)
 		}
 	}
 }

@@ -29,9 +29,11 @@ func benchCommand(getenv func(string) string, stdout io.Writer) *cli.Command {
 	return &cli.Command{
 		Name:  "bench",
 		Usage: "load a running lkscore with signed sessions or webhooks and report throughput and latency",
-		Description: "Sessions mode (the default): each session is an agents SDK recording upload (a 200-turn chat\n" +
-			"history unless --chat is given) followed by LiveKit's agent_job_ended webhook, both signed with your\n" +
-			"LiveKit key as the SDK and LiveKit sign them. bench reads the scorecards from NATS and reports\n" +
+		Description: "Sessions mode (the default): each session is an agents SDK recording upload followed by LiveKit's\n" +
+			"agent_job_ended webhook, both signed with your LiveKit key as the SDK and LiveKit sign them. The uploads\n" +
+			"cycle through the field mix (ten chat histories of 20 to 200 turns in both SDKs' forms, with their\n" +
+			"full-precision numbers; four close reasons) unless --chat gives one history for every session.\n" +
+			"bench reads the scorecards from NATS and reports\n" +
 			"sessions/s and the latency from the webhook's 2xx to the scorecard, with lost and duplicated ones.\n" +
 			"Webhooks mode (--webhooks): unique signed room_finished events only, at --concurrency connections.\n" +
 			"Exit 1 when a session is lost or scored twice, or a request is refused.",
@@ -41,7 +43,7 @@ func benchCommand(getenv func(string) string, stdout io.Writer) *cli.Command {
 			&cli.IntFlag{Name: "concurrency", Value: 32, Usage: "clients sending at once"},
 			&cli.Float64Flag{Name: "rate", Usage: "offered sessions (or webhooks) per second; 0: as fast as the clients go"},
 			&cli.BoolFlag{Name: "webhooks", Usage: "send webhooks only and report webhooks/s and their latency"},
-			&cli.StringFlag{Name: "chat", Usage: "chat_history.json to upload with every session (default: a realistic 200-turn history, 253 KB)"},
+			&cli.StringFlag{Name: "chat", Usage: "chat_history.json to upload with every session (default: the field mix, 20 to 200 turns, 24–320 KB)"},
 			&cli.StringFlag{Name: "api-key", Usage: "which configured LiveKit key signs (default: the only one, or the first by name)"},
 			&cli.DurationFlag{Name: "timeout", Value: 2 * time.Minute, Usage: "how long to wait for the last scorecard after the last session is sent"},
 			&cli.BoolFlag{Name: "json", Usage: "print the report as JSON"},
@@ -53,11 +55,16 @@ func benchCommand(getenv func(string) string, stdout io.Writer) *cli.Command {
 			}
 			defer closeFn()
 			o := benchOptions{url: c.String("url"), n: int(c.Int("sessions")), clients: int(c.Int("concurrency")),
-				rate: c.Float64("rate"), webhooksOnly: c.Bool("webhooks"), timeout: c.Duration("timeout"), chat: scenarios.LoadHistory()}
+				rate: c.Float64("rate"), webhooksOnly: c.Bool("webhooks"), timeout: c.Duration("timeout")}
+			for _, f := range scenarios.FieldMix() {
+				o.chats = append(o.chats, f.Chat)
+			}
 			if p := c.String("chat"); p != "" {
-				if o.chat, err = readFileLimited(p, cfg.Limits.UploadBytes()); err != nil {
+				chat, err := readFileLimited(p, cfg.Limits.UploadBytes())
+				if err != nil {
 					return exitError{code: 2, err: err}
 				}
+				o.chats = [][]byte{chat}
 			}
 			if o.key, o.secret, err = signingKey(cfg, c.String("api-key")); err != nil {
 				return exitError{code: 2, err: err}
@@ -122,13 +129,18 @@ func readFileLimited(path string, limit int64) ([]byte, error) {
 	return b, nil
 }
 
+// benchCloseReasons are the close reasons bench's sessions name, in turn:
+// four of the proto's named reasons, the clean ones most often.
+var benchCloseReasons = []string{"CR_USER_INITIATED", "CR_PARTICIPANT_DISCONNECTED", "CR_USER_INITIATED", "CR_JOB_SHUTDOWN",
+	"CR_COMPLETED", "CR_PARTICIPANT_DISCONNECTED", "CR_USER_INITIATED"}
+
 type benchOptions struct {
 	url          string
 	key, secret  string
 	n, clients   int
 	rate         float64 // per second; 0: closed loop
 	webhooksOnly bool
-	chat         []byte
+	chats        [][]byte // session i uploads chats[i%len(chats)]
 	timeout      time.Duration
 }
 
@@ -241,8 +253,8 @@ func runBench(ctx context.Context, js jetstream.JetStream, subj consumer.Subject
 					t1 = time.Now()
 				} else {
 					header, _ := proto.Marshal(&livekit.MetricsRecordingHeader{RoomId: room, JobId: job,
-						SessionSummary: `{"close_reason":"CR_USER_INITIATED"}`})
-					if err = snd.upload(ctx, header, o.chat); err == nil {
+						SessionSummary: `{"close_reason":"` + benchCloseReasons[i%len(benchCloseReasons)] + `"}`})
+					if err = snd.upload(ctx, header, o.chats[i%len(o.chats)]); err == nil {
 						ev := &livekit.WebhookEvent{Event: "agent_job_ended", Id: "EV_" + job, CreatedAt: time.Now().Unix(),
 							Job: &livekit.Job{Id: job, AgentName: "lkscore-bench", Room: &livekit.Room{Sid: room},
 								State: &livekit.JobState{Status: livekit.JobStatus_JS_SUCCESS}}}
