@@ -108,6 +108,15 @@ func BenchmarkFieldHistory(b *testing.B) {
 				}
 			}
 		})
+		b.Run(name+"/goccy", func(b *testing.B) { // the fast path before the scanner
+			b.SetBytes(int64(len(data)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if h, ok := goccyChat(data, ChatLimits{}.withDefaults()); !ok || len(h.Items) < 400 {
+					b.Fatal("declined")
+				}
+			}
+		})
 		b.Run(name+"/valid", func(b *testing.B) {
 			b.SetBytes(int64(len(data)))
 			for b.Loop() {

@@ -142,13 +142,19 @@ func matchesItems(key string) bool {
 	return err == nil && json.Unmarshal(doc, &probe) == nil && probe.Items != nil
 }
 
+// SizeHinter is a reader that knows the size of what it reads (a store's
+// object reader): SizeHint returns it, or -1 when unknown.
+type SizeHinter interface{ SizeHint() int64 }
+
 // readCapped reads r whole, failing with ErrLimit past max bytes. A reader
-// that knows its length (bytes.Reader, a store's sized reader) is read into
+// that knows its length (bytes.Reader, a store's SizeHinter) is read into
 // one allocation of that size.
 func readCapped(r io.Reader, max int64) ([]byte, error) {
 	size := 64 << 10
 	if l, ok := r.(interface{ Len() int }); ok && int64(l.Len()) <= max {
 		size = l.Len() + 1 // +1: room for the read that sees EOF
+	} else if h, ok := r.(SizeHinter); ok && h.SizeHint() >= 0 && h.SizeHint() <= max {
+		size = int(h.SizeHint()) + 1
 	}
 	buf := make([]byte, 0, size)
 	cr := &capReader{r: r, left: max}

@@ -48,6 +48,11 @@ type rawItem struct {
 	ToolsAddedC   []string        `json:"toolsAdded"`
 	ToolsRemoved  []string        `json:"tools_removed"`
 	ToolsRemovedC []string        `json:"toolsRemoved"`
+
+	// contentList is Content already decoded (the scanner's fast path): a
+	// string or a list of strings. contentSet says it replaces Content.
+	contentList []string
+	contentSet  bool
 }
 
 type rawMetrics struct {
@@ -174,7 +179,10 @@ func (p *chatParser) add(i int, raw *rawItem) {
 	}
 	switch raw.Type {
 	case TypeMessage:
-		content, ok := contentStrings(raw.Content, p.unmarshal)
+		content, ok := raw.contentList, true
+		if !raw.contentSet {
+			content, ok = contentStrings(raw.Content, p.unmarshal)
+		}
 		if !ok {
 			p.problem(i, "content_invalid", "message content is neither a string nor a list")
 		}

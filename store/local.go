@@ -121,14 +121,18 @@ func (s *Local) Open(_ context.Context, key string, maxBytes int64) (io.ReadClos
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", key, err)
 	}
-	if st, err := f.Stat(); err == nil && (st.IsDir() || st.Size() > maxBytes) {
-		_ = f.Close()
-		if st.IsDir() {
-			return nil, fmt.Errorf("open %s: %w", key, ErrNotFound)
+	size := int64(-1)
+	if st, err := f.Stat(); err == nil {
+		if st.IsDir() || st.Size() > maxBytes {
+			_ = f.Close()
+			if st.IsDir() {
+				return nil, fmt.Errorf("open %s: %w", key, ErrNotFound)
+			}
+			return nil, fmt.Errorf("open %s: %d bytes: %w", key, st.Size(), recording.ErrLimit)
 		}
-		return nil, fmt.Errorf("open %s: %d bytes: %w", key, st.Size(), recording.ErrLimit)
+		size = st.Size()
 	}
-	return readCloser{Reader: recording.LimitReader(f, maxBytes), Closer: f}, nil
+	return readCloser{Reader: recording.LimitReader(f, maxBytes), Closer: f, size: size}, nil
 }
 
 // List returns every object under prefix, sorted by key; staging is never

@@ -100,10 +100,14 @@ func (s *S3) OpenBucket(ctx context.Context, bucket, key string, maxBytes int64)
 		cancel()
 		return nil, fmt.Errorf("get s3://%s/%s: %d bytes: %w", bucket, key, *out.ContentLength, recording.ErrLimit)
 	}
+	size := int64(-1)
+	if out.ContentLength != nil {
+		size = *out.ContentLength
+	}
 	return readCloser{Reader: recording.LimitReader(out.Body, maxBytes), Closer: closeFunc(func() error {
 		defer cancel()
 		return out.Body.Close()
-	})}, nil
+	}), size: size}, nil
 }
 
 // List implements listing for the locator and inspect: every key under prefix.

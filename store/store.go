@@ -102,7 +102,12 @@ func Open(ctx context.Context, cfg config.Config) (Store, error) {
 type readCloser struct {
 	io.Reader
 	io.Closer
+	size int64 // the object's size when known, else -1
 }
+
+// SizeHint is the object's size, or -1 (recording.SizeHinter): a reader
+// of the whole object allocates once instead of growing its buffer.
+func (r readCloser) SizeHint() int64 { return r.size }
 
 type closeFunc func() error
 

@@ -17,15 +17,15 @@ type chatDoc struct {
 // item without an "id": the fast path cannot tell which, and declines.
 const absentItems = "\x00lkscore:absent"
 
-// fastChat decodes a well-formed chat history with goccy/go-json in one
-// call, about 3x faster than encoding/json's streaming decoder here
-// (docs/performance.md has the side-by-side measurement of the candidates).
+// goccyChat is the fast path as it was before the scanner (chat_scan.go):
+// goccy/go-json decoding the whole document into []rawItem. It stays, in a
+// test file, for BenchmarkFieldHistory's side-by-side measurement.
 // It answers only when it is certain of the streaming path's result: ok is
 // false for invalid UTF-8, a syntax or type error, a missing or null
 // "items", or too many items, and the caller decodes again with streamChat,
 // which names the error or the problems. FuzzChatPathsAgree checks that
 // both give the same result wherever the fast path answers.
-func fastChat(data []byte, lim ChatLimits) (h *ChatHistory, ok bool) {
+func goccyChat(data []byte, lim ChatLimits) (h *ChatHistory, ok bool) {
 	if !utf8.Valid(data) || !oneItemsKey(data) {
 		return nil, false // encoding/json replaces invalid UTF-8; leave that to it
 	}

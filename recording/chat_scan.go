@@ -1,0 +1,796 @@
+package recording
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"math"
+	"strconv"
+	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
+	"unsafe"
+)
+
+// fastChat decodes a well-formed chat history in one pass over the bytes,
+// with no reflection: a scanner that knows rawItem's keys, reads numbers
+// with strconv.ParseFloat on the token itself and content strings straight
+// into the item. It is several times cheaper than a general decoder on the
+// SDKs' files (docs/performance.md has the side-by-side measurement).
+//
+// It answers only when it is certain of what the streaming encoding/json
+// path would give: ok is false for invalid UTF-8 or JSON, a key that
+// encoding/json would match to a field by case folding but not exactly, a
+// key with an escape, a null or a value of another type in a field it
+// decodes, a repeated or missing "items", too many items, or a first item
+// without an id. The caller then decodes with streamChat, which names the
+// error or records the problems. FuzzChatPathsAgree checks that both paths
+// give the same result wherever this one answers.
+func fastChat(data []byte, lim ChatLimits) (h *ChatHistory, ok bool) {
+	if !utf8.Valid(data) {
+		return nil, false // encoding/json replaces invalid UTF-8; leave that to it
+	}
+	s := scanner{data: data}
+	p := &chatParser{lim: lim, unmarshal: json.Unmarshal, h: &ChatHistory{Counts: map[string]int{}}}
+	if !s.document(p) || s.failed {
+		return nil, false
+	}
+	p.finish()
+	return p.h, true
+}
+
+type scanner struct {
+	data   []byte
+	i      int
+	failed bool
+	depth  int
+	// arena holds the bytes of the strings the scanner returns, so that a
+	// history's few thousand strings are a few allocations, not one each.
+	// Bytes once written are never changed: a full chunk is replaced by a
+	// new one, and the strings keep the old one alive.
+	arena []byte
+}
+
+// arenaChunk is the size of one arena allocation; longer strings get their own.
+const arenaChunk = 32 << 10
+
+// save returns b as a string whose bytes live in the arena.
+func (s *scanner) save(b []byte) string {
+	switch {
+	case len(b) == 0:
+		return ""
+	case len(b) > arenaChunk/8:
+		return string(b)
+	case cap(s.arena)-len(s.arena) < len(b):
+		s.arena = make([]byte, 0, arenaChunk)
+	}
+	start := len(s.arena)
+	s.arena = append(s.arena, b...)
+	return unsafe.String(&s.arena[start], len(b))
+}
+
+// maxSkipDepth bounds the nesting of values the scanner skips; deeper
+// input is left to encoding/json.
+const maxSkipDepth = 512
+
+func (s *scanner) fail() bool { s.failed = true; return false }
+
+func (s *scanner) ws() {
+	for s.i < len(s.data) {
+		switch s.data[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+// next skips whitespace and returns the next byte (0 at the end).
+func (s *scanner) next() byte {
+	s.ws()
+	if s.i >= len(s.data) {
+		return 0
+	}
+	return s.data[s.i]
+}
+
+func (s *scanner) expect(c byte) bool {
+	if s.next() != c {
+		return s.fail()
+	}
+	s.i++
+	return true
+}
+
+func (s *scanner) document(p *chatParser) bool {
+	if !s.expect('{') {
+		return false
+	}
+	sawItems := false
+	if s.next() == '}' {
+		s.i++
+	} else {
+		for {
+			key, ok := s.key()
+			if !ok {
+				return false
+			}
+			switch {
+			case string(key) == "items":
+				if sawItems || !s.items(p) {
+					return s.fail() // a repeated "items" merges in one decode and restarts in the stream
+				}
+				sawItems = true
+			case foldsTo(key, "items"):
+				return s.fail()
+			default:
+				if !s.skip() {
+					return false
+				}
+			}
+			if !s.more('}') {
+				break
+			}
+		}
+	}
+	s.ws()
+	if s.failed || s.i != len(s.data) || !sawItems {
+		return s.fail()
+	}
+	return true
+}
+
+// more consumes a ',' (true: another member follows) or the closing byte
+// (false). Anything else fails the scan.
+func (s *scanner) more(closing byte) bool {
+	switch s.next() {
+	case ',':
+		s.i++
+		return true
+	case closing:
+		s.i++
+		return false
+	}
+	s.fail()
+	return false
+}
+
+// key reads an object key and its ':'. Keys with escapes are declined: the
+// SDKs write none, and encoding/json matches their unescaped form.
+func (s *scanner) key() ([]byte, bool) {
+	if s.next() != '"' {
+		return nil, s.fail()
+	}
+	raw, esc, ok := s.rawString()
+	if !ok || esc {
+		return nil, s.fail()
+	}
+	return raw, s.expect(':')
+}
+
+func (s *scanner) items(p *chatParser) bool {
+	if !s.expect('[') {
+		return false
+	}
+	if s.next() == ']' {
+		s.i++
+		return true
+	}
+	p.h.Items = make([]Item, 0, len(s.data)/384+1) // SDK items take 400-600 bytes
+	var raw rawItem
+	for i := 0; ; i++ {
+		if i >= p.lim.MaxItems {
+			return s.fail() // the stream names the limit
+		}
+		raw = newRawItem()
+		if !s.item(&raw) || (i == 0 && raw.ID == "") {
+			return s.fail()
+		}
+		p.add(i, &raw)
+		if !s.more(']') {
+			return !s.failed
+		}
+	}
+}
+
+// item decodes one chat item into raw as encoding/json would, or fails.
+func (s *scanner) item(raw *rawItem) bool {
+	if !s.expect('{') {
+		return false
+	}
+	if s.next() == '}' {
+		s.i++
+		return true
+	}
+	for {
+		key, ok := s.key()
+		if !ok {
+			return false
+		}
+		switch string(key) {
+		case "id":
+			raw.ID, ok = s.str()
+		case "type":
+			raw.Type, ok = s.interned()
+		case "created_at":
+			raw.CreatedAt, ok = s.num()
+		case "createdAt":
+			raw.CreatedAC, ok = s.num()
+		case "role":
+			raw.Role, ok = s.interned()
+		case "content":
+			ok = s.content(raw)
+		case "interrupted":
+			raw.Interrupted, ok = s.boolean()
+		case "transcript_confidence":
+			raw.TConf, ok = s.num()
+		case "transcriptConfidence":
+			raw.TConfC, ok = s.num()
+		case "metrics":
+			ok = s.metrics(&raw.Metrics)
+		case "call_id":
+			raw.CallID, ok = s.str()
+		case "callId":
+			raw.CallIDC, ok = s.str()
+		case "name":
+			raw.Name, ok = s.str()
+		case "arguments":
+			raw.Arguments, ok = s.str()
+		case "args":
+			raw.Args, ok = s.str()
+		case "group_id":
+			raw.GroupID, ok = s.str()
+		case "groupId":
+			raw.GroupIDC, ok = s.str()
+		case "output":
+			raw.Output, ok = s.str()
+		case "is_error":
+			raw.IsError, ok = s.boolean()
+		case "isError":
+			raw.IsErrorC, ok = s.boolean()
+		case "old_agent_id":
+			raw.OldAgentID, ok = s.str()
+		case "oldAgentId":
+			raw.OldAgentIDC, ok = s.str()
+		case "new_agent_id":
+			raw.NewAgentID, ok = s.str()
+		case "newAgentId":
+			raw.NewAgentIDC, ok = s.str()
+		case "instructions":
+			raw.Instructions, ok = s.rawValue()
+		case "tools_added":
+			raw.ToolsAdded, ok = s.strList()
+		case "toolsAdded":
+			raw.ToolsAddedC, ok = s.strList()
+		case "tools_removed":
+			raw.ToolsRemoved, ok = s.strList()
+		case "toolsRemoved":
+			raw.ToolsRemovedC, ok = s.strList()
+		default:
+			if foldsToAny(key, itemKeys) {
+				return s.fail()
+			}
+			ok = s.skip()
+		}
+		if !ok {
+			return s.fail()
+		}
+		if !s.more('}') {
+			return !s.failed
+		}
+	}
+}
+
+func (s *scanner) metrics(m *rawMetrics) bool {
+	if !s.expect('{') {
+		return false // null or another type: the stream decides
+	}
+	if s.next() == '}' {
+		s.i++
+		return true
+	}
+	for {
+		key, ok := s.key()
+		if !ok {
+			return false
+		}
+		var f *float64
+		switch string(key) {
+		case "started_speaking_at":
+			f = &m.StartedSpeakingAt
+		case "startedSpeakingAt":
+			f = &m.StartedSpeakingAtC
+		case "stopped_speaking_at":
+			f = &m.StoppedSpeakingAt
+		case "stoppedSpeakingAt":
+			f = &m.StoppedSpeakingAtC
+		case "transcription_delay":
+			f = &m.TranscriptionDelay
+		case "transcriptionDelay":
+			f = &m.TranscriptionDelayC
+		case "end_of_turn_delay":
+			f = &m.EndOfTurnDelay
+		case "endOfTurnDelay":
+			f = &m.EndOfTurnDelayC
+		case "on_user_turn_completed_delay":
+			f = &m.OnUserTurnCompletedDelay
+		case "onUserTurnCompletedDelay":
+			f = &m.OnUserTurnCompletedDelayC
+		case "llm_node_ttft":
+			f = &m.LLMNodeTTFT
+		case "llmNodeTtft":
+			f = &m.LLMNodeTTFTC
+		case "llm_node_tps":
+			f = &m.LLMNodeTPS
+		case "llm_node_ttfs":
+			f = &m.LLMNodeTTFS
+		case "tts_node_ttfb":
+			f = &m.TTSNodeTTFB
+		case "ttsNodeTtfb":
+			f = &m.TTSNodeTTFBC
+		case "playback_latency":
+			f = &m.PlaybackLatency
+		case "playbackLatency":
+			f = &m.PlaybackLatencyC
+		case "e2e_latency":
+			f = &m.E2ELatency
+		case "e2eLatency":
+			f = &m.E2ELatencyC
+		default:
+			if foldsToAny(key, metricKeys) {
+				return s.fail()
+			}
+			ok = s.skip()
+		}
+		if f != nil {
+			*f, ok = s.num()
+		}
+		if !ok {
+			return s.fail()
+		}
+		if !s.more('}') {
+			return !s.failed
+		}
+	}
+}
+
+// content reads a message's content: a string or a list of strings goes
+// straight into raw; anything else (a list with image or audio objects) is
+// kept raw for contentStrings, as on the stream.
+func (s *scanner) content(raw *rawItem) bool {
+	switch s.next() {
+	case '"':
+		v, ok := s.str()
+		raw.Content, raw.contentSet, raw.contentList = nil, true, []string{v}
+		return ok
+	case '[':
+		start := s.i
+		if list, ok := s.strList(); ok {
+			raw.Content, raw.contentSet, raw.contentList = nil, true, list
+			return true
+		}
+		s.i, s.failed = start, false
+		v, ok := s.rawValue()
+		raw.Content, raw.contentSet, raw.contentList = v, false, nil
+		return ok
+	}
+	return s.fail()
+}
+
+// rawValue returns the next value's bytes (a view of the input), for the
+// few fields decoded with encoding/json from them. null is declined.
+func (s *scanner) rawValue() (json.RawMessage, bool) {
+	if s.next() == 'n' {
+		return nil, s.fail()
+	}
+	start := s.i
+	if !s.skip() {
+		return nil, false
+	}
+	return json.RawMessage(s.data[start:s.i]), true
+}
+
+func (s *scanner) strList() ([]string, bool) {
+	if !s.expect('[') {
+		return nil, false
+	}
+	out := []string{}
+	if s.next() == ']' {
+		s.i++
+		return out, true
+	}
+	for {
+		if s.next() != '"' {
+			return nil, s.fail()
+		}
+		v, ok := s.str()
+		if !ok {
+			return nil, false
+		}
+		out = append(out, v)
+		if !s.more(']') {
+			return out, !s.failed
+		}
+	}
+}
+
+func (s *scanner) boolean() (bool, bool) {
+	switch s.next() {
+	case 't':
+		return true, s.literal("true")
+	case 'f':
+		return false, s.literal("false")
+	}
+	return false, s.fail()
+}
+
+func (s *scanner) literal(w string) bool {
+	if !bytes.HasPrefix(s.data[s.i:], []byte(w)) {
+		return s.fail()
+	}
+	s.i += len(w)
+	return true
+}
+
+// num reads a JSON number as encoding/json does for a float64 field:
+// strconv.ParseFloat on the token. Out of range fails (a type error there).
+func (s *scanner) num() (float64, bool) {
+	s.ws()
+	start := s.i
+	if !s.numberToken() {
+		return 0, false
+	}
+	tok := s.data[start:s.i]
+	f, err := strconv.ParseFloat(unsafe.String(unsafe.SliceData(tok), len(tok)), 64)
+	if err != nil || math.IsInf(f, 0) {
+		return 0, s.fail()
+	}
+	return f, true
+}
+
+// numberToken advances over -?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?.
+func (s *scanner) numberToken() bool {
+	d := s.data
+	i := s.i
+	if i < len(d) && d[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(d) && d[i] == '0':
+		i++
+	case i < len(d) && d[i] >= '1' && d[i] <= '9':
+		for i < len(d) && d[i] >= '0' && d[i] <= '9' {
+			i++
+		}
+	default:
+		return s.fail()
+	}
+	if i < len(d) && d[i] == '.' {
+		i++
+		j := i
+		for i < len(d) && d[i] >= '0' && d[i] <= '9' {
+			i++
+		}
+		if i == j {
+			return s.fail()
+		}
+	}
+	if i < len(d) && (d[i] == 'e' || d[i] == 'E') {
+		i++
+		if i < len(d) && (d[i] == '+' || d[i] == '-') {
+			i++
+		}
+		j := i
+		for i < len(d) && d[i] >= '0' && d[i] <= '9' {
+			i++
+		}
+		if i == j {
+			return s.fail()
+		}
+	}
+	s.i = i
+	return true
+}
+
+// str reads a string value; a null or another type fails.
+func (s *scanner) str() (string, bool) {
+	if s.next() != '"' {
+		return "", s.fail()
+	}
+	raw, esc, ok := s.rawString()
+	if !ok {
+		return "", false
+	}
+	if !esc {
+		return s.save(raw), true
+	}
+	return unescape(raw)
+}
+
+// interned reads a string value that is usually one of a few words (an
+// item's type or role) without allocating for those.
+func (s *scanner) interned() (string, bool) {
+	if s.next() != '"' {
+		return "", s.fail()
+	}
+	raw, esc, ok := s.rawString()
+	if !ok {
+		return "", false
+	}
+	if esc {
+		return unescape(raw)
+	}
+	switch string(raw) {
+	case TypeMessage:
+		return TypeMessage, true
+	case TypeFunctionCall:
+		return TypeFunctionCall, true
+	case TypeFunctionCallOutput:
+		return TypeFunctionCallOutput, true
+	case TypeAgentHandoff:
+		return TypeAgentHandoff, true
+	case TypeAgentConfigUpdate:
+		return TypeAgentConfigUpdate, true
+	case "user":
+		return "user", true
+	case "assistant":
+		return "assistant", true
+	case "system":
+		return "system", true
+	case "developer":
+		return "developer", true
+	}
+	return s.save(raw), true
+}
+
+// stringSpecial marks the bytes that end a string's plain run: the quote,
+// the backslash and the control characters JSON forbids in strings.
+var stringSpecial = func() (t [256]bool) {
+	for c := 0; c < 0x20; c++ {
+		t[c] = true
+	}
+	t['"'], t['\\'] = true, true
+	return t
+}()
+
+// rawString reads a string at s.i (a '"'); raw is its content between the
+// quotes, esc whether it holds an escape.
+func (s *scanner) rawString() (raw []byte, esc bool, ok bool) {
+	d := s.data
+	i := s.i + 1
+	start := i
+	for {
+		// Eight bytes at a time while none of them is special (SWAR: a
+		// byte of x^q is zero where x has a quote, and so on).
+		for i+8 <= len(d) {
+			x := binary.LittleEndian.Uint64(d[i:])
+			if hasZeroByte(x^quotes) || hasZeroByte(x^backslashes) || hasLess(x, 0x20) {
+				break
+			}
+			i += 8
+		}
+		for i < len(d) && !stringSpecial[d[i]] {
+			i++
+		}
+		if i >= len(d) || d[i] < 0x20 {
+			return nil, false, s.fail()
+		}
+		if d[i] == '"' {
+			s.i = i + 1
+			return d[start:i], esc, true
+		}
+		// a backslash: one escape, checked here, decoded by unescape
+		esc = true
+		if i+1 >= len(d) {
+			return nil, false, s.fail()
+		}
+		switch d[i+1] {
+		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			i += 2
+		case 'u':
+			if i+6 > len(d) || !isHex4(d[i+2:i+6]) {
+				return nil, false, s.fail()
+			}
+			i += 6
+		default:
+			return nil, false, s.fail()
+		}
+	}
+}
+
+const (
+	ones        = 0x0101010101010101
+	highs       = 0x8080808080808080
+	quotes      = '"' * ones
+	backslashes = '\\' * ones
+)
+
+// hasZeroByte reports whether any byte of x is zero.
+func hasZeroByte(x uint64) bool { return (x-ones)&^x&highs != 0 }
+
+// hasLess reports whether any byte of x is below n (n <= 128).
+func hasLess(x uint64, n uint64) bool { return (x-ones*n)&^x&highs != 0 }
+
+func isHex4(b []byte) bool {
+	for _, c := range b[:4] {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
+			return false
+		}
+	}
+	return true
+}
+
+// unescape decodes a string's escapes (already checked by rawString). A
+// lone surrogate, which encoding/json replaces with U+FFFD, is declined.
+func unescape(raw []byte) (string, bool) {
+	var b strings.Builder
+	b.Grow(len(raw))
+	for i := 0; i < len(raw); {
+		c := raw[i]
+		if c != '\\' {
+			j := bytes.IndexByte(raw[i:], '\\')
+			if j < 0 {
+				j = len(raw) - i
+			}
+			b.Write(raw[i : i+j])
+			i += j
+			continue
+		}
+		switch raw[i+1] {
+		case 'u':
+			r := rune(hex4(raw[i+2 : i+6]))
+			i += 6
+			if utf16.IsSurrogate(r) {
+				if i+6 > len(raw) || raw[i] != '\\' || raw[i+1] != 'u' {
+					return "", false
+				}
+				r = utf16.DecodeRune(r, rune(hex4(raw[i+2:i+6])))
+				if r == utf8.RuneError {
+					return "", false
+				}
+				i += 6
+			}
+			b.WriteRune(r)
+			continue
+		case 'b':
+			b.WriteByte('\b')
+		case 'f':
+			b.WriteByte('\f')
+		case 'n':
+			b.WriteByte('\n')
+		case 'r':
+			b.WriteByte('\r')
+		case 't':
+			b.WriteByte('\t')
+		default: // '"', '\\', '/'
+			b.WriteByte(raw[i+1])
+		}
+		i += 2
+	}
+	return b.String(), true
+}
+
+func hex4(b []byte) uint32 {
+	var v uint32
+	for _, c := range b[:4] {
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c -= 'a' - 10
+		default:
+			c -= 'A' - 10
+		}
+		v = v<<4 | uint32(c)
+	}
+	return v
+}
+
+// skip advances over one value of any type, checking its syntax.
+func (s *scanner) skip() bool {
+	switch s.next() {
+	case '"':
+		_, _, ok := s.rawString()
+		return ok
+	case '{':
+		s.i++
+		if s.depth++; s.depth > maxSkipDepth {
+			return s.fail()
+		}
+		defer func() { s.depth-- }()
+		if s.next() == '}' {
+			s.i++
+			return true
+		}
+		for {
+			if s.next() != '"' {
+				return s.fail()
+			}
+			if _, _, ok := s.rawString(); !ok || !s.expect(':') || !s.skip() {
+				return s.fail()
+			}
+			if !s.more('}') {
+				return !s.failed
+			}
+		}
+	case '[':
+		s.i++
+		if s.depth++; s.depth > maxSkipDepth {
+			return s.fail()
+		}
+		defer func() { s.depth-- }()
+		if s.next() == ']' {
+			s.i++
+			return true
+		}
+		for {
+			if !s.skip() {
+				return false
+			}
+			if !s.more(']') {
+				return !s.failed
+			}
+		}
+	case 't':
+		return s.literal("true")
+	case 'f':
+		return s.literal("false")
+	case 'n':
+		return s.literal("null")
+	default:
+		return s.numberToken()
+	}
+}
+
+// itemKeys and metricKeys are rawItem's and rawMetrics's JSON names, lower
+// case: a key that folds to one of them without being it exactly is
+// matched by encoding/json's case-insensitive rule, so the scanner
+// declines it.
+var (
+	itemKeys = lowerSet("id", "type", "created_at", "createdAt", "role", "content", "interrupted", "transcript_confidence",
+		"transcriptConfidence", "metrics", "call_id", "callId", "name", "arguments", "args", "group_id", "groupId", "output",
+		"is_error", "isError", "old_agent_id", "oldAgentId", "new_agent_id", "newAgentId", "instructions", "tools_added",
+		"toolsAdded", "tools_removed", "toolsRemoved")
+	metricKeys = lowerSet("started_speaking_at", "startedSpeakingAt", "stopped_speaking_at", "stoppedSpeakingAt",
+		"transcription_delay", "transcriptionDelay", "end_of_turn_delay", "endOfTurnDelay", "on_user_turn_completed_delay",
+		"onUserTurnCompletedDelay", "llm_node_ttft", "llmNodeTtft", "llm_node_tps", "llm_node_ttfs", "tts_node_ttfb",
+		"ttsNodeTtfb", "playback_latency", "playbackLatency", "e2e_latency", "e2eLatency")
+)
+
+func lowerSet(names ...string) map[string]bool {
+	m := make(map[string]bool, len(names))
+	for _, n := range names {
+		m[strings.ToLower(n)] = true
+	}
+	return m
+}
+
+// foldsToAny reports whether encoding/json could match key to one of the
+// names by case folding. Non-ASCII keys are treated as possible matches
+// ('ſ' folds to 's', the Kelvin sign to 'k').
+func foldsToAny(key []byte, names map[string]bool) bool {
+	var buf [64]byte
+	if len(key) > len(buf) {
+		return false // longer than any name
+	}
+	for i, c := range key {
+		if c >= utf8.RuneSelf {
+			return true
+		}
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		buf[i] = c
+	}
+	return names[string(buf[:len(key)])]
+}
+
+func foldsTo(key []byte, name string) bool {
+	for _, c := range key {
+		if c >= utf8.RuneSelf {
+			return true
+		}
+	}
+	return bytes.EqualFold(key, []byte(name))
+}
