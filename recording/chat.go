@@ -200,6 +200,7 @@ func streamChat(r io.Reader, lim ChatLimits) (*ChatHistory, error) {
 type unmarshalFunc func([]byte, any) error
 
 type chatParser struct {
+	metrics   metricsSlab
 	unmarshal unmarshalFunc
 	dec       *json.Decoder
 	lr        *capReader

@@ -114,7 +114,46 @@ func pickList(snake, camel []string) []string {
 	return camel
 }
 
-func (m *rawMetrics) normalize() *Metrics {
+// metricsBox is one message's Metrics with the values its pointers refer
+// to, and its transcript confidence.
+type metricsBox struct {
+	m       Metrics
+	vals    [11]float64
+	conf    float64
+	confSet bool
+}
+
+// float returns a pointer to v, kept in the slab (the message's box when it
+// has metrics).
+func (s *metricsSlab) float(v float64) *float64 {
+	b := s.last()
+	if b == nil || b.confSet {
+		b = s.next()
+	}
+	b.conf, b.confSet = v, true
+	return &b.conf
+}
+
+func (s *metricsSlab) last() *metricsBox {
+	if len(*s) == 0 {
+		return nil
+	}
+	return &(*s)[len(*s)-1]
+}
+
+// metricsSlab hands out metricsBoxes from chunks: one allocation per 64
+// messages instead of one each.
+type metricsSlab []metricsBox
+
+func (s *metricsSlab) next() *metricsBox {
+	if len(*s) == cap(*s) {
+		*s = make([]metricsBox, 0, 64)
+	}
+	*s = (*s)[:len(*s)+1]
+	return &(*s)[len(*s)-1]
+}
+
+func (m *rawMetrics) normalize(slab *metricsSlab) *Metrics {
 	vals := [...]float64{
 		pickNum(m.StartedSpeakingAt, m.StartedSpeakingAtC),
 		pickNum(m.StoppedSpeakingAt, m.StoppedSpeakingAtC),
@@ -142,11 +181,8 @@ func (m *rawMetrics) normalize() *Metrics {
 			vals[i] = UnixSeconds(vals[i])
 		}
 	}
-	// One allocation holds every value the pointers refer to.
-	out := &struct {
-		m    Metrics
-		vals [len(vals)]float64
-	}{vals: vals}
+	out := slab.next()
+	out.vals = vals
 	ptr := func(i int) *float64 {
 		if math.IsNaN(out.vals[i]) {
 			return nil
@@ -187,10 +223,10 @@ func (p *chatParser) add(i int, raw *rawItem) {
 			p.problem(i, "content_invalid", "message content is neither a string nor a list")
 		}
 		it.Content = content
+		it.Metrics = raw.Metrics.normalize(&p.metrics)
 		if c := pickNum(raw.TConf, raw.TConfC); !math.IsNaN(c) {
-			it.TranscriptConfidence = &c
+			it.TranscriptConfidence = p.metrics.float(c)
 		}
-		it.Metrics = raw.Metrics.normalize()
 	case TypeFunctionCall:
 		it.CallID, it.Name = pick(raw.CallID, raw.CallIDC), raw.Name
 		it.Arguments, it.GroupID = pick(raw.Arguments, raw.Args), pick(raw.GroupID, raw.GroupIDC)

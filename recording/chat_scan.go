@@ -49,6 +49,7 @@ type scanner struct {
 	// Bytes once written are never changed: a full chunk is replaced by a
 	// new one, and the strings keep the old one alive.
 	arena []byte
+	strs  []string // the string lists' chunk (strList)
 }
 
 // arenaChunk is the size of one arena allocation; longer strings get their own.
@@ -177,7 +178,13 @@ func (s *scanner) items(p *chatParser) bool {
 		s.i++
 		return true
 	}
-	p.h.Items = make([]Item, 0, len(s.data)/384+1) // SDK items take 400-600 bytes
+	// Size the slice from the input instead of growing it: the SDKs' items
+	// take 400-650 bytes, the more with json.dumps's ", " and ": ".
+	per := 400
+	if bytes.Contains(s.data[:min(len(s.data), 512)], []byte(`": "`)) {
+		per = 540
+	}
+	p.h.Items = make([]Item, 0, len(s.data)/per+1)
 	var raw rawItem
 	for i := 0; ; i++ {
 		if i >= p.lim.MaxItems {
@@ -391,15 +398,17 @@ func (s *scanner) rawValue() (json.RawMessage, bool) {
 	return json.RawMessage(s.data[start:s.i]), true
 }
 
+// strList reads a list of strings. The lists share chunks of s.strs, each
+// cut to its own capacity, so that appending to one cannot reach another.
 func (s *scanner) strList() ([]string, bool) {
 	if !s.expect('[') {
 		return nil, false
 	}
-	out := []string{}
 	if s.next() == ']' {
 		s.i++
-		return out, true
+		return []string{}, true
 	}
+	start := len(s.strs)
 	for {
 		if s.next() != '"' {
 			return nil, s.fail()
@@ -408,9 +417,15 @@ func (s *scanner) strList() ([]string, bool) {
 		if !ok {
 			return nil, false
 		}
-		out = append(out, v)
+		if len(s.strs) == cap(s.strs) {
+			n := len(s.strs) - start
+			grown := make([]string, n, max(256, 2*n))
+			copy(grown, s.strs[start:])
+			s.strs, start = grown, 0
+		}
+		s.strs = append(s.strs, v)
 		if !s.more(']') {
-			return out, !s.failed
+			return s.strs[start:len(s.strs):len(s.strs)], !s.failed
 		}
 	}
 }
@@ -433,21 +448,104 @@ func (s *scanner) literal(w string) bool {
 	return true
 }
 
-// num reads a JSON number as encoding/json does for a float64 field:
-// strconv.ParseFloat on the token. Out of range fails (a type error there).
+// num reads a JSON number as encoding/json does for a float64 field,
+// the value strconv.ParseFloat gives for the token; out of range fails (a
+// type error there). Most of the SDKs' numbers have at most 16 significant
+// digits and a small exponent: those are converted exactly here, as
+// strconv's own fast path does (a mantissa below 2^53 times or divided by
+// an exactly representable power of ten is one correctly rounded
+// operation), while the token is scanned. The rest go to ParseFloat.
 func (s *scanner) num() (float64, bool) {
 	s.ws()
+	d := s.data
 	start := s.i
-	if !s.numberToken() {
-		return 0, false
+	i := start
+	neg := i < len(d) && d[i] == '-'
+	if neg {
+		i++
 	}
-	tok := s.data[start:s.i]
+	var mant uint64
+	digits, exp := 0, 0 // significant digits in mant; the decimal exponent
+	switch {
+	case i < len(d) && d[i] == '0':
+		i++
+	case i < len(d) && d[i] >= '1' && d[i] <= '9':
+		for ; i < len(d) && d[i] >= '0' && d[i] <= '9'; i++ {
+			if digits < 19 {
+				mant = mant*10 + uint64(d[i]-'0')
+				digits++
+			} else {
+				exp++ // beyond 19 digits: ParseFloat below
+				digits++
+			}
+		}
+	default:
+		return 0, s.fail()
+	}
+	if i < len(d) && d[i] == '.' {
+		i++
+		j := i
+		for ; i < len(d) && d[i] >= '0' && d[i] <= '9'; i++ {
+			if mant == 0 && d[i] == '0' {
+				exp-- // a leading zero: no significant digit yet
+				continue
+			}
+			if digits < 19 {
+				mant = mant*10 + uint64(d[i]-'0')
+				exp--
+			}
+			digits++
+		}
+		if i == j {
+			return 0, s.fail()
+		}
+	}
+	if i < len(d) && (d[i] == 'e' || d[i] == 'E') {
+		i++
+		eneg := false
+		if i < len(d) && (d[i] == '+' || d[i] == '-') {
+			eneg = d[i] == '-'
+			i++
+		}
+		j := i
+		e := 0
+		for ; i < len(d) && d[i] >= '0' && d[i] <= '9'; i++ {
+			if e < 100000 {
+				e = e*10 + int(d[i]-'0')
+			}
+		}
+		if i == j {
+			return 0, s.fail()
+		}
+		if eneg {
+			e = -e
+		}
+		exp += e
+	}
+	s.i = i
+	if digits <= 19 && mant < 1<<53 && exp >= -22 && exp <= 22 {
+		f := float64(mant)
+		if exp < 0 {
+			f /= exactPow10[-exp]
+		} else {
+			f *= exactPow10[exp]
+		}
+		if neg {
+			f = -f
+		}
+		return f, true
+	}
+	tok := d[start:i]
 	f, err := strconv.ParseFloat(unsafe.String(unsafe.SliceData(tok), len(tok)), 64)
 	if err != nil || math.IsInf(f, 0) {
 		return 0, s.fail()
 	}
 	return f, true
 }
+
+// exactPow10 are the powers of ten a float64 holds exactly.
+var exactPow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+	1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
 
 // numberToken advances over -?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?.
 func (s *scanner) numberToken() bool {
@@ -770,6 +868,22 @@ func lowerSet(names ...string) map[string]bool {
 // names by case folding. Non-ASCII keys are treated as possible matches
 // ('ſ' folds to 's', the Kelvin sign to 'k').
 func foldsToAny(key []byte, names map[string]bool) bool {
+	plain := true // lower-case ASCII only: it can fold only to a camelCase name
+	for _, c := range key {
+		if c >= utf8.RuneSelf || (c >= 'A' && c <= 'Z') {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		switch string(key) {
+		case "createdat", "transcriptconfidence", "callid", "groupid", "iserror", "oldagentid", "newagentid",
+			"toolsadded", "toolsremoved", "startedspeakingat", "stoppedspeakingat", "transcriptiondelay",
+			"endofturndelay", "onuserturncompleteddelay", "llmnodettft", "ttsnodettfb", "playbacklatency", "e2elatency":
+			return names[string(key)]
+		}
+		return false
+	}
 	var buf [64]byte
 	if len(key) > len(buf) {
 		return false // longer than any name

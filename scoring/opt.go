@@ -3,6 +3,8 @@ package scoring
 import (
 	"bytes"
 	"encoding/json"
+	"math"
+	"strconv"
 )
 
 // Opt is an optional number. In JSON it is the number, or null when unset;
@@ -18,12 +20,41 @@ func some[T int | float64](v T) Opt[T] { return Opt[T]{V: v, Set: true} }
 // IsZero reports an unset value (for omitzero).
 func (o Opt[T]) IsZero() bool { return !o.Set }
 
-// MarshalJSON writes the number or null.
+// MarshalJSON writes the number or null, in encoding/json's number format
+// (the scorecard's bytes are the determinism contract), without its
+// reflection and allocations: a scorecard has dozens of Opt fields.
 func (o Opt[T]) MarshalJSON() ([]byte, error) {
 	if !o.Set {
 		return []byte("null"), nil
 	}
+	switch v := any(o.V).(type) {
+	case int:
+		return strconv.AppendInt(make([]byte, 0, 8), int64(v), 10), nil
+	case float64:
+		return appendFloat(make([]byte, 0, 24), v)
+	}
 	return json.Marshal(o.V)
+}
+
+// appendFloat is encoding/json's float64 encoding: the shortest
+// round-trip form, in exponent form below 1e-6 or from 1e21, with "e-07"
+// written "e-7"; NaN and infinities are an error, as there.
+func appendFloat(b []byte, f float64) ([]byte, error) {
+	if math.IsInf(f, 0) || math.IsNaN(f) {
+		return nil, &json.UnsupportedValueError{Str: strconv.FormatFloat(f, 'g', -1, 64)}
+	}
+	format := byte('f')
+	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	b = strconv.AppendFloat(b, f, format, -1, 64)
+	if format == 'e' {
+		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b, nil
 }
 
 // UnmarshalJSON reads a number or null.

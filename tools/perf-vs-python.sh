@@ -25,11 +25,15 @@ go build -o "$work/lkscore" ./cmd/lkscore
 go run ./tools/mksessions "$work/sessions" "$n" "${fixtures[@]}"
 dirs=("$work"/sessions/*)
 
-# cpu CMD… prints the command's user+sys CPU seconds (its output discarded).
+# cpu CMD… prints the command's user+sys CPU seconds (its output
+# discarded), from wait4's rusage at microsecond resolution.
 cpu() {
-  local t
-  t=$( { /usr/bin/env time -f '%U %S' "$@" >/dev/null 2>"$work/err"; } 2>&1; tail -1 "$work/err")
-  awk '{ printf "%.4f\n", $1 + $2 }' <<<"$t"
+  python3 -c '
+import resource, subprocess, sys
+before = resource.getrusage(resource.RUSAGE_CHILDREN)
+subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, check=True)
+after = resource.getrusage(resource.RUSAGE_CHILDREN)
+print("%.6f" % (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime))' "$@"
 }
 cat >"$work/loads.py" <<'PY'
 import json, sys
