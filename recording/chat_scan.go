@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"math"
+	"math/bits"
 	"strconv"
 	"strings"
 	"unicode/utf16"
@@ -535,6 +536,13 @@ func (s *scanner) num() (float64, bool) {
 		}
 		return f, true
 	}
+	if digits <= 19 && exp < 0 && exp >= -19 && mant != 0 {
+		f := divPow10(mant, -exp)
+		if neg {
+			f = -f
+		}
+		return f, true
+	}
 	tok := d[start:i]
 	f, err := strconv.ParseFloat(unsafe.String(unsafe.SliceData(tok), len(tok)), 64)
 	if err != nil || math.IsInf(f, 0) {
@@ -542,6 +550,46 @@ func (s *scanner) num() (float64, bool) {
 	}
 	return f, true
 }
+
+// divPow10 returns mant / 10^k correctly rounded (round half to even), for
+// the SDKs' 17-digit numbers that the exact fast path cannot take: the
+// 128-bit quotient of mant shifted left, its low bits and the remainder
+// decide the rounding exactly. mant > 0, 1 <= k <= 19; the result is far
+// from the subnormal range (at least 1e-19).
+func divPow10(mant uint64, k int) float64 {
+	d := pow10u64[k]
+	s := 63 - bits.Len64(mant) + bits.Len64(d) // quotient in [2^62, 2^64)
+	hi, lo := shl128(mant, s)
+	q, r := bits.Div64(hi, lo, d)
+	if q < 1<<63 {
+		s++
+		hi, lo = shl128(mant, s)
+		q, r = bits.Div64(hi, lo, d)
+	}
+	m, low := q>>11, q&0x7ff
+	if low > 0x400 || (low == 0x400 && (r != 0 || m&1 == 1)) {
+		m++
+		if m == 1<<53 {
+			m >>= 1
+			s--
+		}
+	}
+	return math.Ldexp(float64(m), 11-s)
+}
+
+// shl128 returns x << s as a 128-bit number (s < 128).
+func shl128(x uint64, s int) (hi, lo uint64) {
+	if s >= 64 {
+		return x << (s - 64), 0
+	}
+	if s == 0 {
+		return 0, x
+	}
+	return x >> (64 - s), x << s
+}
+
+var pow10u64 = [...]uint64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
+	1e17, 1e18, 1e19}
 
 // exactPow10 are the powers of ten a float64 holds exactly.
 var exactPow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
