@@ -12,6 +12,7 @@ import (
 	"os"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -65,6 +66,10 @@ func benchCommand(getenv func(string) string, stdout io.Writer) *cli.Command {
 					return exitError{code: 2, err: err}
 				}
 				o.chats = [][]byte{chat}
+			}
+			if o.closeReasons = scoredReasons(cfg.Pipeline.CloseReasons); len(o.closeReasons) == 0 {
+				return exitError{code: 2, err: fmt.Errorf("pipeline.close_reasons (%s) scores none of bench's close reasons (%s)",
+					strings.Join(cfg.Pipeline.CloseReasons, ", "), strings.Join(benchCloseReasons, ", "))}
 			}
 			if o.key, o.secret, err = signingKey(cfg, c.String("api-key")); err != nil {
 				return exitError{code: 2, err: err}
@@ -129,10 +134,18 @@ func readFileLimited(path string, limit int64) ([]byte, error) {
 	return b, nil
 }
 
-// benchCloseReasons are the close reasons bench's sessions name, in turn:
-// four of the proto's named reasons, the clean ones most often.
+// benchCloseReasons are the close reasons bench's sessions name, in turn,
+// the clean ones most often; bench sends only those the configuration's
+// workers score (pipeline.close_reasons: by default not CR_JOB_SHUTDOWN),
+// since the others are never scored.
 var benchCloseReasons = []string{"CR_USER_INITIATED", "CR_PARTICIPANT_DISCONNECTED", "CR_USER_INITIATED", "CR_JOB_SHUTDOWN",
 	"CR_COMPLETED", "CR_PARTICIPANT_DISCONNECTED", "CR_USER_INITIATED"}
+
+// scoredReasons are benchCloseReasons that workers with these close
+// reasons score, in order.
+func scoredReasons(scored []string) []string {
+	return slices.DeleteFunc(slices.Clone(benchCloseReasons), func(r string) bool { return !slices.Contains(scored, r) })
+}
 
 type benchOptions struct {
 	url          string
@@ -141,6 +154,7 @@ type benchOptions struct {
 	rate         float64 // per second; 0: closed loop
 	webhooksOnly bool
 	chats        [][]byte // session i uploads chats[i%len(chats)]
+	closeReasons []string // session i names closeReasons[i%len(closeReasons)]
 	timeout      time.Duration
 }
 
@@ -253,7 +267,7 @@ func runBench(ctx context.Context, js jetstream.JetStream, subj consumer.Subject
 					t1 = time.Now()
 				} else {
 					header, _ := proto.Marshal(&livekit.MetricsRecordingHeader{RoomId: room, JobId: job,
-						SessionSummary: `{"close_reason":"` + benchCloseReasons[i%len(benchCloseReasons)] + `"}`})
+						SessionSummary: `{"close_reason":"` + o.closeReasons[i%len(o.closeReasons)] + `"}`})
 					if err = snd.upload(ctx, header, o.chats[i%len(o.chats)]); err == nil {
 						ev := &livekit.WebhookEvent{Event: "agent_job_ended", Id: "EV_" + job, CreatedAt: time.Now().Unix(),
 							Job: &livekit.Job{Id: job, AgentName: "lkscore-bench", Room: &livekit.Room{Sid: room},
