@@ -28,6 +28,9 @@ type Config struct {
 	Listen string `yaml:"listen"`
 	// OpsListen is the address of /healthz, /readyz and /metrics.
 	OpsListen string `yaml:"ops_listen"`
+	// OpsPprof serves Go's profiles (net/http/pprof) under /debug/pprof/ on
+	// the ops listener. Off by default: a profile costs CPU while it runs.
+	OpsPprof bool `yaml:"ops_pprof"`
 	// DataDir holds the embedded NATS store and the local recording store.
 	DataDir string `yaml:"data_dir"`
 	// LogLevel is one of debug, info, warn, error.
@@ -424,6 +427,13 @@ func (c *Config) applyEnv(getenv func(string) string) error {
 	}
 	if v := getenv("LKSCORE_WEBHOOK_EVENTS"); v != "" {
 		c.Webhook.Events = splitList(v)
+	}
+	if v := getenv("LKSCORE_OPS_PPROF"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("LKSCORE_OPS_PPROF: %q is not a boolean", v))
+		}
+		c.OpsPprof = b
 	}
 	return errors.Join(errs...)
 }

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -317,5 +318,12 @@ func (d *Daemon) opsHandler() http.Handler {
 	mux.Handle("/metrics", promhttp.HandlerFor(d.gatherer, promhttp.HandlerOpts{}))
 	mux.Handle("/ui", &d.ui)
 	mux.Handle("/ui/", &d.ui)
+	if d.cfg.OpsPprof {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	return mux
 }
