@@ -7,6 +7,8 @@
 #   tools/perf-pipeline.sh --sessions 3000 --concurrency 64 --rate 150
 #   tools/perf-pipeline.sh --webhooks --sessions 20000 --concurrency 64
 # LKSCORE_CONCURRENCY and other LKSCORE_* variables reach the daemon.
+# PERF_PROFILE=FILE takes a CPU profile of `lkscore serve` over the first
+# PERF_PROFILE_SECONDS (default 5) of the load (go tool pprof -top FILE).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 work=$(mktemp -d "${PERF_TMPDIR:-/tmp}/lkscore-perf.XXXXXX")
@@ -21,24 +23,35 @@ trap cleanup EXIT
 go build -o "$work/lkscore" ./cmd/lkscore
 go build -o "$work/nats-server" github.com/nats-io/nats-server/v2
 nats_port=${NATS_PORT:-14222}
-"$work/nats-server" -a 127.0.0.1 -p "$nats_port" -js -sd "$work/nats" >"$work/nats.log" 2>&1 &
+mon_port=${NATS_MON_PORT:-18222}
+"$work/nats-server" -a 127.0.0.1 -p "$nats_port" -m "$mon_port" -js -sd "$work/nats" >"$work/nats.log" 2>&1 &
 pids+=($!)
 export LIVEKIT_API_KEY=${LIVEKIT_API_KEY:-APIbench} LIVEKIT_API_SECRET=${LIVEKIT_API_SECRET:-bench-secret-0123456789abcdef}
 export LKSCORE_NATS_URL="nats://127.0.0.1:$nats_port"
 listen=127.0.0.1:${INGEST_PORT:-18080}
 for _ in $(seq 50); do (echo >"/dev/tcp/127.0.0.1/$nats_port") 2>/dev/null && break; sleep 0.1; done
+[ -n "${PERF_PROFILE:-}" ] && export LKSCORE_OPS_PPROF=true
 LKSCORE_LOG_LEVEL=${LKSCORE_LOG_LEVEL:-warn} "$work/lkscore" serve --role all --listen "$listen" \
   --ops-listen 127.0.0.1:${OPS_PORT:-19090} --data-dir "$work/data" >"$work/lkscore.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 100); do curl -fs "http://127.0.0.1:${OPS_PORT:-19090}/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
 cpu() { awk '{printf "%.2f", ($14+$15)/100}' "/proc/$1/stat"; }
 nats_cpu0=$(cpu "${pids[0]}"); serve_cpu0=$(cpu "${pids[1]}")
+# NATS messages in and out (client requests, publishes, acks, KV reads and
+# writes, deliveries), from the server's /varz, to count them per session.
+varz() { curl -fs "http://127.0.0.1:$mon_port/varz" | python3 -c 'import json,sys; v=json.load(sys.stdin); print(v["in_msgs"], v["out_msgs"])'; }
+read -r in0 out0 < <(varz)
 start=$(date +%s.%N)
 "$work/lkscore" bench --url "http://$listen" "$@" &
 bench_pid=$!
+if [ -n "${PERF_PROFILE:-}" ]; then
+  curl -fs -o "$PERF_PROFILE" "http://127.0.0.1:${OPS_PORT:-19090}/debug/pprof/profile?seconds=${PERF_PROFILE_SECONDS:-5}" &
+fi
 bench_cpu=0
 while kill -0 "$bench_pid" 2>/dev/null; do bench_cpu=$(cpu "$bench_pid" 2>/dev/null || echo "$bench_cpu"); sleep 0.2; done
 wait "$bench_pid" && rc=0 || rc=$?
 wall=$(echo "$(date +%s.%N) - $start" | bc)
+read -r in1 out1 < <(varz)
+echo "nats messages: $((in1 - in0)) in, $((out1 - out0)) out"
 echo "cpu seconds over ${wall%??????} s of wall time: lkscore serve $(echo "$(cpu "${pids[1]}") - $serve_cpu0" | bc), nats-server $(echo "$(cpu "${pids[0]}") - $nats_cpu0" | bc), lkscore bench ≥ $bench_cpu"
 exit $rc
