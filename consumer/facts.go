@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	gojson "github.com/goccy/go-json"
 	"github.com/livekit/protocol/livekit"
 	"github.com/livekit/protocol/livekit/agent"
 	"github.com/nats-io/nats.go/jetstream"
@@ -492,7 +493,9 @@ func (s *factStore) get(ctx context.Context, key string) (*SessionFacts, uint64,
 		return nil, 0, fmt.Errorf("read session facts %s: %w", key, err)
 	}
 	var f SessionFacts
-	if err := json.Unmarshal(e.Value(), &f); err != nil {
+	// goccy/go-json: a third of encoding/json's CPU on these entries, read
+	// several times per session (docs/performance.md, the per-session budget).
+	if err := gojson.Unmarshal(e.Value(), &f); err != nil {
 		return nil, 0, permanent(fmt.Errorf("session facts %s are not valid JSON: %w", key, err))
 	}
 	return &f, e.Revision(), nil
