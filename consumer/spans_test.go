@@ -52,26 +52,9 @@ func TestAgentsJSMetadataOnly(t *testing.T) {
 	}
 	run("RM_MetaOnly", "AJ_MetaOnly", "off")
 	run("RM_MetaRec", "AJ_MetaRec", "on")
-	waitFor(t, "the scorecards", func() bool { return len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")) >= 2 })
-	quiesce(t, ns.URL(), defaultConsumers)
-	time.Sleep(1500 * time.Millisecond) // a second scorecard of either would be here by now
-	cards := results(t, ns.URL())
-	if len(cards) != 2 {
-		t.Fatalf("%d scorecards for 2 sessions", len(cards))
-	}
-	checkSchema(t, ns.URL())
-	byRoom := func(room string) scoring.Scorecard {
-		i := slices.IndexFunc(cards, func(c scoring.Scorecard) bool { return c.Session.RoomID == room })
-		if i < 0 {
-			t.Fatalf("%s: no scorecard", room)
-		}
-		return cards[i]
-	}
+	cards := oneCardEach(t, ns.URL(), "RM_MetaOnly", "RM_MetaRec")
+	byRoom := func(room string) scoring.Scorecard { return cards[room] }
 	meta := byRoom("RM_MetaOnly")
-	if os.Getenv("LKSCORE_SHOW_CARD") != "" {
-		b, _ := json.MarshalIndent([]scoring.Scorecard{meta, byRoom("RM_MetaRec")}, "", " ")
-		t.Logf("%s", b)
-	}
 	if got := strings.Join(meta.Inputs, ","); got != "logs,traces" {
 		t.Errorf("metadata-only inputs %q, want logs,traces", got)
 	}
@@ -119,6 +102,33 @@ func TestAgentsJSMetadataOnly(t *testing.T) {
 	if rec.Metrics.UserTurns != 4 || rec.Metrics.Interruptions != 1 {
 		t.Errorf("recorded session scored from its spans, not its chat history: %+v", rec.Metrics)
 	}
+}
+
+// oneCardEach waits for the rooms' scorecards and checks that each room has
+// exactly one, valid against the schema; LKSCORE_SHOW_CARD logs them.
+func oneCardEach(t *testing.T, url string, rooms ...string) map[string]scoring.Scorecard {
+	t.Helper()
+	waitFor(t, "the scorecards", func() bool { return len(streamMsgs(t, url, "LKSCORE_RESULTS")) >= len(rooms) })
+	quiesce(t, url, defaultConsumers)
+	time.Sleep(1500 * time.Millisecond) // a second scorecard of any would be here by now
+	cards := results(t, url)
+	if len(cards) != len(rooms) {
+		t.Fatalf("%d scorecards for %d sessions", len(cards), len(rooms))
+	}
+	checkSchema(t, url)
+	if os.Getenv("LKSCORE_SHOW_CARD") != "" {
+		b, _ := json.MarshalIndent(cards, "", " ")
+		t.Logf("%s", b)
+	}
+	out := map[string]scoring.Scorecard{}
+	for _, room := range rooms {
+		i := slices.IndexFunc(cards, func(c scoring.Scorecard) bool { return c.Session.RoomID == room })
+		if i < 0 {
+			t.Fatalf("%s: no scorecard", room)
+		}
+		out[room] = cards[i]
+	}
+	return out
 }
 
 func hasFinding(c scoring.Scorecard, component, code string) bool {
@@ -298,24 +308,10 @@ func TestAgentsJSVoicePipeline(t *testing.T) {
 	if t.Failed() {
 		t.FailNow()
 	}
-	waitFor(t, "the scorecards", func() bool { return len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")) >= 3 })
-	quiesce(t, ns.URL(), defaultConsumers)
-	time.Sleep(1500 * time.Millisecond) // a second scorecard of any would be here by now
-	cards := results(t, ns.URL())
-	if len(cards) != 3 {
-		t.Fatalf("%d scorecards for 3 sessions", len(cards))
-	}
-	checkSchema(t, ns.URL())
-	byRoom := func(room string) scoring.Scorecard {
-		i := slices.IndexFunc(cards, func(c scoring.Scorecard) bool { return c.Session.RoomID == room })
-		if i < 0 {
-			t.Fatalf("%s: no scorecard", room)
-		}
-		return cards[i]
-	}
+	cards := oneCardEach(t, ns.URL(), "RM_VoiceMeta", "RM_VoiceRec", "RM_VoiceSilent")
+	byRoom := func(room string) scoring.Scorecard { return cards[room] }
 	if os.Getenv("LKSCORE_SHOW_CARD") != "" {
-		b, _ := json.MarshalIndent(cards, "", " ")
-		t.Logf("%s\n%+v", b, calls)
+		t.Logf("%+v", calls)
 	}
 	ms := func(s []float64) (lo, hi float64) {
 		return slices.Min(s) * 1000, slices.Max(s) * 1000

@@ -835,46 +835,37 @@ func hex4(b []byte) uint32 {
 
 // skip advances over one value of any type, checking its syntax.
 func (s *scanner) skip() bool {
-	switch s.next() {
+	switch c := s.next(); c {
 	case '"':
 		_, _, ok := s.rawString()
 		return ok
-	case '{':
+	case '{', '[':
+		closing := byte(']')
+		if c == '{' {
+			closing = '}'
+		}
 		s.i++
 		if s.depth++; s.depth > maxSkipDepth {
 			return s.fail()
 		}
 		defer func() { s.depth-- }()
-		if s.next() == '}' {
+		if s.next() == closing {
 			s.i++
 			return true
 		}
 		for {
-			if s.next() != '"' {
-				return s.fail()
+			if c == '{' { // a member's key first
+				if s.next() != '"' {
+					return s.fail()
+				}
+				if _, _, ok := s.rawString(); !ok || !s.expect(':') {
+					return s.fail()
+				}
 			}
-			if _, _, ok := s.rawString(); !ok || !s.expect(':') || !s.skip() {
-				return s.fail()
-			}
-			if !s.more('}') {
-				return !s.failed
-			}
-		}
-	case '[':
-		s.i++
-		if s.depth++; s.depth > maxSkipDepth {
-			return s.fail()
-		}
-		defer func() { s.depth-- }()
-		if s.next() == ']' {
-			s.i++
-			return true
-		}
-		for {
 			if !s.skip() {
-				return false
+				return s.fail()
 			}
-			if !s.more(']') {
+			if !s.more(closing) {
 				return !s.failed
 			}
 		}
