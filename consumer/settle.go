@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	gojson "github.com/goccy/go-json"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -215,7 +216,7 @@ func (s *settler) consider(ctx context.Context, e jetstream.KeyValueEntry) {
 		return
 	}
 	var f SessionFacts
-	if err := json.Unmarshal(e.Value(), &f); err != nil {
+	if err := gojson.Unmarshal(e.Value(), &f); err != nil { // lkscore's own entries, as factStore.get
 		s.log.Error("settler: session facts are not valid JSON", "key", key, "err", err)
 		delete(s.pending, key)
 		delete(s.revs, key)
