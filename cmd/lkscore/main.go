@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -19,6 +20,7 @@ import (
 	"github.com/lkscore/lkscore/cmd/lkscore/offline"
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/consumer"
+	"github.com/lkscore/lkscore/scoring"
 )
 
 // version is stamped at build time with -ldflags "-X main.version=…".
@@ -67,9 +69,29 @@ func newApp(getenv func(string) string, stdout, stderr io.Writer) *cli.Command {
 		ErrWriter: stderr,
 		Commands: []*cli.Command{serveCommand(getenv, stderr), demoCommand(stdout, stderr), tailCommand(getenv, stdout), forgetCommand(getenv, stdout), offline.Inspect(getenv, stdout),
 			offline.Score(getenv, stdout), dlqCommand(getenv, stdout), benchCommand(getenv, stdout),
-			baselineCommand(getenv, stdout), offline.Check(getenv, stdout)},
+			baselineCommand(getenv, stdout), offline.Check(getenv, stdout), versionCommand(stdout)},
+		// With no command, the help; an unknown one is a usage error (exit 2),
+		// not the help lookup's "No help topic" (exit 3).
+		Action: func(ctx context.Context, c *cli.Command) error {
+			if c.Args().Len() > 0 {
+				return exitError{code: 2, err: fmt.Errorf("unknown command %q (lkscore --help lists the commands)", c.Args().First())}
+			}
+			return cli.ShowRootCommandHelp(c)
+		},
 		// Errors are printed once, by run.
 		ExitErrHandler: func(context.Context, *cli.Command, error) {},
+	}
+}
+
+// versionCommand prints lkscore's version and the scoring model's.
+func versionCommand(stdout io.Writer) *cli.Command {
+	return &cli.Command{
+		Name:  "version",
+		Usage: "print lkscore's version, the scoring model version and the Go version",
+		Action: func(context.Context, *cli.Command) error {
+			_, err := fmt.Fprintf(stdout, "lkscore %s (scoring model %s, %s)\n", version, scoring.ModelVersion, runtime.Version())
+			return err
+		},
 	}
 }
 

@@ -70,3 +70,19 @@ func writeFile(t *testing.T, path, content string) {
 		t.Fatal(err)
 	}
 }
+
+// TestVersionAndUnknownCommand: `lkscore version` prints the versions and
+// exits 0; an unknown command is a one-line usage error, exit 2.
+func TestVersionAndUnknownCommand(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"lkscore", "version"}, func(string) string { return "" }, &stdout, &stderr); code != 0 ||
+		!strings.HasPrefix(stdout.String(), "lkscore dev (scoring model ") {
+		t.Errorf("version: exit %d, %q %q", code, stdout.String(), stderr.String())
+	}
+	stdout.Reset()
+	stderr.Reset()
+	code := run(context.Background(), []string{"lkscore", "foo"}, func(string) string { return "" }, &stdout, &stderr)
+	if code != 2 || strings.Count(stderr.String(), "\n") != 1 || !strings.Contains(stderr.String(), `unknown command "foo"`) || stdout.Len() != 0 {
+		t.Errorf("unknown command: exit %d, stdout %q, stderr %q", code, stdout.String(), stderr.String())
+	}
+}
