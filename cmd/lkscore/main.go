@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"strings"
 	"syscall"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -59,8 +60,28 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	return 2
 }
 
-// newApp is the command tree.
+// newApp is the command tree. Every command's usage errors (a bad or
+// missing flag) are one line and exit 2: the help is for --help.
 func newApp(getenv func(string) string, stdout, stderr io.Writer) *cli.Command {
+	app := tree(getenv, stdout, stderr)
+	var oneLine func(c *cli.Command)
+	oneLine = func(c *cli.Command) {
+		c.OnUsageError = func(_ context.Context, cmd *cli.Command, err error, _ bool) error {
+			if cmd.FullName() == app.Name {
+				return exitError{code: 2, err: fmt.Errorf("%w (lkscore --help shows the usage)", err)}
+			}
+			name := strings.TrimPrefix(cmd.FullName(), app.Name+" ")
+			return exitError{code: 2, err: fmt.Errorf("%s: %w (%s --help shows the usage)", name, err, cmd.FullName())}
+		}
+		for _, sub := range c.Commands {
+			oneLine(sub)
+		}
+	}
+	oneLine(app)
+	return app
+}
+
+func tree(getenv func(string) string, stdout, stderr io.Writer) *cli.Command {
 	return &cli.Command{
 		Name:      "lkscore",
 		Usage:     "score the reliability of LiveKit voice-agent sessions",

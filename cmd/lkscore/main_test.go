@@ -86,3 +86,16 @@ func TestVersionAndUnknownCommand(t *testing.T) {
 		t.Errorf("unknown command: exit %d, stdout %q, stderr %q", code, stdout.String(), stderr.String())
 	}
 }
+
+// TestUsageErrorsOneLine: a missing or bad flag on any command is one line
+// on stderr, naming the command, and exit 2; the help is not printed.
+func TestUsageErrorsOneLine(t *testing.T) {
+	for _, args := range [][]string{{"forget"}, {"check"}, {"baseline", "seal"}, {"score", "--nope", "x"}, {"bench", "--sessions", "x"}} {
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), append([]string{"lkscore"}, args...), func(string) string { return "" }, &stdout, &stderr)
+		if code != 2 || strings.Count(stderr.String(), "\n") != 1 || stdout.Len() != 0 ||
+			!strings.HasPrefix(stderr.String(), "lkscore: "+strings.Join(args[:1], " ")) {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, stdout.String(), stderr.String())
+		}
+	}
+}
