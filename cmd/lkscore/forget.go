@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/urfave/cli/v3"
@@ -28,6 +29,9 @@ func forgetCommand(getenv func(string) string, stdout io.Writer) *cli.Command {
 			&cli.BoolFlag{Name: "json", Usage: "print the report as JSON"},
 		),
 		Action: func(ctx context.Context, c *cli.Command) error {
+			if room, job, ok := strings.Cut(c.String("session"), "/"); !ok || room == "" || job == "" || strings.Contains(job, "/") {
+				return exitError{code: 2, err: fmt.Errorf("forget: --session %q is not a session key: want room_id/job_id, e.g. RM_xxx/AJ_yyy (as in a scorecard's session.key)", c.String("session"))}
+			}
 			js, subj, cfg, closeFn, err := toolNATS(c, getenv)
 			if err != nil {
 				return err

@@ -90,7 +90,8 @@ func TestVersionAndUnknownCommand(t *testing.T) {
 // TestUsageErrorsOneLine: a missing or bad flag on any command is one line
 // on stderr, naming the command, and exit 2; the help is not printed.
 func TestUsageErrorsOneLine(t *testing.T) {
-	for _, args := range [][]string{{"forget"}, {"check"}, {"baseline", "seal"}, {"score", "--nope", "x"}, {"bench", "--sessions", "x"}} {
+	for _, args := range [][]string{{"forget"}, {"check"}, {"baseline", "seal"}, {"score", "--nope", "x"}, {"bench", "--sessions", "x"},
+		{"forget", "--session", "nope"}} {
 		var stdout, stderr bytes.Buffer
 		code := run(context.Background(), append([]string{"lkscore"}, args...), func(string) string { return "" }, &stdout, &stderr)
 		if code != 2 || strings.Count(stderr.String(), "\n") != 1 || stdout.Len() != 0 ||

@@ -58,7 +58,7 @@ func Check(getenv func(string) string, stdout io.Writer) *cli.Command {
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "baseline", Usage: "baseline file (lkscore baseline build or export)", Required: true},
 			&cli.StringFlag{Name: "config", Usage: "config file: its scoring section, and regression.min_effect and fdr (env LKSCORE_CONFIG)"},
-			&cli.StringFlag{Name: "agent-name", Usage: "agent name to put in the scorecards"},
+			&cli.StringFlag{Name: "agent", Aliases: []string{"agent-name"}, Usage: "agent name to put in the scorecards (--agent-name is the same)"},
 			&cli.IntFlag{Name: "min-sessions", Value: 5, Usage: "judge only with at least this many sessions on each side"},
 			&cli.BoolFlag{Name: "json", Usage: "print the comparison as JSON"},
 		},
@@ -87,7 +87,7 @@ func Check(getenv func(string) string, stdout io.Writer) *cli.Command {
 				det = full.Regression.Detect
 			}
 			det.MinSessions = int(c.Int("min-sessions"))
-			samples, version, err := ScoreSamples(ctx, c.Args().Slice(), path, c.String("agent-name"), getenv)
+			samples, version, err := ScoreSamples(ctx, c.Args().Slice(), path, c.String("agent"), getenv)
 			if err != nil {
 				return err
 			}

@@ -32,7 +32,7 @@ func Score(getenv func(string) string, stdout io.Writer) *cli.Command {
 			&cli.StringFlag{Name: "format", Value: "json", Usage: "json (one scorecard per line) or table"},
 			&cli.StringFlag{Name: "fail-on", Usage: "warn or fail: exit 3 when any verdict is at least this bad"},
 			&cli.StringFlag{Name: "config", Usage: "config file whose scoring section sets weights and thresholds (env LKSCORE_CONFIG)"},
-			&cli.StringFlag{Name: "agent-name", Usage: "agent name to put in the scorecards"},
+			&cli.StringFlag{Name: "agent", Aliases: []string{"agent-name"}, Usage: "agent name to put in the scorecards (--agent-name is the same)"},
 		},
 		Action: func(ctx context.Context, c *cli.Command) error {
 			if c.Args().Len() == 0 {
@@ -75,7 +75,7 @@ func Score(getenv func(string) string, stdout io.Writer) *cli.Command {
 					_ = w.Flush()
 					return ExitError{Code: 1, Err: fmt.Errorf("score %s: %w", src, err)}
 				}
-				in := out.Session.ScoringInput(src, c.String("agent-name"))
+				in := out.Session.ScoringInput(src, c.String("agent"))
 				if in.Audio, err = localAudio(src, cfg.Audio); err != nil {
 					_ = w.Flush()
 					return ExitError{Code: 1, Err: fmt.Errorf("score %s: %w", src, err)}
