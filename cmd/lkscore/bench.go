@@ -21,6 +21,7 @@ import (
 	"github.com/urfave/cli/v3"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/lkscore/lkscore/cmd/lkscore/offline"
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/consumer"
 	"github.com/lkscore/lkscore/scenarios"
@@ -38,7 +39,7 @@ func benchCommand(getenv func(string) string, stdout io.Writer) *cli.Command {
 			"sessions/s and the latency from the webhook's 2xx to the scorecard, with lost and duplicated ones.\n" +
 			"Webhooks mode (--webhooks): unique signed room_finished events only, at --concurrency connections.\n" +
 			"Exit 1 when a session is lost or scored twice, or a request is refused.",
-		Flags: append(toolFlags(),
+		Flags: append(append(toolFlags(), offline.FormatFlags("print the report as JSON")...),
 			&cli.StringFlag{Name: "url", Value: "http://127.0.0.1:8080", Usage: "base URL of the ingest listener (webhooks and uploads)"},
 			&cli.IntFlag{Name: "sessions", Value: 2000, Usage: "sessions to send (or webhooks, with --webhooks)"},
 			&cli.IntFlag{Name: "concurrency", Value: 32, Usage: "clients sending at once"},
@@ -47,9 +48,12 @@ func benchCommand(getenv func(string) string, stdout io.Writer) *cli.Command {
 			&cli.StringFlag{Name: "chat", Usage: "chat_history.json to upload with every session (default: the field mix, 20 to 200 turns, 24–320 KB)"},
 			&cli.StringFlag{Name: "api-key", Usage: "which configured LiveKit key signs (default: the only one, or the first by name)"},
 			&cli.DurationFlag{Name: "timeout", Value: 2 * time.Minute, Usage: "how long to wait for the last scorecard after the last session is sent"},
-			&cli.BoolFlag{Name: "json", Usage: "print the report as JSON"},
 		),
 		Action: func(ctx context.Context, c *cli.Command) error {
+			asJSON, err := offline.WantJSON(c)
+			if err != nil {
+				return err
+			}
 			js, subj, cfg, closeFn, err := toolNATS(c, getenv)
 			if err != nil {
 				return err
@@ -81,7 +85,7 @@ func benchCommand(getenv func(string) string, stdout io.Writer) *cli.Command {
 			if err != nil {
 				return exitError{code: 1, err: err}
 			}
-			if c.Bool("json") {
+			if asJSON {
 				enc := json.NewEncoder(stdout)
 				enc.SetIndent("", "  ")
 				err = enc.Encode(rep)

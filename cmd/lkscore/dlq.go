@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/urfave/cli/v3"
 
+	"github.com/lkscore/lkscore/cmd/lkscore/offline"
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/consumer"
 )
@@ -24,8 +25,12 @@ func dlqCommand(getenv func(string) string, stdout io.Writer) *cli.Command {
 		Commands: []*cli.Command{
 			{
 				Name: "list", Usage: "list dead letters, oldest first",
-				Flags: append(flags, &cli.IntFlag{Name: "limit", Value: 100}, &cli.BoolFlag{Name: "json", Usage: "one JSON object per line"}),
+				Flags: append(append(flags, &cli.IntFlag{Name: "limit", Value: 100}), offline.FormatFlags("one JSON object per line")...),
 				Action: func(ctx context.Context, c *cli.Command) error {
+					asJSON, err := offline.WantJSON(c)
+					if err != nil {
+						return err
+					}
 					admin, closeFn, err := dlqAdmin(ctx, c, getenv)
 					if err != nil {
 						return err
@@ -35,7 +40,7 @@ func dlqCommand(getenv func(string) string, stdout io.Writer) *cli.Command {
 					if err != nil {
 						return exitError{code: 1, err: err}
 					}
-					return printDeadLetters(stdout, dls, c.Bool("json"))
+					return printDeadLetters(stdout, dls, asJSON)
 				},
 			},
 			{

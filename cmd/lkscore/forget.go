@@ -11,6 +11,7 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/lkscore/lkscore/cmd/lkscore/offline"
 	"github.com/lkscore/lkscore/consumer"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/store"
@@ -23,14 +24,17 @@ func forgetCommand(getenv func(string) string, stdout io.Writer) *cli.Command {
 		Description: "Removes the session's stored objects (local directory or S3, as the config says), its facts,\n" +
 			"and its scorecards, work items, upload notices, dead letters and agent_job_ended webhooks from the\n" +
 			"streams. Exit 1 when something could not be removed.",
-		Flags: append(toolFlags(),
+		Flags: append(append(toolFlags(), offline.FormatFlags("print the report as JSON")...),
 			&cli.StringFlag{Name: "session", Usage: "the session key, room_id/job_id", Required: true},
 			&cli.StringFlag{Name: "data-dir", Usage: "the daemon's data directory, for the local store (env LKSCORE_DATA_DIR)"},
-			&cli.BoolFlag{Name: "json", Usage: "print the report as JSON"},
 		),
 		Action: func(ctx context.Context, c *cli.Command) error {
 			if room, job, ok := strings.Cut(c.String("session"), "/"); !ok || room == "" || job == "" || strings.Contains(job, "/") {
 				return exitError{code: 2, err: fmt.Errorf("forget: --session %q is not a session key: want room_id/job_id, e.g. RM_xxx/AJ_yyy (as in a scorecard's session.key)", c.String("session"))}
+			}
+			asJSON, err := offline.WantJSON(c)
+			if err != nil {
+				return err
 			}
 			js, subj, cfg, closeFn, err := toolNATS(c, getenv)
 			if err != nil {
@@ -49,7 +53,7 @@ func forgetCommand(getenv func(string) string, stdout io.Writer) *cli.Command {
 				return exitError{code: 2, err: err}
 			}
 			steps := consumer.Forget(ctx, js, subj, st, layout, cfg.NATS.RequestTimeout, c.String("session"))
-			if err := printForget(stdout, steps, c.Bool("json")); err != nil {
+			if err := printForget(stdout, steps, asJSON); err != nil {
 				return exitError{code: 1, err: err}
 			}
 			for _, s := range steps {

@@ -100,3 +100,16 @@ func TestUsageErrorsOneLine(t *testing.T) {
 		}
 	}
 }
+
+// TestFormatFlags: every reporting command takes --format json|table and
+// refuses another value, or --json with --format table, as a usage error.
+func TestFormatFlags(t *testing.T) {
+	for _, args := range [][]string{{"tail", "--format", "xml"}, {"dlq", "list", "--format", "xml"}, {"bench", "--json", "--format", "table"},
+		{"forget", "--session", "RM_a/AJ_b", "--format", "csv"}, {"check", "--baseline", "b.json", "--format", "yaml", "dir"}} {
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), append([]string{"lkscore"}, args...), func(string) string { return "" }, &stdout, &stderr)
+		if code != 2 || !strings.Contains(stderr.String(), "--format") || strings.Count(stderr.String(), "\n") != 1 {
+			t.Errorf("%v: exit %d, stderr %q", args, code, stderr.String())
+		}
+	}
+}

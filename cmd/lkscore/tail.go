@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/urfave/cli/v3"
 
+	"github.com/lkscore/lkscore/cmd/lkscore/offline"
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/consumer"
 	"github.com/lkscore/lkscore/scoring"
@@ -23,11 +24,10 @@ func tailCommand(getenv func(string) string, stdout io.Writer) *cli.Command {
 	return &cli.Command{
 		Name:  "tail",
 		Usage: "follow scorecards as they are published, one line each (or one JSON object with --json)",
-		Flags: append(toolFlags(),
+		Flags: append(append(toolFlags(), offline.FormatFlags("print each scorecard as one JSON object per line")...),
 			&cli.StringSliceFlag{Name: "close-reason", Usage: "only these close reasons (CR_ERROR, …); repeatable"},
 			&cli.StringSliceFlag{Name: "verdict", Usage: "only these verdicts (pass, warn, fail); repeatable"},
 			&cli.StringFlag{Name: "agent", Usage: "only this agent name"},
-			&cli.BoolFlag{Name: "json", Usage: "print each scorecard as one JSON object per line"},
 			&cli.StringFlag{Name: "since", Usage: "replay from a point in time: a duration (1h) or an RFC 3339 time; default: only new scorecards"},
 			&cli.IntFlag{Name: "limit", Usage: "stop after this many scorecards (0: follow until interrupted)"},
 			&cli.BoolFlag{Name: "alerts", Usage: "follow regression, drift and failure alerts instead of scorecards (--agent, --json, --since and --limit apply)"},
@@ -62,8 +62,12 @@ type tailFilter struct {
 }
 
 func tailFilterFrom(c *cli.Command) (tailFilter, error) {
+	asJSON, err := offline.WantJSON(c)
+	if err != nil {
+		return tailFilter{}, err
+	}
 	f := tailFilter{reasons: c.StringSlice("close-reason"), verdicts: c.StringSlice("verdict"), agent: c.String("agent"),
-		asJSON: c.Bool("json"), limit: int(c.Int("limit")), alerts: c.Bool("alerts")}
+		asJSON: asJSON, limit: int(c.Int("limit")), alerts: c.Bool("alerts")}
 	if f.alerts && (len(f.reasons) > 0 || len(f.verdicts) > 0) {
 		return f, errors.New("tail: --close-reason and --verdict filter scorecards, not --alerts")
 	}

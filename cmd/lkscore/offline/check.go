@@ -55,16 +55,19 @@ func Check(getenv func(string) string, stdout io.Writer) *cli.Command {
 			"baseline, metric by metric, as the daemon compares a new version with the previous one\n" +
 			"(docs/regression.md). Prints what moved and by how much. Exit codes: 0 no regression, 1 a\n" +
 			"recording could not be read, 2 bad usage, baseline or config, 3 a metric regressed.",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "baseline", Usage: "baseline file (lkscore baseline build or export)", Required: true},
 			&cli.StringFlag{Name: "config", Usage: "config file: its scoring section, and regression.min_effect and fdr (env LKSCORE_CONFIG)"},
 			&cli.StringFlag{Name: "agent", Aliases: []string{"agent-name"}, Usage: "agent name to put in the scorecards (--agent-name is the same)"},
 			&cli.IntFlag{Name: "min-sessions", Value: 5, Usage: "judge only with at least this many sessions on each side"},
-			&cli.BoolFlag{Name: "json", Usage: "print the comparison as JSON"},
-		},
+		}, FormatFlags("print the comparison as JSON")...),
 		Action: func(ctx context.Context, c *cli.Command) error {
 			if c.Args().Len() == 0 {
 				return ExitError{Code: 2, Err: errors.New("check: want at least one PATH")}
+			}
+			asJSON, err := WantJSON(c)
+			if err != nil {
+				return err
 			}
 			data, err := os.ReadFile(c.String("baseline"))
 			if err != nil {
@@ -96,7 +99,7 @@ func Check(getenv func(string) string, stdout io.Writer) *cli.Command {
 					"scores of different scoring versions are never compared; rebuild the baseline with this config", base.ScoringVersion, version)}
 			}
 			cmp := regress.Compare(base.Samples, samples, det)
-			if err := printComparison(stdout, base, len(samples), cmp, c.Bool("json")); err != nil {
+			if err := printComparison(stdout, base, len(samples), cmp, asJSON); err != nil {
 				return ExitError{Code: 1, Err: err}
 			}
 			if !cmp.Judged {
