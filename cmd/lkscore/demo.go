@@ -147,7 +147,11 @@ func runDemo(ctx context.Context, stdout, stderr io.Writer, dataDir string, keep
 				w.Overall.Verdict, w.Completion.CloseReason))
 		}
 	}
-	fmt.Fprintf(stdout, "\ndashboard: http://%s/ui\n", d.OpsAddr())
+	if keep {
+		fmt.Fprintf(stdout, "\ndashboard: http://%s/ui\n", d.OpsAddr())
+	} else {
+		fmt.Fprintln(stdout, "\n(run with --keep to look at these sessions on the dashboard before the demo stops)")
+	}
 	if len(wrong) > 0 {
 		return exitError{code: 1, err: fmt.Errorf("demo: %w", errors.Join(wrong...))}
 	}

@@ -14,8 +14,12 @@ func TestDemo(t *testing.T) {
 	code := run(context.Background(), []string{"lkscore", "demo", "--data-dir", t.TempDir()},
 		func(string) string { return "" }, &stdout, &stderr)
 	out := stdout.String()
-	if code != 0 || !strings.Contains(out, "demo passed: 6 sessions") || !strings.Contains(out, "/ui") {
+	if code != 0 || !strings.Contains(out, "demo passed: 6 sessions") {
 		t.Fatalf("exit %d\n%s\n%s", code, out, stderr.String())
+	}
+	// Without --keep the daemon stops with the demo: no dead dashboard URL.
+	if strings.Contains(out, "/ui") || !strings.Contains(out, "run with --keep") {
+		t.Errorf("without --keep the demo printed a dashboard URL or no hint:\n%s", out)
 	}
 	for _, key := range []string{"RM_CleanCall01/AJ_CleanCall01", "RM_ErrorClose06/AJ_ErrorClose06"} {
 		if !strings.Contains(out, key) {

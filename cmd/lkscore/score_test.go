@@ -99,3 +99,14 @@ func TestScoreConfig(t *testing.T) {
 		t.Fatalf("unknown key: exit %d %q", code, stderr)
 	}
 }
+
+// TestScoreNotASessionDir: a folder above the sessions is answered with
+// what it lacks and the session directories below it.
+func TestScoreNotASessionDir(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"lkscore", "score", "../../scenarios"}, func(string) string { return "" }, &stdout, &stderr)
+	if code != 1 || !strings.Contains(stderr.String(), "is not a session directory: it has no header.binpb") ||
+		!strings.Contains(stderr.String(), "6 session directories are below it") || !strings.Contains(stderr.String(), "../../scenarios/*/*") {
+		t.Errorf("exit %d, stderr %q", code, stderr.String())
+	}
+}

@@ -104,6 +104,9 @@ func loadSession(ctx context.Context, src string, getenv func(string) string) (*
 		}
 		dir = filepath.Dir(path)
 	}
+	if _, err := os.Stat(filepath.Join(dir, recording.ObjectHeader)); errors.Is(err, os.ErrNotExist) {
+		return nil, notSessionDir(dir)
+	}
 	local, err := store.OpenLocalDir(dir)
 	if err != nil {
 		return nil, err
@@ -113,6 +116,33 @@ func loadSession(ctx context.Context, src string, getenv func(string) string) (*
 		return nil, err
 	}
 	return output(src, s, nil), nil
+}
+
+// notSessionDir explains a directory without header.binpb, naming the
+// session directories below it (a data dir's recordings/RM_…/AJ_…), if any.
+func notSessionDir(dir string) error {
+	var found []string
+	glob := ""
+	for _, levels := range []string{"*", "*/*", "*/*/*"} {
+		m, _ := filepath.Glob(filepath.Join(dir, levels, recording.ObjectHeader))
+		for _, h := range m {
+			found = append(found, filepath.Dir(h))
+		}
+		if len(found) > 0 {
+			glob = filepath.Join(dir, levels)
+			break
+		}
+	}
+	msg := fmt.Sprintf("%s is not a session directory: it has no %s", dir, recording.ObjectHeader)
+	switch {
+	case len(found) == 0:
+		return errors.New(msg + " (a session directory holds header.binpb and chat_history.json, as lkscore stores an upload)")
+	case len(found) <= 5:
+		return fmt.Errorf("%s; the session directories below it: %s", msg, strings.Join(found, " "))
+	default:
+		return fmt.Errorf("%s; %d session directories are below it, e.g. %s (pass them all with %s)", msg, len(found),
+			strings.Join(found[:3], " "), glob)
+	}
 }
 
 func inspectS3(ctx context.Context, src string, getenv func(string) string, lim recording.Limits) (*inspectOutput, error) {
