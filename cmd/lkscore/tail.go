@@ -20,7 +20,7 @@ import (
 	"github.com/lkscore/lkscore/scoring"
 )
 
-func tailCommand(getenv func(string) string, stdout io.Writer) *cli.Command {
+func tailCommand(getenv func(string) string, stdout, stderr io.Writer) *cli.Command {
 	return &cli.Command{
 		Name:  "tail",
 		Usage: "follow scorecards as they are published, one line each (or one JSON object with --json)",
@@ -37,11 +37,13 @@ func tailCommand(getenv func(string) string, stdout io.Writer) *cli.Command {
 			if err != nil {
 				return exitError{code: 2, err: err}
 			}
-			js, subj, _, closeFn, err := toolNATS(c, getenv)
+			js, subj, cfg, closeFn, err := toolNATS(c, getenv)
 			if err != nil {
 				return err
 			}
 			defer closeFn()
+			f.hint = quietHint(cfg, subj, f)
+			f.hintOut = stderr
 			if err := tail(ctx, js, subj, f, stdout); err != nil && !errors.Is(err, context.Canceled) {
 				return exitError{code: 1, err: err}
 			}
@@ -59,6 +61,28 @@ type tailFilter struct {
 	asJSON   bool
 	limit    int
 	alerts   bool
+	// hint is written to hintOut once, when nothing has been shown for
+	// quietAfter: what tail waits on and how to send a session.
+	hint    string
+	hintOut io.Writer
+}
+
+// quietAfter is how long tail waits in silence before saying what it waits on.
+const quietAfter = 5 * time.Second
+
+// quietHint says what tail is waiting on and how to get a session into
+// the daemon it follows.
+func quietHint(cfg config.Config, subj consumer.Subjects, f tailFilter) string {
+	what, stream := "scorecards", subj.ResultStream()
+	if f.alerts {
+		what, stream = "alerts", subj.AlertStream()
+	}
+	url := "http://127.0.0.1" + cfg.Listen
+	if !strings.HasPrefix(cfg.Listen, ":") {
+		url = "http://" + cfg.Listen
+	}
+	return fmt.Sprintf("tail: no %s in %s yet, waiting (filters: close reasons %v, verdicts %v, agent %q). To score five test "+
+		"sessions on this daemon: lkscore bench --sessions 5 --url %s", what, stream, f.reasons, f.verdicts, f.agent, url)
 }
 
 func tailFilterFrom(c *cli.Command) (tailFilter, error) {
@@ -116,13 +140,21 @@ func tail(ctx context.Context, js jetstream.JetStream, subj consumer.Subjects, f
 		return fmt.Errorf("follow %s: %w", stream, err)
 	}
 	shown := 0
+	started, hinted := time.Now(), f.hint == ""
 	for f.limit == 0 || shown < f.limit {
-		m, err := cons.Next(jetstream.FetchContext(ctx))
+		// Wait a second at a time, to notice a long silence.
+		wctx, cancel := context.WithTimeout(ctx, time.Second)
+		m, err := cons.Next(jetstream.FetchContext(wctx))
+		cancel()
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			if errors.Is(err, nats.ErrTimeout) || errors.Is(err, jetstream.ErrNoMessages) {
+			if errors.Is(err, nats.ErrTimeout) || errors.Is(err, jetstream.ErrNoMessages) || errors.Is(err, context.DeadlineExceeded) {
+				if !hinted && shown == 0 && time.Since(started) >= quietAfter {
+					hinted = true
+					fmt.Fprintln(f.hintOut, f.hint)
+				}
 				continue // a quiet stream: keep following
 			}
 			return err

@@ -129,3 +129,19 @@ func TestTail(t *testing.T) {
 		t.Errorf("bad --verdict: exit %d, %s", code, stderr)
 	}
 }
+
+// TestTailSaysWhatItWaitsOn: after a few quiet seconds tail tells, once, on
+// stderr, what it follows and how to send a test session; stdout stays
+// for scorecards.
+func TestTailSaysWhatItWaitsOn(t *testing.T) {
+	d, _ := startTestDaemon(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stop := time.AfterFunc(quietAfter+2*time.Second, cancel) // as Ctrl-C would
+	defer stop.Stop()
+	code, out, stderr := runTail(ctx, d.NATSURL())
+	if code != 0 || out != "" || strings.Count(stderr, "no scorecards in LKSCORE_RESULTS yet") != 1 ||
+		!strings.Contains(stderr, "lkscore bench --sessions 5 --url http://") {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, out, stderr)
+	}
+}
