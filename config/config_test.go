@@ -66,7 +66,7 @@ func TestLoadErrors(t *testing.T) {
 		env  map[string]string
 		want []string
 	}{
-		{"unknown key", "testdata/unknown_key.yml", devKeys, []string{"field lisen not found"}},
+		{"unknown key", "testdata/unknown_key.yml", devKeys, []string{"lisen (line 2): no such setting; did you mean listen?"}},
 		{"every bad value reported at once", "testdata/bad_values.yml", devKeys, []string{
 			"listen:", "log_level:", "nats.replicas:", "nats.storage:", "nats.subject_prefix:",
 			"nats.duplicate_window:", `webhook.events[1]: "room_exploded"`, "limits.audio_bytes:",
