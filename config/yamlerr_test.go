@@ -16,7 +16,7 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 			"nats.embeded_port (line 3): no such setting; did you mean nats.embedded_port?"},
 		"scoring:\n  weights:\n    turn_handlin: 2\n": {"scoring.weights.turn_handlin (line 3): no such setting; did you mean scoring.weights.turn_handling?"},
 		"pipeline:\n  concurrency: many\n":            {`pipeline.concurrency (line 2): "many" is not a whole number`},
-		"nats:\n  zzzzzzzz: 1\n":                     {"nats.zzzzzzzz (line 2): no such setting"},
+		"nats:\n  zzzzzzzz: 1\n":                      {"nats.zzzzzzzz (line 2): no such setting"},
 	} {
 		path := filepath.Join(t.TempDir(), "c.yml")
 		if err := os.WriteFile(path, []byte(yml), 0o600); err != nil {
