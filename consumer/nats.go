@@ -3,7 +3,9 @@ package consumer
 import (
 	"fmt"
 	"log/slog"
+	"net"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -24,6 +26,15 @@ func startEmbedded(dataDir string, port int, ready time.Duration) (*server.Serve
 		StoreDir:   filepath.Join(dataDir, "nats"),
 		NoLog:      true,
 		NoSigs:     true,
+	}
+	if port > 0 {
+		// A port in use would only show as "not ready" after the whole wait.
+		ln, err := net.Listen("tcp", net.JoinHostPort(opts.Host, strconv.Itoa(port)))
+		if err != nil {
+			return nil, fmt.Errorf("embedded nats: cannot listen on 127.0.0.1:%d (nats.embedded_port): %w; stop what uses it, "+
+				"set nats.embedded_port to a free port (-1 picks one), or set nats.url to run against an existing server", port, err)
+		}
+		_ = ln.Close()
 	}
 	s, err := server.NewServer(opts)
 	if err != nil {
