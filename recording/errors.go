@@ -19,6 +19,11 @@ const (
 // ErrLimit is wrapped by every ParseError caused by a size or count limit.
 var ErrLimit = errors.New("limit exceeded")
 
+// ErrNotMultipart is wrapped by the error for an object that is not a
+// multipart upload at all (no boundary where one must start): not a
+// damaged upload but something else, e.g. a file given by mistake.
+var ErrNotMultipart = errors.New("not a multipart upload")
+
 // ParseError says which part failed, where (item index and byte offset when
 // known) and which limit was hit, if any. Match limits with errors.Is(err, ErrLimit).
 type ParseError struct {

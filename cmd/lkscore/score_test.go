@@ -110,3 +110,19 @@ func TestScoreNotASessionDir(t *testing.T) {
 		t.Errorf("exit %d, stderr %q", code, stderr.String())
 	}
 }
+
+// TestScoreNotAnUpload: a file that is not an upload at all is answered
+// with what lkscore reads, not with a multipart parser's detail alone.
+func TestScoreNotAnUpload(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "garbage.bin")
+	if err := os.WriteFile(path, []byte("\x00\x01 not an upload"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range []string{"score", "inspect"} {
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), []string{"lkscore", cmd, path}, func(string) string { return "" }, &stdout, &stderr)
+		if code != 1 || !strings.Contains(stderr.String(), "is not something lkscore reads: pass a session directory") {
+			t.Errorf("%s: exit %d, stderr %q", cmd, code, stderr.String())
+		}
+	}
+}

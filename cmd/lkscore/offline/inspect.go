@@ -191,6 +191,11 @@ func loadDir(ctx context.Context, src string, store recording.ObjectReader, dir 
 
 func fromMultipart(src string, r io.Reader, lim recording.Limits) (*inspectOutput, error) {
 	s, audio, err := recording.ParseMultipart(bufio.NewReader(r), "", lim)
+	if errors.Is(err, recording.ErrNotMultipart) {
+		return nil, fmt.Errorf("%s is not something lkscore reads: pass a session directory (header.binpb and "+
+			"chat_history.json, as lkscore stores an upload), a header.binpb, a multipart upload as the agents SDK posts it, "+
+			"or an s3:// URL (%w)", src, err)
+	}
 	if err != nil {
 		return nil, err
 	}
