@@ -83,7 +83,7 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	}()
 	// Bind the ops port first, so probes answer (not ready) while NATS comes up.
 	if d.opsLn, err = net.Listen("tcp", d.cfg.OpsListen); err != nil {
-		return fmt.Errorf("listen ops %s: %w", d.cfg.OpsListen, err)
+		return fmt.Errorf("ops_listen %s: %w (set ops_listen, LKSCORE_OPS_LISTEN or --ops-listen to a free address)", d.cfg.OpsListen, err)
 	}
 	d.ops = d.httpServer(d.opsHandler())
 	go d.serve(d.ops, d.opsLn)
@@ -138,7 +138,7 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 			return err
 		}
 		if d.ingestLn, err = net.Listen("tcp", d.cfg.Listen); err != nil {
-			return fmt.Errorf("listen %s: %w", d.cfg.Listen, err)
+			return fmt.Errorf("listen %s: %w (set listen, LKSCORE_LISTEN or --listen to a free address)", d.cfg.Listen, err)
 		}
 		d.ingest = d.httpServer(h)
 		go d.serve(d.ingest, d.ingestLn)
