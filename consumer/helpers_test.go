@@ -246,17 +246,23 @@ type syncBuffer = testenv.SyncBuffer
 // docs/scorecard.schema.json.
 func checkSchema(t *testing.T, url string) {
 	t.Helper()
-	schema, err := jsonschema.NewCompiler().Compile("../docs/scorecard.schema.json")
+	checkStreamSchema(t, url, "LKSCORE_RESULTS", "../docs/scorecard.schema.json")
+}
+
+// checkStreamSchema validates every message of a stream against a schema.
+func checkStreamSchema(t *testing.T, url, stream, schemaPath string) {
+	t.Helper()
+	schema, err := jsonschema.NewCompiler().Compile(schemaPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, m := range streamMsgs(t, url, "LKSCORE_RESULTS") {
+	for _, m := range streamMsgs(t, url, stream) {
 		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(m.Data))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if err := schema.Validate(doc); err != nil {
-			t.Errorf("scorecard does not match docs/scorecard.schema.json: %v", err)
+			t.Errorf("%s message does not match %s: %v\n%s", stream, schemaPath, err, m.Data)
 		}
 	}
 }

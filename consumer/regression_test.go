@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/internal/population"
@@ -151,6 +154,7 @@ func TestRegressionAlertsReplicasRestart(t *testing.T) {
 	if len(all) != 2*len(firing) {
 		t.Fatalf("%d alerts for %d that fired: %v", len(all), len(firing), count)
 	}
+	checkStreamSchema(t, ns.URL(), "LKSCORE_ALERTS", "../docs/alert.schema.json")
 	t.Logf("alerts: %v", count)
 }
 
@@ -217,5 +221,35 @@ func TestFailureSpikeAlert(t *testing.T) {
 		if a.Kind == regress.KindFailures && (len(a.WorstSessions) == 0 || a.Test != "binomial_tail" || a.NCurrent != 20 || a.Current < a.Baseline+0.05) {
 			t.Fatalf("failures alert evidence %+v", a)
 		}
+	}
+	checkStreamSchema(t, ns.URL(), "LKSCORE_ALERTS", "../docs/alert.schema.json")
+}
+
+// TestAlertExampleMatchesSchema: the alert example in docs/regression.md is
+// valid against docs/alert.schema.json.
+func TestAlertExampleMatchesSchema(t *testing.T) {
+	doc, err := os.ReadFile("../docs/regression.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(doc), "```json\n")
+	example, _, ok2 := strings.Cut(rest, "```")
+	if !ok || !ok2 {
+		t.Fatal("docs/regression.md has no ```json example")
+	}
+	schema, err := jsonschema.NewCompiler().Compile("../docs/alert.schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := jsonschema.UnmarshalJSON(strings.NewReader(example))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := schema.Validate(v); err != nil {
+		t.Errorf("the example does not match the schema: %v", err)
+	}
+	var a Alert
+	if err := json.Unmarshal([]byte(example), &a); err != nil || a.Status != AlertFiring || a.Kind != regress.KindRegression {
+		t.Errorf("the example is not a firing regression alert: %v %+v", err, a)
 	}
 }
