@@ -11,7 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	gojson "github.com/goccy/go-json"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -216,7 +215,7 @@ func (s *settler) consider(ctx context.Context, e jetstream.KeyValueEntry) {
 		return
 	}
 	var f SessionFacts
-	if err := gojson.Unmarshal(e.Value(), &f); err != nil { // lkscore's own entries, as factStore.get
+	if err := decodeFacts(e.Value(), &f); err != nil {
 		s.log.Error("settler: session facts are not valid JSON", "key", key, "err", err)
 		delete(s.pending, key)
 		delete(s.revs, key)

@@ -106,41 +106,46 @@ func (s *scanner) expect(c byte) bool {
 }
 
 func (s *scanner) document(p *chatParser) bool {
-	if !s.expect('{') {
-		return false
-	}
 	sawItems := false
-	if s.next() == '}' {
-		s.i++
-	} else {
-		for {
-			key, ok := s.key()
-			if !ok {
-				return false
-			}
-			switch {
-			case string(key) == "items":
-				if sawItems || !s.items(p) {
-					return s.fail() // a repeated "items" merges in one decode and restarts in the stream
-				}
-				sawItems = true
-			case foldsTo(key, "items"):
-				return s.fail()
-			default:
-				if !s.skip() {
-					return false
-				}
-			}
-			if !s.more('}') {
-				break
-			}
+	ok := s.object(func(key []byte) bool {
+		switch {
+		case string(key) == "items":
+			// a repeated "items" merges in one decode and restarts in the stream
+			ok := !sawItems && s.items(p)
+			sawItems = true
+			return ok
+		case foldsTo(key, "items"):
+			return false
+		default:
+			return s.skip()
 		}
-	}
+	})
 	s.ws()
-	if s.failed || s.i != len(s.data) || !sawItems {
+	if !ok || s.failed || s.i != len(s.data) || !sawItems {
 		return s.fail()
 	}
 	return true
+}
+
+// object reads an object: member is called with each key, the scanner at
+// its value, and reads the value; false from it fails the scan.
+func (s *scanner) object(member func(key []byte) bool) bool {
+	if !s.expect('{') {
+		return false
+	}
+	if s.next() == '}' {
+		s.i++
+		return true
+	}
+	for {
+		key, ok := s.key()
+		if !ok || !member(key) {
+			return s.fail()
+		}
+		if !s.more('}') {
+			return !s.failed
+		}
+	}
 }
 
 // more consumes a ',' (true: another member follows) or the closing byte
@@ -204,18 +209,7 @@ func (s *scanner) items(p *chatParser) bool {
 
 // item decodes one chat item into raw as encoding/json would, or fails.
 func (s *scanner) item(raw *rawItem) bool {
-	if !s.expect('{') {
-		return false
-	}
-	if s.next() == '}' {
-		s.i++
-		return true
-	}
-	for {
-		key, ok := s.key()
-		if !ok {
-			return false
-		}
+	return s.object(func(key []byte) (ok bool) {
 		switch string(key) {
 		case "id":
 			raw.ID, ok = s.str()
@@ -277,32 +271,18 @@ func (s *scanner) item(raw *rawItem) bool {
 			raw.ToolsRemovedC, ok = s.strList()
 		default:
 			if foldsToAny(key, itemKeys) {
-				return s.fail()
+				return false
 			}
 			ok = s.skip()
 		}
-		if !ok {
-			return s.fail()
-		}
-		if !s.more('}') {
-			return !s.failed
-		}
-	}
+		return ok
+	})
 }
 
+// metrics reads a message's metrics; null or another type fails (the stream
+// decides).
 func (s *scanner) metrics(m *rawMetrics) bool {
-	if !s.expect('{') {
-		return false // null or another type: the stream decides
-	}
-	if s.next() == '}' {
-		s.i++
-		return true
-	}
-	for {
-		key, ok := s.key()
-		if !ok {
-			return false
-		}
+	return s.object(func(key []byte) (ok bool) {
 		var f *float64
 		switch string(key) {
 		case "started_speaking_at":
@@ -347,20 +327,13 @@ func (s *scanner) metrics(m *rawMetrics) bool {
 			f = &m.E2ELatencyC
 		default:
 			if foldsToAny(key, metricKeys) {
-				return s.fail()
+				return false
 			}
-			ok = s.skip()
+			return s.skip()
 		}
-		if f != nil {
-			*f, ok = s.num()
-		}
-		if !ok {
-			return s.fail()
-		}
-		if !s.more('}') {
-			return !s.failed
-		}
-	}
+		*f, ok = s.num()
+		return ok
+	})
 }
 
 // content reads a message's content: a string or a list of strings goes
