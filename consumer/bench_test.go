@@ -16,6 +16,8 @@ import (
 	"github.com/livekit/protocol/webhook"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/lkscore/lkscore/wire"
 )
 
 // The three benchmarks below are meant to run side by side in one run:
@@ -113,7 +115,7 @@ func BenchmarkWebhookPublish(b *testing.B) {
 	}
 	defer nc.Close()
 	js, _ := jetstream.New(nc)
-	subj := NewSubjects(cfg.NATS.SubjectPrefix, cfg.NATS.StreamPrefix)
+	subj := wire.NewSubjects(cfg.NATS.SubjectPrefix, cfg.NATS.StreamPrefix)
 	if err := EnsureStreams(context.Background(), js, subj, cfg, nil); err != nil {
 		b.Fatal(err)
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/store"
+	"github.com/lkscore/lkscore/wire"
 )
 
 // uploadStore is what the collector needs from the recording store.
@@ -43,7 +44,7 @@ type collector struct {
 	store     uploadStore
 	pub       publisher
 	connected func() bool
-	subjects  Subjects
+	subjects  wire.Subjects
 	limits    config.Limits
 	layout    recording.Layout
 	timeout   time.Duration
@@ -60,7 +61,7 @@ type collectorOptions struct {
 	store     uploadStore
 	pub       publisher
 	connected func() bool // nil: always connected
-	subjects  Subjects
+	subjects  wire.Subjects
 	limits    config.Limits
 	layout    recording.Layout
 	timeout   time.Duration // one acknowledged publish
@@ -92,7 +93,7 @@ func newCollector(o collectorOptions) (*collector, error) {
 	return c, nil
 }
 
-// UploadNotice is the message published on Subjects.UploadStored once an
+// UploadNotice is the message published on wire.Subjects.UploadStored once an
 // upload is committed to the recording store.
 type UploadNotice struct {
 	SessionKey string                  `json:"session_key"`
@@ -390,7 +391,7 @@ func (c *collector) announce(ctx context.Context, n *UploadNotice) error {
 	}
 	msg := nats.NewMsg(c.subjects.UploadStored())
 	msg.Data = data
-	msg.Header.Set(HeaderSessionKey, n.SessionKey)
+	msg.Header.Set(wire.HeaderSessionKey, n.SessionKey)
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	start := time.Now()

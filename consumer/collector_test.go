@@ -18,12 +18,13 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/livekit/protocol/livekit"
-	"github.com/lkscore/lkscore/recording"
 	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/lkscore/lkscore/recording"
 )
 
 // pythonToken mints the JWT the Python SDK sends (docs/formats.md, "Recording upload"): HS256,

@@ -29,6 +29,7 @@ import (
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/store"
+	"github.com/lkscore/lkscore/wire"
 )
 
 // Daemon runs ingest: the webhook and collector server, the ops server, and
@@ -40,7 +41,7 @@ type Daemon struct {
 	gatherer prometheus.Gatherer
 	metrics  *metrics
 	pmetrics *pipelineMetrics
-	subjects Subjects
+	subjects wire.Subjects
 	pipeline *pipeline
 
 	ready    atomic.Bool
@@ -68,7 +69,7 @@ func New(cfg config.Config, log *slog.Logger, reg prometheus.Registerer, gathere
 		cfg: cfg, log: log, reg: reg, gatherer: gatherer,
 		metrics:  newMetrics(reg),
 		pmetrics: newPipelineMetrics(reg),
-		subjects: NewSubjects(cfg.NATS.SubjectPrefix, cfg.NATS.StreamPrefix),
+		subjects: wire.NewSubjects(cfg.NATS.SubjectPrefix, cfg.NATS.StreamPrefix),
 		serveErr: make(chan error, 2),
 	}, nil
 }

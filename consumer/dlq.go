@@ -11,6 +11,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/lkscore/lkscore/wire"
 )
 
 // Stages of the pipeline, as named in dead letters and metrics.
@@ -19,23 +21,11 @@ const (
 	StageScore  = "score"
 )
 
-// Headers of a dead letter. The body is the original message's body.
-const (
-	HeaderDLQStage      = "Lk-Dlq-Stage"
-	HeaderDLQError      = "Lk-Dlq-Error"
-	HeaderDLQSubject    = "Lk-Dlq-Subject"
-	HeaderDLQStream     = "Lk-Dlq-Stream"
-	HeaderDLQSeq        = "Lk-Dlq-Seq"
-	HeaderDLQDeliveries = "Lk-Dlq-Deliveries"
-	HeaderDLQAt         = "Lk-Dlq-At"
-	HeaderDLQMsgID      = "Lk-Dlq-Msg-Id"
-)
-
 // deadLetters publishes messages that could not be processed to
 // lkscore.dlq.<stage>, with why.
 type deadLetters struct {
 	js       jetstream.JetStream
-	subjects Subjects
+	subjects wire.Subjects
 	timeouts timeouts
 	metrics  *pipelineMetrics
 	log      *slog.Logger
@@ -61,20 +51,20 @@ func (d *deadLetters) send(ctx context.Context, l letter) error {
 	for k, v := range l.header {
 		switch {
 		case k == jetstream.MsgIDHeader:
-			msg.Header.Set(HeaderDLQMsgID, v[0]) // kept for replay, not reused: it would be deduplicated
+			msg.Header.Set(wire.HeaderDLQMsgID, v[0]) // kept for replay, not reused: it would be deduplicated
 		case strings.HasPrefix(k, "Nats-"):
 			// Publish expectations (Nats-Expected-Stream…) were for the original stream.
 		default:
 			msg.Header[k] = v
 		}
 	}
-	msg.Header.Set(HeaderDLQStage, l.stage)
-	msg.Header.Set(HeaderDLQError, truncateHeader(l.reason))
-	msg.Header.Set(HeaderDLQSubject, l.subject)
-	msg.Header.Set(HeaderDLQStream, l.stream)
-	msg.Header.Set(HeaderDLQSeq, strconv.FormatUint(l.seq, 10))
-	msg.Header.Set(HeaderDLQDeliveries, strconv.FormatUint(l.deliveries, 10))
-	msg.Header.Set(HeaderDLQAt, d.now().UTC().Format(time.RFC3339Nano))
+	msg.Header.Set(wire.HeaderDLQStage, l.stage)
+	msg.Header.Set(wire.HeaderDLQError, truncateHeader(l.reason))
+	msg.Header.Set(wire.HeaderDLQSubject, l.subject)
+	msg.Header.Set(wire.HeaderDLQStream, l.stream)
+	msg.Header.Set(wire.HeaderDLQSeq, strconv.FormatUint(l.seq, 10))
+	msg.Header.Set(wire.HeaderDLQDeliveries, strconv.FormatUint(l.deliveries, 10))
+	msg.Header.Set(wire.HeaderDLQAt, d.now().UTC().Format(time.RFC3339Nano))
 	ctx, cancel := context.WithTimeout(ctx, d.timeouts.publish)
 	defer cancel()
 	id := fmt.Sprintf("dlq/%s/%d", l.stream, l.seq)

@@ -10,6 +10,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/lkscore/lkscore/wire"
 )
 
 // DeadLetter is one message in the dead-letter stream, for operators.
@@ -29,11 +31,11 @@ type DeadLetter struct {
 // DeadLetterAdmin lists and re-drives dead letters (`lkscore dlq`).
 type DeadLetterAdmin struct {
 	js       jetstream.JetStream
-	subjects Subjects
+	subjects wire.Subjects
 }
 
 // NewDeadLetterAdmin works on the DLQ stream named by subjects.
-func NewDeadLetterAdmin(js jetstream.JetStream, subjects Subjects) *DeadLetterAdmin {
+func NewDeadLetterAdmin(js jetstream.JetStream, subjects wire.Subjects) *DeadLetterAdmin {
 	return &DeadLetterAdmin{js: js, subjects: subjects}
 }
 
@@ -67,10 +69,10 @@ func (a *DeadLetterAdmin) List(ctx context.Context, stage string, limit int) ([]
 func parseDeadLetter(raw *jetstream.RawStreamMsg) DeadLetter {
 	h := raw.Header
 	u := func(k string) uint64 { v, _ := strconv.ParseUint(h.Get(k), 10, 64); return v }
-	at, _ := time.Parse(time.RFC3339Nano, h.Get(HeaderDLQAt))
-	return DeadLetter{Seq: raw.Sequence, Stage: h.Get(HeaderDLQStage), Error: h.Get(HeaderDLQError), Subject: h.Get(HeaderDLQSubject),
-		Stream: h.Get(HeaderDLQStream), StreamSeq: u(HeaderDLQSeq), Deliveries: u(HeaderDLQDeliveries), At: at,
-		SessionKey: h.Get(HeaderSessionKey), Bytes: len(raw.Data)}
+	at, _ := time.Parse(time.RFC3339Nano, h.Get(wire.HeaderDLQAt))
+	return DeadLetter{Seq: raw.Sequence, Stage: h.Get(wire.HeaderDLQStage), Error: h.Get(wire.HeaderDLQError), Subject: h.Get(wire.HeaderDLQSubject),
+		Stream: h.Get(wire.HeaderDLQStream), StreamSeq: u(wire.HeaderDLQSeq), Deliveries: u(wire.HeaderDLQDeliveries), At: at,
+		SessionKey: h.Get(wire.HeaderSessionKey), Bytes: len(raw.Data)}
 }
 
 // Replay re-publishes dead letter seq to its original subject, then deletes
@@ -87,7 +89,7 @@ func (a *DeadLetterAdmin) Replay(ctx context.Context, seq uint64) error {
 	if err != nil {
 		return fmt.Errorf("get dead letter %d: %w", seq, err)
 	}
-	subject := raw.Header.Get(HeaderDLQSubject)
+	subject := raw.Header.Get(wire.HeaderDLQSubject)
 	if subject == "" || strings.HasPrefix(subject, a.subjects.DLQ("")) {
 		return fmt.Errorf("dead letter %d has no original subject to replay to", seq)
 	}
@@ -98,9 +100,9 @@ func (a *DeadLetterAdmin) Replay(ctx context.Context, seq uint64) error {
 			msg.Header[k] = v
 		}
 	}
-	msg.Header.Set("Lk-Replayed-From", strconv.FormatUint(seq, 10))
+	msg.Header.Set(wire.HeaderReplayedFrom, strconv.FormatUint(seq, 10))
 	id := fmt.Sprintf("replay/%s/%d", a.subjects.DLQStream(), seq)
-	if orig := raw.Header.Get(HeaderDLQMsgID); orig != "" {
+	if orig := raw.Header.Get(wire.HeaderDLQMsgID); orig != "" {
 		id = orig + "/" + id
 	}
 	if _, err := a.js.PublishMsg(ctx, msg, jetstream.WithMsgID(id)); err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/wire"
 )
 
 // Session facts: what every signal said about one session (the recording
@@ -547,7 +548,7 @@ func isCASConflict(err error) bool {
 
 // openFacts creates or updates the session facts bucket. Entries live as
 // long as the streams keep messages (nats.max_age).
-func openFacts(ctx context.Context, js jetstream.JetStream, s Subjects, n config.NATS, log *slog.Logger) (*factStore, error) {
+func openFacts(ctx context.Context, js jetstream.JetStream, s wire.Subjects, n config.NATS, log *slog.Logger) (*factStore, error) {
 	var kv jetstream.KeyValue
 	err := retrySetup(ctx, log, "session facts bucket", n.RequestTimeout, func(ctx context.Context) (err error) {
 		kv, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{

@@ -13,6 +13,7 @@ import (
 
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/store"
+	"github.com/lkscore/lkscore/wire"
 )
 
 // ForgetStep is one place `lkscore forget` looked in.
@@ -35,7 +36,7 @@ type forgetStore interface {
 // could not remove.
 // requestTimeout (config nats.request_timeout) bounds each KV request and
 // each wait for a stream's next message.
-func Forget(ctx context.Context, js jetstream.JetStream, s Subjects, st forgetStore, layout recording.Layout, requestTimeout time.Duration,
+func Forget(ctx context.Context, js jetstream.JetStream, s wire.Subjects, st forgetStore, layout recording.Layout, requestTimeout time.Duration,
 	sessionKey string) []ForgetStep {
 	room, job, ok := strings.Cut(sessionKey, "/")
 	if !ok || room == "" || job == "" {
@@ -98,7 +99,7 @@ func Forget(ctx context.Context, js jetstream.JetStream, s Subjects, st forgetSt
 	steps = append(steps, step)
 
 	// Messages keyed by the session.
-	byKey := func(m jetstream.Msg) bool { return m.Headers().Get(HeaderSessionKey) == sessionKey }
+	byKey := func(m jetstream.Msg) bool { return m.Headers().Get(wire.HeaderSessionKey) == sessionKey }
 	for _, stream := range []string{s.ResultStream(), s.SessionStream(), s.UploadStream(), s.DLQStream()} {
 		steps = append(steps, forgetIn(ctx, js, stream, requestTimeout, byKey))
 	}

@@ -20,10 +20,11 @@ import (
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/store"
+	"github.com/lkscore/lkscore/wire"
 )
 
 // fuzzJS returns a JetStream context on a fresh embedded server with lkscore's streams.
-func fuzzJS(t testing.TB) (jetstream.JetStream, Subjects) {
+func fuzzJS(t testing.TB) (jetstream.JetStream, wire.Subjects) {
 	t.Helper()
 	ns := startNATS(t)
 	nc, err := nats.Connect(ns.URL())
@@ -34,7 +35,7 @@ func fuzzJS(t testing.TB) (jetstream.JetStream, Subjects) {
 	js, _ := jetstream.New(nc)
 	n := config.Default().NATS
 	n.Storage = "memory"
-	subj := NewSubjects(n.SubjectPrefix, n.StreamPrefix)
+	subj := wire.NewSubjects(n.SubjectPrefix, n.StreamPrefix)
 	if err := EnsureStreams(context.Background(), js, subj, withNATS(n), nil); err != nil {
 		t.Fatal(err)
 	}

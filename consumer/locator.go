@@ -18,6 +18,7 @@ import (
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/store"
+	"github.com/lkscore/lkscore/wire"
 )
 
 // recordings is what the pipeline needs from the recording store: read
@@ -41,7 +42,7 @@ type locator struct {
 	store     recordings
 	layout    recording.Layout
 	lp        recording.LocationParser
-	subjects  Subjects
+	subjects  wire.Subjects
 	cfg       config.Pipeline
 	lim       recording.Limits
 	maxUpload int64 // a raw multipart object's size cap (config.Limits.UploadBytes)
@@ -62,7 +63,7 @@ type locatorOptions struct {
 	store    recordings
 	layout   recording.Layout
 	lp       recording.LocationParser
-	subjects Subjects
+	subjects wire.Subjects
 	cfg      config.Pipeline
 	limits   config.Limits
 	timeouts timeouts

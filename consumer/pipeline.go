@@ -16,6 +16,7 @@ import (
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/regress"
 	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/wire"
 )
 
 // pipeline runs the worker role: the locator's two consumers, the scoring
@@ -73,7 +74,7 @@ type stageSpec struct {
 // fill it; MaxDeliver bounds retries before a max-deliveries advisory
 // dead-letters the message. Each process bounds its own share with
 // pipeline.concurrency.
-func stageTable(s Subjects, p config.Pipeline, loc *locator, w *worker, reg *regressor) []stageSpec {
+func stageTable(s wire.Subjects, p config.Pipeline, loc *locator, w *worker, reg *regressor) []stageSpec {
 	base := jetstream.ConsumerConfig{
 		AckPolicy: jetstream.AckExplicitPolicy, AckWait: p.AckWait, MaxDeliver: p.MaxDeliver,
 		MaxAckPending: p.MaxAckPending, DeliverPolicy: jetstream.DeliverAllPolicy,
@@ -123,7 +124,7 @@ type pipelineDeps struct {
 
 func startPipeline(ctx context.Context, d pipelineDeps) (*pipeline, error) {
 	cfg := d.cfg
-	subj := NewSubjects(cfg.NATS.SubjectPrefix, cfg.NATS.StreamPrefix)
+	subj := wire.NewSubjects(cfg.NATS.SubjectPrefix, cfg.NATS.StreamPrefix)
 	to := timeoutsFrom(cfg.NATS)
 	layout, err := recording.NewLayout(cfg.S3.Prefix, cfg.Recordings.KeyTemplate)
 	if err != nil {

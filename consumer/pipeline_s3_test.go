@@ -20,6 +20,7 @@ import (
 
 	"github.com/lkscore/lkscore/internal/testenv"
 	"github.com/lkscore/lkscore/store"
+	"github.com/lkscore/lkscore/wire"
 )
 
 // TestPipelineMaxDeliveries: a message that keeps failing with a transient
@@ -38,7 +39,7 @@ func TestPipelineMaxDeliveries(t *testing.T) {
 	}
 	sendWebhook(t, d, jobEnded("EV_down", "RM_Down", "AJ_Down", "a", livekit.JobStatus_JS_SUCCESS))
 
-	admin := NewDeadLetterAdmin(js, NewSubjects("lkscore.", "LKSCORE"))
+	admin := NewDeadLetterAdmin(js, wire.NewSubjects("lkscore.", "LKSCORE"))
 	var dls []DeadLetter
 	waitFor(t, "a max-deliveries dead letter", func() bool {
 		dls, _ = admin.List(context.Background(), StageLocate, 10)

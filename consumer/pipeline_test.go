@@ -19,6 +19,7 @@ import (
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/wire"
 )
 
 const scenarioDir = "../scenarios/data/"
@@ -143,8 +144,8 @@ func results(t *testing.T, url string) []scoring.Scorecard {
 		if err := json.Unmarshal(m.Data, &sc); err != nil {
 			t.Fatalf("result is not a scorecard: %v", err)
 		}
-		if m.Header.Get(jetstream.MsgIDHeader) != sc.Session.Key+"@"+sc.ScoringVersion || m.Header.Get(HeaderVerdict) != sc.Overall.Verdict ||
-			m.Subject != "lkscore.result."+sc.Completion.CloseReason || m.Header.Get(HeaderScoringVersion) != sc.ScoringVersion {
+		if m.Header.Get(jetstream.MsgIDHeader) != sc.Session.Key+"@"+sc.ScoringVersion || m.Header.Get(wire.HeaderVerdict) != sc.Overall.Verdict ||
+			m.Subject != "lkscore.result."+sc.Completion.CloseReason || m.Header.Get(wire.HeaderScoringVersion) != sc.ScoringVersion {
 			t.Errorf("result %s: subject %s, headers %v", sc.Session.Key, m.Subject, m.Header)
 		}
 		out = append(out, sc)
@@ -253,7 +254,7 @@ func TestPipelineDeadLetters(t *testing.T) {
 	nc, _ := nats.Connect(ns.URL())
 	defer nc.Close()
 	js, _ := jetstream.New(nc)
-	admin := NewDeadLetterAdmin(js, NewSubjects("lkscore.", "LKSCORE"))
+	admin := NewDeadLetterAdmin(js, wire.NewSubjects("lkscore.", "LKSCORE"))
 	var dls []DeadLetter
 	waitFor(t, "two dead letters", func() bool {
 		dls, _ = admin.List(context.Background(), "", 10)

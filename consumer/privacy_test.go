@@ -24,6 +24,7 @@ import (
 	"github.com/lkscore/lkscore/internal/testenv"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/store"
+	"github.com/lkscore/lkscore/wire"
 )
 
 // TestRetentionDeletesOldKeepsFresh: under a fake clock, an upload older
@@ -33,7 +34,7 @@ func TestRetentionDeletesOldKeepsFresh(t *testing.T) {
 	ns := startNATS(t)
 	js := testenv.JetStream(t, ns.URL())
 	cfg := config.Default()
-	facts, err := openFacts(context.Background(), js, NewSubjects("lkscore.", "LKSCORE"), cfg.NATS, nil)
+	facts, err := openFacts(context.Background(), js, wire.NewSubjects("lkscore.", "LKSCORE"), cfg.NATS, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,13 +7,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	gojson "github.com/goccy/go-json"
 	"hash/fnv"
 	"log/slog"
 	"math"
-	"strings"
 	"sync"
 	"time"
+
+	gojson "github.com/goccy/go-json"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -22,6 +22,7 @@ import (
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/regress"
 	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/wire"
 )
 
 // StageRegress is the regression detector's stage name (metrics, dead letters).
@@ -31,48 +32,12 @@ const StageRegress = "regress"
 // regression detection; every worker replica shares it.
 const RegressConsumer = "lkscore-regress"
 
-// Alert statuses.
-const (
-	AlertFiring   = "firing"
-	AlertResolved = "resolved"
-)
-
-// Alert is published on lkscore.alert.<kind>.<agent> when a condition
-// starts (firing) and when it ends (resolved): once per agent, version,
-// scoring version, kind and metric, however many sessions keep it up.
-type Alert struct {
-	ID             string  `json:"id"` // kind/agent/version/scoring_version/metric@since_seq
-	Kind           string  `json:"kind"`
-	Status         string  `json:"status"`
-	Agent          string  `json:"agent"`
-	Version        string  `json:"version"`
-	ScoringVersion string  `json:"scoring_version"`
-	Metric         string  `json:"metric"`
-	Baseline       float64 `json:"baseline"`
-	Current        float64 `json:"current"`
-	Effect         float64 `json:"effect"`
-	PValue         float64 `json:"p_value,omitempty"`
-	QValue         float64 `json:"q_value,omitempty"`
-	Limit          float64 `json:"limit,omitempty"`
-	Test           string  `json:"test"`
-	NBaseline      int     `json:"n_baseline"`
-	NCurrent       int     `json:"n_current"`
-	// BaselineOf says what the current figures were compared with.
-	BaselineOf    string               `json:"baseline_of"`
-	WorstSessions []regress.SessionRef `json:"worst_sessions,omitempty"`
-	CodesGrown    []regress.CodeShare  `json:"codes_grown,omitempty"`
-	Session       string               `json:"session"` // the scorecard that changed the state
-	Seq           uint64               `json:"seq"`     // its results stream sequence
-	Since         time.Time            `json:"since"`
-	At            time.Time            `json:"at"`
-}
-
 // alertState is what the detector remembers per agent/version/scoring
 // version: the alerts firing now, by kind/metric, and the outbox of state
 // changes recorded but maybe not yet published.
 type alertState struct {
-	Firing map[string]Alert `json:"firing"`
-	Outbox []Alert          `json:"outbox,omitempty"`
+	Firing map[string]wire.Alert `json:"firing"`
+	Outbox []wire.Alert          `json:"outbox,omitempty"`
 	// Basis is the history size the last recorded change was judged on:
 	// a replica that judged an older snapshot changes nothing.
 	Basis int `json:"basis"`
@@ -96,7 +61,7 @@ type versionSpan struct {
 type regressor struct {
 	kv       jetstream.KeyValue
 	js       jetstream.JetStream
-	subjects Subjects
+	subjects wire.Subjects
 	cfg      config.Regression
 	timeouts timeouts
 	alerts   *prometheus.CounterVec // kind, status
@@ -109,37 +74,6 @@ type regressor struct {
 	stripes [64]sync.Mutex
 	cacheMu sync.Mutex
 	cache   map[string]cachedHistory // by history key
-}
-
-// RegressionBucket is the KV bucket of the regression detector.
-func (s Subjects) RegressionBucket() string { return s.streamPrefix + "_REGRESSION" }
-
-// AlertStream holds the alerts.
-func (s Subjects) AlertStream() string { return s.streamPrefix + "_ALERTS" }
-
-// Alert is the subject of an alert of kind about agent.
-func (s Subjects) Alert(kind, agent string) string {
-	return s.prefix + "alert." + kind + "." + SubjectToken(agent)
-}
-
-// AlertsOf matches every alert about agent.
-func (s Subjects) AlertsOf(agent string) string { return s.prefix + "alert.*." + SubjectToken(agent) }
-
-// AlertAll matches every alert.
-func (s Subjects) AlertAll() string { return s.prefix + "alert.>" }
-
-// SubjectToken makes a name usable as one subject token: anything but
-// letters, digits, '-' and '_' becomes '_'.
-func SubjectToken(name string) string {
-	if name == "" {
-		return "_"
-	}
-	return strings.Map(func(r rune) rune {
-		if r == '-' || r == '_' || (r >= '0' && r <= '9') || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') {
-			return r
-		}
-		return '_'
-	}, name)
 }
 
 func tok(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
@@ -161,7 +95,7 @@ func BaselineKey(agent, scoringVersion string) string {
 }
 
 // OpenRegressionBucket creates or opens the detector's KV bucket.
-func OpenRegressionBucket(ctx context.Context, js jetstream.JetStream, s Subjects, n config.NATS) (jetstream.KeyValue, error) {
+func OpenRegressionBucket(ctx context.Context, js jetstream.JetStream, s wire.Subjects, n config.NATS) (jetstream.KeyValue, error) {
 	ctx, cancel := context.WithTimeout(ctx, n.RequestTimeout) // the caller's deadline, if shorter, wins
 	defer cancel()
 	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
@@ -412,10 +346,10 @@ func (r *regressor) reconcile(ctx context.Context, key regress.Key, evals []eval
 			return err
 		}
 		if st.Firing == nil {
-			st.Firing = map[string]Alert{}
+			st.Firing = map[string]wire.Alert{}
 		}
 		pending := st.Outbox
-		st.Outbox = append([]Alert(nil), pending...)
+		st.Outbox = append([]wire.Alert(nil), pending...)
 		now := r.now().UTC()
 		if basis < st.Basis {
 			evals = nil // judged on an older history than the state's: only flush the outbox
@@ -428,7 +362,7 @@ func (r *regressor) reconcile(ctx context.Context, key regress.Key, evals []eval
 				switch {
 				case firing && !wasFiring:
 					a := r.alertFrom(key, ev, sig, session, seq, now)
-					a.Status, a.Since = AlertFiring, now
+					a.Status, a.Since = wire.AlertFiring, now
 					a.ID = fmt.Sprintf("%s/%s/%s/%s/%s@%d", ev.kind, key.Agent, key.Version, key.ScoringVersion, metric, seq)
 					st.Firing[id] = a
 					st.Outbox = append(st.Outbox, a)
@@ -437,7 +371,7 @@ func (r *regressor) reconcile(ctx context.Context, key regress.Key, evals []eval
 					if cur, ok := latest(ev, metric); ok {
 						a.Baseline, a.Current, a.Effect, a.PValue, a.QValue = cur.Baseline, cur.Current, cur.Effect, cur.P, cur.Q
 					}
-					a.Status, a.At, a.Session, a.Seq = AlertResolved, now, session, seq
+					a.Status, a.At, a.Session, a.Seq = wire.AlertResolved, now, session, seq
 					delete(st.Firing, id)
 					st.Outbox = append(st.Outbox, a)
 				}
@@ -523,8 +457,8 @@ func latest(ev evaluation, metric string) (regress.Signal, bool) {
 	return regress.Signal{}, false
 }
 
-func (r *regressor) alertFrom(key regress.Key, ev evaluation, s regress.Signal, session string, seq uint64, now time.Time) Alert {
-	a := Alert{Kind: ev.kind, Agent: key.Agent, Version: key.Version, ScoringVersion: key.ScoringVersion, Metric: s.Metric,
+func (r *regressor) alertFrom(key regress.Key, ev evaluation, s regress.Signal, session string, seq uint64, now time.Time) wire.Alert {
+	a := wire.Alert{Kind: ev.kind, Agent: key.Agent, Version: key.Version, ScoringVersion: key.ScoringVersion, Metric: s.Metric,
 		Baseline: s.Baseline, Current: s.Current, Effect: s.Effect, PValue: s.P, QValue: s.Q, Limit: s.Limit, Test: s.Test,
 		NBaseline: s.NBaseline, NCurrent: s.NCurrent, BaselineOf: ev.baselineOf, Session: session, Seq: seq, At: now}
 	if c := ev.comparison; c != nil {
@@ -542,15 +476,15 @@ func latestN(samples []regress.Sample, n int) []regress.Sample {
 
 // publish sends one alert; its message id (the episode's id and the
 // status) makes a repeat a duplicate.
-func (r *regressor) publish(ctx context.Context, a Alert) error {
+func (r *regressor) publish(ctx context.Context, a wire.Alert) error {
 	data, err := json.Marshal(a)
 	if err != nil {
 		return permanent(err)
 	}
 	msg := nats.NewMsg(r.subjects.Alert(a.Kind, a.Agent))
 	msg.Data = data
-	msg.Header.Set("Lk-Alert-Status", a.Status)
-	msg.Header.Set(HeaderAgentName, a.Agent)
+	msg.Header.Set(wire.HeaderAlertStatus, a.Status)
+	msg.Header.Set(wire.HeaderAgentName, a.Agent)
 	pctx, cancel := context.WithTimeout(ctx, r.timeouts.publish)
 	defer cancel()
 	ack, err := r.js.PublishMsg(pctx, msg, jetstream.WithMsgID(a.ID+"#"+a.Status), jetstream.WithExpectStream(r.subjects.AlertStream()))

@@ -22,13 +22,14 @@ import (
 	"github.com/lkscore/lkscore/internal/testenv"
 	"github.com/lkscore/lkscore/regress"
 	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/wire"
 )
 
 // publishCards puts scorecards on the results stream as the scoring pool
 // does: subject by close reason, session key header and msg id.
 func publishCards(t *testing.T, js jetstream.JetStream, cards []scoring.Scorecard) {
 	t.Helper()
-	subj := NewSubjects("lkscore.", "LKSCORE")
+	subj := wire.NewSubjects("lkscore.", "LKSCORE")
 	for _, c := range cards {
 		data, err := json.Marshal(c)
 		if err != nil {
@@ -36,18 +37,18 @@ func publishCards(t *testing.T, js jetstream.JetStream, cards []scoring.Scorecar
 		}
 		msg := nats.NewMsg(subj.Result(c.Completion.CloseReason))
 		msg.Data = data
-		msg.Header.Set(HeaderSessionKey, c.Session.Key)
+		msg.Header.Set(wire.HeaderSessionKey, c.Session.Key)
 		if _, err := js.PublishMsg(context.Background(), msg, jetstream.WithMsgID(c.Session.Key+"@"+c.ScoringVersion)); err != nil {
 			t.Fatal(err)
 		}
 	}
 }
 
-func alertMsgs(t *testing.T, url string) []Alert {
+func alertMsgs(t *testing.T, url string) []wire.Alert {
 	t.Helper()
-	var out []Alert
+	var out []wire.Alert
 	for _, m := range streamMsgs(t, url, "LKSCORE_ALERTS") {
-		var a Alert
+		var a wire.Alert
 		if err := json.Unmarshal(m.Data, &a); err != nil {
 			t.Fatal(err)
 		}
@@ -103,16 +104,16 @@ func TestRegressionAlertsReplicasRestart(t *testing.T) {
 	publishCards(t, js, population.Generate(scorer, population.Baseline("booking", "1"), 1, 40))
 	publishCards(t, js, population.Generate(scorer, slow, 2, 40))
 
-	var firing []Alert
+	var firing []wire.Alert
 	waitFor(t, "the regression alerts", func() bool {
 		firing = alertMsgs(t, ns.URL())
-		return len(firing) > 0 && hasAlert(firing, regress.KindRegression, regress.MetricE2EP50, AlertFiring)
+		return len(firing) > 0 && hasAlert(firing, regress.KindRegression, regress.MetricE2EP50, wire.AlertFiring)
 	})
 	time.Sleep(time.Second) // any duplicate would arrive now
 	firing = alertMsgs(t, ns.URL())
 	seen := map[string]bool{}
 	for _, a := range firing {
-		if a.Status != AlertFiring || seen[a.Kind+a.Metric] {
+		if a.Status != wire.AlertFiring || seen[a.Kind+a.Metric] {
 			t.Fatalf("alert %s %s %s twice, or not firing: %+v", a.Kind, a.Metric, a.Status, firing)
 		}
 		seen[a.Kind+a.Metric] = true
@@ -131,7 +132,7 @@ func TestRegressionAlertsReplicasRestart(t *testing.T) {
 		all := alertMsgs(t, ns.URL())
 		resolved := 0
 		for _, a := range all {
-			if a.Status == AlertResolved {
+			if a.Status == wire.AlertResolved {
 				resolved++
 			}
 		}
@@ -158,7 +159,7 @@ func TestRegressionAlertsReplicasRestart(t *testing.T) {
 	t.Logf("alerts: %v", count)
 }
 
-func hasAlert(all []Alert, kind, metric, status string) bool {
+func hasAlert(all []wire.Alert, kind, metric, status string) bool {
 	for _, a := range all {
 		if a.Kind == kind && a.Metric == metric && a.Status == status {
 			return true
@@ -167,7 +168,7 @@ func hasAlert(all []Alert, kind, metric, status string) bool {
 	return false
 }
 
-func summary(all []Alert) []string {
+func summary(all []wire.Alert) []string {
 	var out []string
 	for _, a := range all {
 		out = append(out, fmt.Sprintf("%s/%s/%s base=%v cur=%v q=%v", a.Kind, a.Metric, a.Status, a.Baseline, a.Current, a.QValue))
@@ -215,7 +216,7 @@ func TestFailureSpikeAlert(t *testing.T) {
 	publishCards(t, js, population.Generate(scorer, steady, 11, 60))
 	publishCards(t, js, population.Generate(scorer, failing, 12, 20))
 	waitFor(t, "the failures alert", func() bool {
-		return hasAlert(alertMsgs(t, ns.URL()), regress.KindFailures, regress.MetricCRError, AlertFiring)
+		return hasAlert(alertMsgs(t, ns.URL()), regress.KindFailures, regress.MetricCRError, wire.AlertFiring)
 	})
 	for _, a := range alertMsgs(t, ns.URL()) {
 		if a.Kind == regress.KindFailures && (len(a.WorstSessions) == 0 || a.Test != "binomial_tail" || a.NCurrent != 20 || a.Current < a.Baseline+0.05) {
@@ -248,8 +249,8 @@ func TestAlertExampleMatchesSchema(t *testing.T) {
 	if err := schema.Validate(v); err != nil {
 		t.Errorf("the example does not match the schema: %v", err)
 	}
-	var a Alert
-	if err := json.Unmarshal([]byte(example), &a); err != nil || a.Status != AlertFiring || a.Kind != regress.KindRegression {
+	var a wire.Alert
+	if err := json.Unmarshal([]byte(example), &a); err != nil || a.Status != wire.AlertFiring || a.Kind != regress.KindRegression {
 		t.Errorf("the example is not a firing regression alert: %v %+v", err, a)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/wire"
 )
 
 // settler publishes session work once a session's facts are settled: at
@@ -28,7 +29,7 @@ type settler struct {
 	nc       *nats.Conn // nil in tests without reconnects
 	facts    *factStore
 	js       jetstream.JetStream
-	subjects Subjects
+	subjects wire.Subjects
 	window   time.Duration
 	tick     time.Duration
 	// noReport is how long a session with spans and no recording waits for
@@ -299,7 +300,7 @@ func (s *settler) publishKey(ctx context.Context, key string, f *SessionFacts) e
 	}
 	msg := nats.NewMsg(s.subjects.Session(item.CloseReason))
 	msg.Data = data
-	msg.Header.Set(HeaderSessionKey, item.SessionKey)
+	msg.Header.Set(wire.HeaderSessionKey, item.SessionKey)
 	pctx, cancel := context.WithTimeout(ctx, s.timeouts.publish)
 	ack, err := s.js.PublishMsg(pctx, msg, jetstream.WithMsgID(item.SessionKey), jetstream.WithExpectStream(s.subjects.SessionStream()))
 	cancel()

@@ -11,6 +11,7 @@ import (
 	"github.com/livekit/protocol/livekit"
 
 	"github.com/lkscore/lkscore/internal/testenv"
+	"github.com/lkscore/lkscore/wire"
 )
 
 // TestStoreNotShared: ingest and worker as separate processes with separate
@@ -35,7 +36,7 @@ func TestStoreNotShared(t *testing.T) {
 		t.Errorf("dead-lettered after %s, want within 10 s", took)
 	}
 	dl := streamMsgs(t, ns.URL(), "LKSCORE_DLQ")[0]
-	if e := dl.Header.Get(HeaderDLQError); !strings.HasPrefix(e, "store_not_shared: upload stored in file://"+icfg.DataDir) ||
+	if e := dl.Header.Get(wire.HeaderDLQError); !strings.HasPrefix(e, "store_not_shared: upload stored in file://"+icfg.DataDir) ||
 		!strings.Contains(e, "this worker reads file://"+wcfg.DataDir) {
 		t.Errorf("dead letter error %q", e)
 	}
@@ -65,7 +66,7 @@ func TestStoreNotShared(t *testing.T) {
 	fixed := wcfg
 	fixed.DataDir = icfg.DataDir
 	startDaemon(t, fixed)
-	admin := NewDeadLetterAdmin(testenv.JetStream(t, ns.URL()), NewSubjects("lkscore.", "LKSCORE"))
+	admin := NewDeadLetterAdmin(testenv.JetStream(t, ns.URL()), wire.NewSubjects("lkscore.", "LKSCORE"))
 	letters, err := admin.List(context.Background(), "", 10)
 	if err != nil || len(letters) != 1 {
 		t.Fatalf("dead letters %v %v", letters, err)

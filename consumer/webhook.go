@@ -18,13 +18,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/lkscore/lkscore/config"
-)
-
-// Headers lkscore sets on stored webhook messages.
-const (
-	HeaderEvent      = "Lk-Event"
-	HeaderAPIKey     = "Lk-Api-Key"
-	HeaderSessionKey = "Lk-Session-Key"
+	"github.com/lkscore/lkscore/wire"
 )
 
 // publisher is what ingest needs from JetStream.
@@ -40,7 +34,7 @@ type webhookHandler struct {
 	keys      auth.KeyProvider
 	pub       publisher
 	connected func() bool
-	subjects  Subjects
+	subjects  wire.Subjects
 	maxBody   int64
 	events    map[string]bool
 	timeout   time.Duration
@@ -61,7 +55,7 @@ type webhookOptions struct {
 	keys           auth.KeyProvider
 	publisher      publisher
 	connected      func() bool // nil: always connected
-	subjects       Subjects
+	subjects       wire.Subjects
 	maxBodyBytes   int64
 	events         []string
 	publishTimeout time.Duration
@@ -179,8 +173,8 @@ func (h *webhookHandler) store(w http.ResponseWriter, ctx context.Context, ev *l
 	}
 	msg := nats.NewMsg(h.subjects.Webhook(ev.Event))
 	msg.Data = body
-	msg.Header.Set(HeaderEvent, ev.Event)
-	msg.Header.Set(HeaderAPIKey, apiKey)
+	msg.Header.Set(wire.HeaderEvent, ev.Event)
+	msg.Header.Set(wire.HeaderAPIKey, apiKey)
 	ctx, cancel := context.WithTimeout(ctx, h.timeout)
 	defer cancel()
 	start := time.Now()

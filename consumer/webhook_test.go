@@ -15,6 +15,8 @@ import (
 	"github.com/livekit/protocol/utils/protojson"
 	"github.com/livekit/protocol/webhook"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/lkscore/lkscore/wire"
 )
 
 var initStats sync.Once
@@ -80,7 +82,7 @@ func TestWebhookFromLiveKitNotifier(t *testing.T) {
 		if err := protojson.Unmarshal(m.Data, &ev); err != nil {
 			t.Fatalf("stored body is not a WebhookEvent: %v", err)
 		}
-		if ev.Id != m.Header.Get(jetstream.MsgIDHeader) || m.Header.Get(HeaderAPIKey) != testKey {
+		if ev.Id != m.Header.Get(jetstream.MsgIDHeader) || m.Header.Get(wire.HeaderAPIKey) != testKey {
 			t.Errorf("stored message headers %v do not match event %s", m.Header, ev.Id)
 		}
 	}

@@ -17,14 +17,7 @@ import (
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/scoring"
 	"github.com/lkscore/lkscore/store"
-)
-
-// Headers on result messages.
-const (
-	HeaderVerdict        = "Lk-Verdict"
-	HeaderAgentName      = "Lk-Agent-Name"
-	HeaderScoringVersion = "Lk-Scoring-Version"
-	HeaderCloseReason    = "Lk-Close-Reason"
+	"github.com/lkscore/lkscore/wire"
 )
 
 // sessionReader is what a worker needs from the recording store.
@@ -48,7 +41,7 @@ type worker struct {
 	audioCfg   config.Audio
 	analysis   audio.Config // from the scoring config (audio.ForScoring)
 	audioBytes int64
-	subjects   Subjects
+	subjects   wire.Subjects
 	timeouts   timeouts
 	quality    *qualityMetrics // nil in tests that do not count
 	log        *slog.Logger
@@ -65,7 +58,7 @@ type workerOptions struct {
 	limits   config.Limits
 	audio    config.Audio
 	scoring  scoring.AudioConfig // the scoring model's audio thresholds
-	subjects Subjects
+	subjects wire.Subjects
 	timeouts timeouts
 	quality  *qualityMetrics
 	log      *slog.Logger
@@ -103,11 +96,11 @@ func (w *worker) handle(ctx context.Context, m jetstream.Msg) error {
 	}
 	msg := nats.NewMsg(w.subjects.Result(item.CloseReason))
 	msg.Data = data
-	msg.Header.Set(HeaderSessionKey, item.SessionKey)
-	msg.Header.Set(HeaderVerdict, card.Overall.Verdict)
-	msg.Header.Set(HeaderAgentName, item.AgentName)
-	msg.Header.Set(HeaderScoringVersion, card.ScoringVersion)
-	msg.Header.Set(HeaderCloseReason, item.CloseReason)
+	msg.Header.Set(wire.HeaderSessionKey, item.SessionKey)
+	msg.Header.Set(wire.HeaderVerdict, card.Overall.Verdict)
+	msg.Header.Set(wire.HeaderAgentName, item.AgentName)
+	msg.Header.Set(wire.HeaderScoringVersion, card.ScoringVersion)
+	msg.Header.Set(wire.HeaderCloseReason, item.CloseReason)
 	pctx, cancel := context.WithTimeout(ctx, w.timeouts.publish)
 	defer cancel()
 	// Session key + scoring version: one scorecard per session and version,

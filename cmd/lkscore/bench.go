@@ -23,8 +23,8 @@ import (
 
 	"github.com/lkscore/lkscore/cmd/lkscore/offline"
 	"github.com/lkscore/lkscore/config"
-	"github.com/lkscore/lkscore/consumer"
 	"github.com/lkscore/lkscore/scenarios"
+	"github.com/lkscore/lkscore/wire"
 )
 
 func benchCommand(getenv func(string) string, stdout io.Writer) *cli.Command {
@@ -224,7 +224,7 @@ func (r benchReport) print(w io.Writer) error {
 }
 
 // runBench sends the load and, in sessions mode, waits for every scorecard.
-func runBench(ctx context.Context, js jetstream.JetStream, subj consumer.Subjects, o benchOptions) (benchReport, error) {
+func runBench(ctx context.Context, js jetstream.JetStream, subj wire.Subjects, o benchOptions) (benchReport, error) {
 	var run [4]byte
 	_, _ = rand.Read(run[:])
 	id := hex.EncodeToString(run[:])
@@ -346,7 +346,7 @@ type cardWatch struct {
 	more chan struct{}
 }
 
-func watchCards(ctx context.Context, js jetstream.JetStream, subj consumer.Subjects, n int) (*cardWatch, error) {
+func watchCards(ctx context.Context, js jetstream.JetStream, subj wire.Subjects, n int) (*cardWatch, error) {
 	// An ephemeral consumer from now on: only this run's scorecards count.
 	c, err := js.OrderedConsumer(ctx, subj.ResultStream(), jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverNewPolicy})
 	if err != nil {
@@ -355,7 +355,7 @@ func watchCards(ctx context.Context, js jetstream.JetStream, subj consumer.Subje
 	w := &cardWatch{at: make(map[string]time.Time, n), more: make(chan struct{}, 1)}
 	w.cons, err = c.Consume(func(m jetstream.Msg) {
 		now := time.Now()
-		key := m.Headers().Get(consumer.HeaderSessionKey)
+		key := m.Headers().Get(wire.HeaderSessionKey)
 		w.mu.Lock()
 		if _, seen := w.at[key]; seen {
 			w.dups++

@@ -18,6 +18,7 @@ import (
 	"github.com/lkscore/lkscore/internal/testenv"
 	"github.com/lkscore/lkscore/regress"
 	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/wire"
 )
 
 func scenarioDirs(t *testing.T) []string {
@@ -93,12 +94,12 @@ func TestBaselineSealFromDaemon(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	subj := consumer.NewSubjects("lkscore.", "LKSCORE")
+	subj := wire.NewSubjects("lkscore.", "LKSCORE")
 	for _, c := range population.Generate(scorer, population.Baseline("booking-agent", "1.0"), 9, 35) {
 		data, _ := json.Marshal(c)
 		msg := nats.NewMsg(subj.Result(c.Completion.CloseReason))
 		msg.Data = data
-		msg.Header.Set(consumer.HeaderSessionKey, c.Session.Key)
+		msg.Header.Set(wire.HeaderSessionKey, c.Session.Key)
 		if _, err := js.PublishMsg(context.Background(), msg); err != nil {
 			t.Fatal(err)
 		}
@@ -147,14 +148,14 @@ func TestBaselineSealFromDaemon(t *testing.T) {
 func TestTailAlerts(t *testing.T) {
 	d, _ := startTestDaemon(t)
 	js := testenv.JetStream(t, d.NATSURL())
-	subj := consumer.NewSubjects("lkscore.", "LKSCORE")
-	a := consumer.Alert{ID: "regression/booking/2/x/e2e_latency_p50_ms@9", Kind: "regression", Status: "firing", Agent: "booking", Version: "2",
+	subj := wire.NewSubjects("lkscore.", "LKSCORE")
+	a := wire.Alert{ID: "regression/booking/2/x/e2e_latency_p50_ms@9", Kind: "regression", Status: "firing", Agent: "booking", Version: "2",
 		Metric: "e2e_latency_p50_ms", Baseline: 950, Current: 1400, Effect: 450, QValue: 0.001, Test: "mann_whitney_u",
 		NBaseline: 40, NCurrent: 30, BaselineOf: "version 1", At: time.Now()}
 	data, _ := json.Marshal(a)
 	msg := nats.NewMsg(subj.Alert(a.Kind, a.Agent))
 	msg.Data = data
-	msg.Header.Set(consumer.HeaderAgentName, a.Agent) // as the detector publishes it
+	msg.Header.Set(wire.HeaderAgentName, a.Agent) // as the detector publishes it
 	if _, err := js.PublishMsg(context.Background(), msg); err != nil {
 		t.Fatal(err)
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/scenarios"
 	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/wire"
 )
 
 func demoCommand(stdout, stderr io.Writer) *cli.Command {
@@ -122,7 +123,7 @@ func runDemo(ctx context.Context, stdout, stderr io.Writer, dataDir string, keep
 			}
 		}
 	}
-	subj := consumer.NewSubjects(cfg.NATS.SubjectPrefix, cfg.NATS.StreamPrefix)
+	subj := wire.NewSubjects(cfg.NATS.SubjectPrefix, cfg.NATS.StreamPrefix)
 	got, err := awaitScorecards(ctx, d.NATSURL(), subj.ResultStream(), len(want), timeout)
 	if err != nil {
 		return exitError{code: 1, err: err}

@@ -15,6 +15,7 @@ import (
 	"github.com/lkscore/lkscore/cmd/lkscore/offline"
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/consumer"
+	"github.com/lkscore/lkscore/wire"
 )
 
 func dlqCommand(getenv func(string) string, stdout io.Writer) *cli.Command {
@@ -98,7 +99,7 @@ func toolFlags() []cli.Flag {
 
 // toolNATS connects an operator command (dlq, tail) to the daemon's NATS:
 // --config and --nats-url, else the embedded server's loopback port.
-func toolNATS(c *cli.Command, getenv func(string) string) (jetstream.JetStream, consumer.Subjects, config.Config, func(), error) {
+func toolNATS(c *cli.Command, getenv func(string) string) (jetstream.JetStream, wire.Subjects, config.Config, func(), error) {
 	path := c.String("config")
 	if path == "" {
 		path = getenv("LKSCORE_CONFIG")
@@ -109,7 +110,7 @@ func toolNATS(c *cli.Command, getenv func(string) string) (jetstream.JetStream, 
 		}
 	})
 	if err != nil {
-		return nil, consumer.Subjects{}, cfg, nil, exitError{code: 2, err: err}
+		return nil, wire.Subjects{}, cfg, nil, exitError{code: 2, err: err}
 	}
 	url := cfg.NATS.URL
 	if url == "" {
@@ -117,14 +118,14 @@ func toolNATS(c *cli.Command, getenv func(string) string) (jetstream.JetStream, 
 	}
 	nc, err := consumer.Connect(url, cfg.NATS, discardLogger())
 	if err != nil {
-		return nil, consumer.Subjects{}, cfg, nil, exitError{code: 1, err: fmt.Errorf("%w (is lkscore serve running?)", err)}
+		return nil, wire.Subjects{}, cfg, nil, exitError{code: 1, err: fmt.Errorf("%w (is lkscore serve running?)", err)}
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {
 		nc.Close()
-		return nil, consumer.Subjects{}, cfg, nil, exitError{code: 1, err: err}
+		return nil, wire.Subjects{}, cfg, nil, exitError{code: 1, err: err}
 	}
-	return js, consumer.NewSubjects(cfg.NATS.SubjectPrefix, cfg.NATS.StreamPrefix), cfg, nc.Close, nil
+	return js, wire.NewSubjects(cfg.NATS.SubjectPrefix, cfg.NATS.StreamPrefix), cfg, nc.Close, nil
 }
 
 func printDeadLetters(w io.Writer, dls []consumer.DeadLetter, asJSON bool) error {

@@ -12,6 +12,7 @@ import (
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/consumer"
 	"github.com/lkscore/lkscore/internal/testenv"
+	"github.com/lkscore/lkscore/wire"
 )
 
 func TestDLQListAndReplay(t *testing.T) {
@@ -23,16 +24,16 @@ func TestDLQListAndReplay(t *testing.T) {
 	defer nc.Close()
 	js, _ := jetstream.New(nc)
 	cfg := config.Default()
-	subj := consumer.NewSubjects(cfg.NATS.SubjectPrefix, cfg.NATS.StreamPrefix)
+	subj := wire.NewSubjects(cfg.NATS.SubjectPrefix, cfg.NATS.StreamPrefix)
 	if err := consumer.EnsureStreams(context.Background(), js, subj, cfg, nil); err != nil {
 		t.Fatal(err)
 	}
 	// A dead letter as the score stage writes it.
 	msg := nats.NewMsg(subj.DLQ(consumer.StageScore))
 	msg.Data = []byte(`{"session_key":"RM_a/AJ_b"}`)
-	for k, v := range map[string]string{consumer.HeaderDLQStage: "score", consumer.HeaderDLQError: "chat_history: item 3: unexpected EOF",
-		consumer.HeaderDLQSubject: subj.Session("CR_COMPLETED"), consumer.HeaderDLQStream: subj.SessionStream(), consumer.HeaderDLQSeq: "7",
-		consumer.HeaderDLQDeliveries: "1", consumer.HeaderSessionKey: "RM_a/AJ_b", consumer.HeaderDLQMsgID: "RM_a/AJ_b"} {
+	for k, v := range map[string]string{wire.HeaderDLQStage: "score", wire.HeaderDLQError: "chat_history: item 3: unexpected EOF",
+		wire.HeaderDLQSubject: subj.Session("CR_COMPLETED"), wire.HeaderDLQStream: subj.SessionStream(), wire.HeaderDLQSeq: "7",
+		wire.HeaderDLQDeliveries: "1", wire.HeaderSessionKey: "RM_a/AJ_b", wire.HeaderDLQMsgID: "RM_a/AJ_b"} {
 		msg.Header.Set(k, v)
 	}
 	if _, err := js.PublishMsg(context.Background(), msg); err != nil {
@@ -58,7 +59,7 @@ func TestDLQListAndReplay(t *testing.T) {
 	}
 	s, _ := js.Stream(context.Background(), subj.SessionStream())
 	m, err := s.GetLastMsgForSubject(context.Background(), subj.Session("CR_COMPLETED"))
-	if err != nil || string(m.Data) != `{"session_key":"RM_a/AJ_b"}` || m.Header.Get(consumer.HeaderDLQError) != "" || m.Header.Get("Lk-Replayed-From") != "1" {
+	if err != nil || string(m.Data) != `{"session_key":"RM_a/AJ_b"}` || m.Header.Get(wire.HeaderDLQError) != "" || m.Header.Get("Lk-Replayed-From") != "1" {
 		t.Fatalf("replayed message: %v %+v", err, m)
 	}
 	if _, out, _ := dlq("list", "--json"); strings.TrimSpace(out) != "" {

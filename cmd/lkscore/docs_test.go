@@ -17,6 +17,7 @@ import (
 
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/consumer"
+	"github.com/lkscore/lkscore/wire"
 )
 
 // TestDocsMatchCode checks the README against the code, both ways: every
@@ -80,7 +81,7 @@ func TestDocsMatchCode(t *testing.T) {
 		other := map[string]bool{"LKSCORE_REQUIRE_S3": true, "LKSCORE_REQUIRE_HELM": true, "LKSCORE_REQUIRE_AGENTS_JS": true, "LKSCORE_REQUIRE_BROWSER": true, "LKSCORE_REQUIRE_AUDIO_TOOLS": true, "LKSCORE_SCREENSHOT_DIR": true,
 			"LIVEKIT_OBSERVABILITY_URL": true, "LIVEKIT_URL": true}
 		// Stream and bucket names share the prefix.
-		subj := consumer.NewSubjects("lkscore.", "LKSCORE")
+		subj := wire.NewSubjects("lkscore.", "LKSCORE")
 		for _, n := range []string{subj.WebhookStream(), subj.UploadStream(), subj.SessionStream(), subj.ResultStream(),
 			subj.DLQStream(), subj.EgressLinks(), subj.SessionFacts(), subj.AlertStream(), subj.RegressionBucket()} {
 			other[n] = true
@@ -159,7 +160,7 @@ func TestDocsNameOnlyWhatExists(t *testing.T) {
 		"LKSCORE_REQUIRE_AGENTS_JS": true, "LKSCORE_REQUIRE_BROWSER": true, "LKSCORE_REQUIRE_AUDIO_TOOLS": true, "LKSCORE_SCREENSHOT_DIR": true}
 	getenv := func(k string) string { env[k] = true; return "" }
 	_, _ = config.Load("", getenv, nil)
-	subj := consumer.NewSubjects("lkscore.", "LKSCORE")
+	subj := wire.NewSubjects("lkscore.", "LKSCORE")
 	for _, n := range []string{subj.WebhookStream(), subj.UploadStream(), subj.SessionStream(), subj.ResultStream(),
 		subj.DLQStream(), subj.EgressLinks(), subj.SessionFacts(), subj.AlertStream(), subj.RegressionBucket()} {
 		env[n] = true

@@ -16,8 +16,8 @@ import (
 
 	"github.com/lkscore/lkscore/cmd/lkscore/offline"
 	"github.com/lkscore/lkscore/config"
-	"github.com/lkscore/lkscore/consumer"
 	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/wire"
 )
 
 func tailCommand(getenv func(string) string, stdout, stderr io.Writer) *cli.Command {
@@ -72,7 +72,7 @@ const quietAfter = 5 * time.Second
 
 // quietHint says what tail is waiting on and how to get a session into
 // the daemon it follows.
-func quietHint(cfg config.Config, subj consumer.Subjects, f tailFilter) string {
+func quietHint(cfg config.Config, subj wire.Subjects, f tailFilter) string {
 	what, stream := "scorecards", subj.ResultStream()
 	if f.alerts {
 		what, stream = "alerts", subj.AlertStream()
@@ -119,7 +119,7 @@ func tailFilterFrom(c *cli.Command) (tailFilter, error) {
 
 // tail follows the results stream with an ordered consumer (filtered by
 // close reason on the server) and prints what the filter keeps.
-func tail(ctx context.Context, js jetstream.JetStream, subj consumer.Subjects, f tailFilter, w io.Writer) error {
+func tail(ctx context.Context, js jetstream.JetStream, subj wire.Subjects, f tailFilter, w io.Writer) error {
 	cfg := jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverNewPolicy}
 	if !f.since.IsZero() {
 		start := f.since
@@ -160,10 +160,10 @@ func tail(ctx context.Context, js jetstream.JetStream, subj consumer.Subjects, f
 			return err
 		}
 		h := m.Headers()
-		if len(f.verdicts) > 0 && !slices.Contains(f.verdicts, h.Get(consumer.HeaderVerdict)) {
+		if len(f.verdicts) > 0 && !slices.Contains(f.verdicts, h.Get(wire.HeaderVerdict)) {
 			continue
 		}
-		if f.agent != "" && h.Get(consumer.HeaderAgentName) != f.agent {
+		if f.agent != "" && h.Get(wire.HeaderAgentName) != f.agent {
 			continue
 		}
 		if f.asJSON {
@@ -171,7 +171,7 @@ func tail(ctx context.Context, js jetstream.JetStream, subj consumer.Subjects, f
 				return err
 			}
 		} else if f.alerts {
-			var a consumer.Alert
+			var a wire.Alert
 			if err := json.Unmarshal(m.Data(), &a); err != nil {
 				return fmt.Errorf("alert: %w", err)
 			}
@@ -212,7 +212,7 @@ func tailLine(at time.Time, sc scoring.Scorecard) string {
 }
 
 // alertLine is one alert on one line.
-func alertLine(a consumer.Alert) string {
+func alertLine(a wire.Alert) string {
 	line := fmt.Sprintf("%s  %-8s %-10s %s@%s  %s: %g → %g (%+g; %s", a.At.UTC().Format(time.RFC3339), a.Status, a.Kind, a.Agent, a.Version,
 		a.Metric, a.Baseline, a.Current, a.Effect, a.Test)
 	if a.QValue > 0 {

@@ -22,6 +22,7 @@ import (
 
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/consumer"
+	"github.com/lkscore/lkscore/wire"
 )
 
 var update = flag.Bool("update", false, "rewrite deploy/manifests from the chart")
@@ -397,7 +398,7 @@ func checkChart(t *testing.T, r rendered, serveHelp string) {
 			t.Errorf("the Service must select the pods that serve webhooks and uploads (%s: %v): %+v", name, serves, svc)
 		}
 	}
-	subjects := consumer.NewSubjects(cfg.NATS.SubjectPrefix, cfg.NATS.StreamPrefix)
+	subjects := wire.NewSubjects(cfg.NATS.SubjectPrefix, cfg.NATS.StreamPrefix)
 	for _, so := range r.scaled {
 		if so.Spec.ScaleTargetRef.Name != "lkscore-worker" || so.Spec.Fallback.Replicas < 1 || so.Spec.Fallback.FailureThreshold < 1 {
 			t.Errorf("ScaledObject %+v", so.Spec)

@@ -23,6 +23,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lkscore/lkscore/consumer"
+	"github.com/lkscore/lkscore/wire"
 )
 
 func main() {
@@ -51,7 +52,7 @@ func fill(url, prefix string, n int) error {
 		return err
 	}
 	ctx := context.Background()
-	bucket := consumer.NewSubjects("lkscore.", prefix).SessionFacts()
+	bucket := wire.NewSubjects("lkscore.", prefix).SessionFacts()
 	kv, err := js.KeyValue(ctx, bucket)
 	if err != nil {
 		return fmt.Errorf("bucket %s (start lkscore serve once first): %w", bucket, err)

@@ -1,0 +1,43 @@
+package wire
+
+import (
+	"time"
+
+	"github.com/lkscore/lkscore/regress"
+)
+
+// Alert statuses.
+const (
+	AlertFiring   = "firing"
+	AlertResolved = "resolved"
+)
+
+// Alert is published on lkscore.alert.<kind>.<agent> when a condition
+// starts (firing) and when it ends (resolved): once per agent, version,
+// scoring version, kind and metric, however many sessions keep it up.
+type Alert struct {
+	ID             string  `json:"id"` // kind/agent/version/scoring_version/metric@since_seq
+	Kind           string  `json:"kind"`
+	Status         string  `json:"status"`
+	Agent          string  `json:"agent"`
+	Version        string  `json:"version"`
+	ScoringVersion string  `json:"scoring_version"`
+	Metric         string  `json:"metric"`
+	Baseline       float64 `json:"baseline"`
+	Current        float64 `json:"current"`
+	Effect         float64 `json:"effect"`
+	PValue         float64 `json:"p_value,omitempty"`
+	QValue         float64 `json:"q_value,omitempty"`
+	Limit          float64 `json:"limit,omitempty"`
+	Test           string  `json:"test"`
+	NBaseline      int     `json:"n_baseline"`
+	NCurrent       int     `json:"n_current"`
+	// BaselineOf says what the current figures were compared with.
+	BaselineOf    string               `json:"baseline_of"`
+	WorstSessions []regress.SessionRef `json:"worst_sessions,omitempty"`
+	CodesGrown    []regress.CodeShare  `json:"codes_grown,omitempty"`
+	Session       string               `json:"session"` // the scorecard that changed the state
+	Seq           uint64               `json:"seq"`     // its results stream sequence
+	Since         time.Time            `json:"since"`
+	At            time.Time            `json:"at"`
+}
