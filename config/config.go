@@ -62,6 +62,69 @@ type Config struct {
 	Regression Regression `yaml:"regression"`
 	// Audio configures heard turn-taking from the stereo recording (docs/audio.md).
 	Audio Audio `yaml:"audio"`
+	// Alerts configures where regression, drift and failure alerts are
+	// delivered besides NATS (docs/alerts.md).
+	Alerts Alerts `yaml:"alerts"`
+}
+
+// Alerts configures alert delivery to Prometheus Alertmanager and chat
+// webhooks. Every target has its own durable consumer of the alerts
+// stream, shared by the worker replicas: each alert state reaches each
+// target once, in order, retried with backoff.
+type Alerts struct {
+	Alertmanager Alertmanager `yaml:"alertmanager"`
+	// Webhooks receive every alert, firing and resolved, as a POST.
+	Webhooks []AlertWebhook `yaml:"webhooks"`
+	// Timeout bounds one delivery (one POST).
+	Timeout time.Duration `yaml:"timeout"`
+	// ExternalURL is the dashboard's address as the people who get the
+	// alert reach it (Alertmanager's generatorURL, the links in a chat
+	// message); empty leaves the links out.
+	ExternalURL string `yaml:"external_url"`
+}
+
+// Alertmanager configures delivery to Alertmanager's v2 API.
+type Alertmanager struct {
+	// URLs are Alertmanager base addresses (http://alertmanager:9093); every
+	// one gets every alert, as Prometheus sends to each member of an HA pair.
+	URLs []string `yaml:"urls"`
+	// ResendInterval: firing alerts are sent again this often, with an
+	// end 4 intervals ahead, so an Alertmanager restart forgets nothing and
+	// an alert of a stopped lkscore resolves by itself.
+	ResendInterval time.Duration `yaml:"resend_interval"`
+}
+
+// resolve fills each webhook's defaults (name webhook-N, format slack) and
+// reads url_env.
+func (a *Alerts) resolve(getenv func(string) string) {
+	hooks := make([]AlertWebhook, len(a.Webhooks))
+	for i, w := range a.Webhooks {
+		if w.URLEnv != "" && w.URL == "" {
+			w.URL = getenv(w.URLEnv)
+		}
+		if w.Name == "" {
+			w.Name = fmt.Sprintf("webhook-%d", i+1)
+		}
+		if w.Format == "" {
+			w.Format = "slack"
+		}
+		hooks[i] = w
+	}
+	a.Webhooks = hooks
+}
+
+// AlertWebhook is one generic webhook target.
+type AlertWebhook struct {
+	// Name labels the target in metrics and logs (the URL may hold a secret).
+	Name string `yaml:"name"`
+	// URL is where the POST goes; from the environment when it holds a
+	// secret (url_env).
+	URL string `yaml:"url"`
+	// URLEnv names an environment variable holding the URL instead.
+	URLEnv string `yaml:"url_env"`
+	// Format is slack (a Slack-compatible {"text": ...} body, also read by
+	// Mattermost and Rocket.Chat) or json (the alert message as on NATS).
+	Format string `yaml:"format"`
 }
 
 // Audio configures the measurement of the session's recording.ogg.
@@ -86,6 +149,10 @@ type Regression struct {
 	// EvaluateEvery: judge a version every this many of its sessions (and
 	// at the one that reaches min_sessions); every session is recorded.
 	EvaluateEvery int `yaml:"evaluate_every"`
+	// MinFiring is the hold time: a firing alert resolves only when it has
+	// fired this long and its metric is clearly back, so no alert resolves
+	// in the evaluation (or the burst of sessions) that fired it.
+	MinFiring time.Duration `yaml:"min_firing"`
 	// Detect tunes the statistics.
 	Detect regress.Config `yaml:",inline"`
 }
@@ -305,7 +372,8 @@ func Default() Config {
 		Scoring:    scoring.DefaultConfig(),
 		Role:       "all",
 		Audio:      Audio{Enabled: true, MaxDuration: 4 * time.Hour},
-		Regression: Regression{Enabled: true, VersionTag: "version:", EvaluateEvery: 10, Detect: regress.DefaultConfig()},
+		Regression: Regression{Enabled: true, VersionTag: "version:", EvaluateEvery: 10, MinFiring: 5 * time.Minute, Detect: regress.DefaultConfig()},
+		Alerts:     Alerts{Timeout: 10 * time.Second, Alertmanager: Alertmanager{ResendInterval: time.Minute}},
 		Pipeline: Pipeline{
 			CloseReasons:      DefaultCloseReasons(),
 			Pool:              "default",
@@ -361,6 +429,7 @@ func load(path string, getenv func(string) string, set func(*Config), requireKey
 		set(&cfg)
 	}
 	keysErr := cfg.LiveKit.loadKeys(getenv)
+	cfg.Alerts.resolve(getenv)
 	// Only signature checks (ingest) and the reconciler need a key.
 	needKeys := requireKeys && (cfg.Role != "worker" || cfg.Pipeline.LiveKitURL != "")
 	if !needKeys && len(cfg.LiveKit.Keys) == 0 {
@@ -539,6 +608,8 @@ func (c Config) LogValue() slog.Value {
 		slog.String("s3_bucket", c.S3.Bucket),
 		slog.String("key_template", c.Recordings.KeyTemplate),
 		slog.Bool("dashboard_token", c.Dashboard.Token != ""),
+		slog.Int("alertmanagers", len(c.Alerts.Alertmanager.URLs)),
+		slog.Int("alert_webhooks", len(c.Alerts.Webhooks)),
 		slog.String("privacy_mode", c.Privacy.Mode),
 		slog.String("redaction", c.Privacy.Redaction),
 	)

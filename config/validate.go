@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"regexp"
 	"strings"
 	"time"
@@ -68,6 +69,10 @@ func (c Config) Validate() error {
 	if c.Regression.EvaluateEvery < 1 {
 		p.add("regression.evaluate_every: must be at least 1, got %d", c.Regression.EvaluateEvery)
 	}
+	if c.Regression.MinFiring < 0 {
+		p.add("regression.min_firing: must not be negative, got %s", c.Regression.MinFiring)
+	}
+	c.Alerts.validate(&p)
 	if c.Regression.VersionTag == "" {
 		p.add("regression.version_tag: must not be empty")
 	}
@@ -278,4 +283,57 @@ func (c Config) validatePipeline(p *problems) {
 		p.positive("pipeline.livekit_timeout", pl.LiveKitTimeout)
 		p.url("pipeline.livekit_url", pl.LiveKitURL, "http://", "https://", "ws")
 	}
+}
+
+func (a Alerts) validate(p *problems) {
+	p.positive("alerts.timeout", a.Timeout)
+	if len(a.Alertmanager.URLs) > 0 {
+		p.positive("alerts.alertmanager.resend_interval", a.Alertmanager.ResendInterval)
+	}
+	for i, u := range a.Alertmanager.URLs {
+		if err := httpURL(u); err != nil {
+			p.add("alerts.alertmanager.urls[%d]: %v", i, err)
+		}
+	}
+	if a.ExternalURL != "" {
+		if err := httpURL(a.ExternalURL); err != nil {
+			p.add("alerts.external_url: %v", err)
+		}
+	}
+	names := map[string]bool{}
+	for i, w := range a.Webhooks {
+		key := fmt.Sprintf("alerts.webhooks[%d]", i)
+		switch {
+		case w.URL == "":
+			p.add("%s.url: required (or url_env naming a variable that is set)", key)
+		default:
+			if err := httpURL(w.URL); err != nil {
+				p.add("%s.url: %v", key, err)
+			}
+		}
+		switch w.Format {
+		case "slack", "json":
+		default:
+			p.add("%s.format: %q is not slack or json", key, w.Format)
+		}
+		if names[w.Name] {
+			p.add("%s.name: %q names another webhook too", key, w.Name)
+		}
+		names[w.Name] = true
+	}
+}
+
+// httpURL checks an absolute http(s) address, saying what is wrong without
+// repeating the address (it may hold a secret).
+func httpURL(s string) error {
+	u, err := url.Parse(s)
+	switch {
+	case err != nil:
+		return errors.New("not a URL")
+	case u.Scheme != "http" && u.Scheme != "https":
+		return fmt.Errorf("scheme %q is not http or https", u.Scheme)
+	case u.Host == "":
+		return errors.New("has no host")
+	}
+	return nil
 }

@@ -252,17 +252,43 @@ func checkSchema(t *testing.T, url string) {
 // checkStreamSchema validates every message of a stream against a schema.
 func checkStreamSchema(t *testing.T, url, stream, schemaPath string) {
 	t.Helper()
+	for _, m := range streamMsgs(t, url, stream) {
+		checkJSONSchema(t, schemaPath, m.Data)
+	}
+}
+
+// checkAlertSchema validates one alert message.
+func checkAlertSchema(t *testing.T, data []byte) {
+	t.Helper()
+	checkJSONSchema(t, "../docs/alert.schema.json", data)
+}
+
+func checkJSONSchema(t *testing.T, schemaPath string, data []byte) {
+	t.Helper()
 	schema, err := jsonschema.NewCompiler().Compile(schemaPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, m := range streamMsgs(t, url, stream) {
-		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(m.Data))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := schema.Validate(doc); err != nil {
-			t.Errorf("%s message does not match %s: %v\n%s", stream, schemaPath, err, m.Data)
-		}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
 	}
+	if err := schema.Validate(doc); err != nil {
+		t.Errorf("message does not match %s: %v\n%s", schemaPath, err, data)
+	}
+}
+
+// waitConsumerIdle waits until a durable consumer has nothing pending and
+// nothing unacknowledged.
+func waitConsumerIdle(t *testing.T, url, stream, durable string) {
+	t.Helper()
+	js := testenv.JetStream(t, url)
+	waitFor(t, durable+" to be idle", func() bool {
+		c, err := js.Consumer(context.Background(), stream, durable)
+		if err != nil {
+			return false
+		}
+		info, err := c.Info(context.Background())
+		return err == nil && info.NumPending == 0 && info.NumAckPending == 0
+	})
 }

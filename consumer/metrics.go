@@ -83,6 +83,8 @@ type pipelineMetrics struct {
 	dependencyUp      *prometheus.GaugeVec     // dependency: store, nats
 	recordingsDeleted *prometheus.CounterVec   // reason: retention, metadata_only
 	alerts            *prometheus.CounterVec   // kind, status
+	deliveries        *prometheus.CounterVec   // target, outcome
+	deliveryDuration  *prometheus.HistogramVec // target
 	agentSessions     *prometheus.CounterVec   // agent, version
 	storeNotShared    prometheus.Counter
 	quality           *qualityMetrics
@@ -136,6 +138,14 @@ func newPipelineMetrics(reg prometheus.Registerer) *pipelineMetrics {
 		alerts: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "lkscore_alerts_total", Help: "Regression alerts published, by kind (regression, drift, failures) and status (firing, resolved).",
 		}, []string{"kind", "status"}),
+		deliveries: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "lkscore_alert_deliveries_total",
+			Help: "Alert deliveries by target (Alertmanager host, webhook name) and outcome (delivered, resent, retry, refused).",
+		}, []string{"target", "outcome"}),
+		deliveryDuration: f.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "lkscore_alert_delivery_duration_seconds", Help: "Time of one alert POST, by target.",
+			Buckets: prometheus.ExponentialBuckets(0.005, 4, 7),
+		}, []string{"target"}),
 		agentSessions: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "lkscore_regression_sessions_total", Help: "Scorecards added to regression history, by agent and version.",
 		}, []string{"agent", "version"}),

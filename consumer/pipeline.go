@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"sort"
 	"sync"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lkscore/lkscore/config"
+	"github.com/lkscore/lkscore/notify"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/regress"
 	"github.com/lkscore/lkscore/scoring"
@@ -61,6 +63,8 @@ type stageSpec struct {
 	stream   string
 	consumer jetstream.ConsumerConfig
 	handle   func(ctx context.Context, m jetstream.Msg) error
+	// concurrency overrides pipeline.concurrency (alert delivery: 1).
+	concurrency int
 	// onGiveUp decides what happens when a recording never arrives: true
 	// dead-letters the message, false acks it (nothing was expected).
 	onGiveUp func(m jetstream.Msg) bool
@@ -74,7 +78,7 @@ type stageSpec struct {
 // fill it; MaxDeliver bounds retries before a max-deliveries advisory
 // dead-letters the message. Each process bounds its own share with
 // pipeline.concurrency.
-func stageTable(s wire.Subjects, p config.Pipeline, loc *locator, w *worker, reg *regressor) []stageSpec {
+func stageTable(s wire.Subjects, p config.Pipeline, loc *locator, w *worker, reg *regressor, targets []*alertTarget) []stageSpec {
 	base := jetstream.ConsumerConfig{
 		AckPolicy: jetstream.AckExplicitPolicy, AckWait: p.AckWait, MaxDeliver: p.MaxDeliver,
 		MaxAckPending: p.MaxAckPending, DeliverPolicy: jetstream.DeliverAllPolicy,
@@ -106,6 +110,16 @@ func stageTable(s wire.Subjects, p config.Pipeline, loc *locator, w *worker, reg
 	if reg != nil { // regression.enabled
 		table = append(table, stageSpec{name: StageRegress, role: config.RoleWorker, stream: s.ResultStream(), handle: reg.handle,
 			consumer: with(RegressConsumer, "lkscore regression detection over every scorecard", nil)})
+	}
+	// Alert delivery: one message at a time per target, so each target sees
+	// firing before resolved; a target configured later starts with the
+	// alerts published from then on (the resender brings Alertmanager the
+	// ones firing).
+	for _, t := range targets {
+		c := with(t.id, "lkscore alert delivery to "+t.name, nil)
+		c.MaxAckPending, c.DeliverPolicy = 1, jetstream.DeliverNewPolicy
+		table = append(table, stageSpec{name: StageNotify, role: config.RoleWorker, stream: s.AlertStream(), handle: t.handle,
+			concurrency: 1, consumer: c})
 	}
 	return table
 }
@@ -196,7 +210,14 @@ func startPipeline(ctx context.Context, d pipelineDeps) (*pipeline, error) {
 		_ = p.stop(context.Background())
 		return nil, err
 	}
-	for _, spec := range stageTable(subj, cfg.Pipeline, loc, w, reg) {
+	var targets []*alertTarget
+	// One client for every alert target: its transport keeps connections
+	// to each; every POST is bounded by alerts.timeout.
+	alertClient := &http.Client{Timeout: cfg.Alerts.Timeout}
+	if reg != nil {
+		targets = alertTargets(cfg.Alerts, alertClient, d.metrics.alertMetrics(), d.log)
+	}
+	for _, spec := range stageTable(subj, cfg.Pipeline, loc, w, reg, targets) {
 		if !cfg.Runs(spec.role) {
 			continue
 		}
@@ -206,6 +227,10 @@ func startPipeline(ctx context.Context, d pipelineDeps) (*pipeline, error) {
 		}
 		for _, reason := range retryReasons {
 			d.metrics.retried.WithLabelValues(spec.name, reason).Add(0)
+		}
+		concurrency := cfg.Pipeline.Concurrency
+		if spec.concurrency > 0 {
+			concurrency = spec.concurrency
 		}
 		var cons jetstream.Consumer
 		err := retrySetup(ctx, d.log, "create consumer "+spec.consumer.Durable, to.request, func(ctx context.Context) (err error) {
@@ -221,7 +246,7 @@ func startPipeline(ctx context.Context, d pipelineDeps) (*pipeline, error) {
 		}
 		p.subs = append(p.subs, sub)
 		p.stages = append(p.stages, &stage{name: spec.name, consumerName: spec.consumer.Durable, cons: cons, handle: spec.handle,
-			onGiveUp: spec.onGiveUp, concurrency: cfg.Pipeline.Concurrency, ackWait: cfg.Pipeline.AckWait, health: h,
+			onGiveUp: spec.onGiveUp, concurrency: concurrency, ackWait: cfg.Pipeline.AckWait, health: h,
 			pullWait: min(5*time.Second, cfg.Pipeline.AckWait/2),
 			deadline: cfg.Pipeline.RecordingDeadline, retryBase: cfg.Pipeline.RetryBase, dlq: dlq, metrics: d.metrics, log: d.log, now: d.now})
 	}
@@ -242,6 +267,13 @@ func startPipeline(ctx context.Context, d pipelineDeps) (*pipeline, error) {
 		ret := &retention{store: d.store, facts: d.facts, layout: layout, keep: r.Recordings, interval: r.SweepInterval,
 			deleted: d.metrics.recordingsDeleted, log: d.log, now: d.now}
 		p.goLoop(func() { ret.run(bgCtx) })
+	}
+	if am := cfg.Alerts.Alertmanager; reg != nil && len(am.URLs) > 0 {
+		rs := &resender{kv: reg.kv, interval: am.ResendInterval, timeout: cfg.Alerts.Timeout, metrics: d.metrics.alertMetrics(), log: d.log, now: d.now}
+		for _, u := range am.URLs {
+			rs.ams = append(rs.ams, notify.NewAlertmanager(u, alertClient, cfg.Alerts.ExternalURL, 4*am.ResendInterval))
+		}
+		p.goLoop(func() { rs.run(bgCtx) })
 	}
 	if pc.SweepInterval > 0 {
 		sw := &sweeper{loc: loc, interval: pc.SweepInterval, rate: pc.SweepRate, window: pc.DedupWindow, log: d.log}

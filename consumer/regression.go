@@ -246,7 +246,8 @@ type evaluation struct {
 	firing     map[string]regress.Signal
 	baselineOf string
 	comparison *regress.Comparison
-	worst      []regress.SessionRef // drift and failures: the worst of the latest sessions
+	worst      []regress.SessionRef      // drift and failures: the worst of the latest sessions
+	status     map[string]regress.Signal // drift and failures: every judged metric, firing or not
 }
 
 func (r *regressor) evaluate(ctx context.Context, key regress.Key, h *regress.History, idx versionIndex) ([]evaluation, error) {
@@ -279,16 +280,24 @@ func (r *regressor) evaluate(ctx context.Context, key regress.Key, h *regress.Hi
 		ev := evaluation{kind: regress.KindDrift, judged: continuous, firing: map[string]regress.Signal{},
 			baselineOf: fmt.Sprintf("this version's first %d sessions", cfg.DriftWindow*cfg.DriftCalibration),
 			worst:      regress.WorstSessions(latestN(h.Recent(), cfg.DriftWindow), 5)}
-		for _, s := range regress.Drift(h, cfg) {
-			ev.firing[s.Metric] = s
+		ev.status = map[string]regress.Signal{}
+		for _, s := range regress.DriftStatus(h, cfg) {
+			ev.status[s.Metric] = s
+			if s.Firing {
+				ev.firing[s.Metric] = s
+			}
 		}
 		out = append(out, ev)
 	}
 	if len(h.Recent()) >= cfg.SpikeWindow+cfg.MinSessions {
 		ev := evaluation{kind: regress.KindFailures, judged: failures, firing: map[string]regress.Signal{},
 			baselineOf: "this version's earlier sessions", worst: regress.WorstSessions(latestN(h.Recent(), cfg.SpikeWindow), 5)}
-		for _, s := range regress.Spikes(h, cfg) {
-			ev.firing[s.Metric] = s
+		ev.status = map[string]regress.Signal{}
+		for _, s := range regress.SpikeStatus(h, cfg) {
+			ev.status[s.Metric] = s
+			if s.Firing {
+				ev.firing[s.Metric] = s
+			}
 		}
 		out = append(out, ev)
 	}
@@ -366,10 +375,21 @@ func (r *regressor) reconcile(ctx context.Context, key regress.Key, evals []eval
 					a.ID = fmt.Sprintf("%s/%s/%s/%s/%s@%d", ev.kind, key.Agent, key.Version, key.ScoringVersion, metric, seq)
 					st.Firing[id] = a
 					st.Outbox = append(st.Outbox, a)
-				case !firing && wasFiring && ev.clear(metric, r.cfg.Detect):
+				case !firing && wasFiring && ev.clear(metric, r.cfg.Detect) && now.Sub(old.Since) >= r.cfg.MinFiring:
+					// Held for regression.min_firing at least: a burst of
+					// sessions cannot fire and resolve an alert in one go.
+					// The figures and sessions that resolved it, not the firing ones.
 					a := old
 					if cur, ok := latest(ev, metric); ok {
 						a.Baseline, a.Current, a.Effect, a.PValue, a.QValue = cur.Baseline, cur.Current, cur.Effect, cur.P, cur.Q
+						if cur.NCurrent > 0 {
+							a.Limit, a.NBaseline, a.NCurrent = cur.Limit, cur.NBaseline, cur.NCurrent
+						}
+					}
+					if c := ev.comparison; c != nil {
+						a.WorstSessions, a.CodesGrown = c.WorstSessions, c.CodesGrown
+					} else {
+						a.WorstSessions, a.CodesGrown = ev.worst, nil
 					}
 					a.Status, a.At, a.Session, a.Seq = wire.AlertResolved, now, session, seq
 					delete(st.Firing, id)
@@ -447,7 +467,8 @@ func (ev evaluation) clear(metric string, cfg regress.Config) bool {
 // firing (Compare's result), for the resolved message.
 func latest(ev evaluation, metric string) (regress.Signal, bool) {
 	if ev.comparison == nil {
-		return regress.Signal{}, false
+		s, ok := ev.status[metric] // drift and failures
+		return s, ok
 	}
 	for _, m := range ev.comparison.Metrics {
 		if m.Metric == metric {

@@ -57,10 +57,16 @@ func alertMsgs(t *testing.T, url string) []wire.Alert {
 	return out
 }
 
-func startWorker(t *testing.T, url string) (*Daemon, *prometheus.Registry, func()) {
+// startWorker starts a worker replica; opts change its configuration. The
+// hold time is 0 unless an option sets it.
+func startWorker(t *testing.T, url string, opts ...func(*config.Config)) (*Daemon, *prometheus.Registry, func()) {
 	t.Helper()
 	cfg := testConfig(t, url)
 	cfg.Role = config.RoleWorker
+	cfg.Regression.MinFiring = 0
+	for _, o := range opts {
+		o(&cfg)
+	}
 	reg := prometheus.NewRegistry()
 	d, err := New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), reg, reg)
 	if err != nil {

@@ -84,6 +84,19 @@ type Signal struct {
 	Test      string  `json:"test"`
 	NBaseline int     `json:"n_baseline"`
 	NCurrent  int     `json:"n_current"`
+	// Firing: the test fires. DriftStatus and SpikeStatus return the
+	// metrics that do not too, with their figures.
+	Firing bool `json:"-"`
+}
+
+func firingOnly(all []Signal) []Signal {
+	var out []Signal
+	for _, s := range all {
+		if s.Firing {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // Regression compares the version's recent sessions with a baseline.
@@ -105,7 +118,12 @@ func Regression(baseline, current []Sample, cfg Config) (Comparison, []Signal) {
 // windows. A metric drifts when the EWMA of the latest window is beyond the
 // control limit in the worse direction, by at least the metric's minimum
 // effect.
-func Drift(h *History, cfg Config) []Signal {
+func Drift(h *History, cfg Config) []Signal { return firingOnly(DriftStatus(h, cfg)) }
+
+// DriftStatus is Drift's judgement of every continuous metric it can
+// judge, firing or not (Signal.Firing): a resolved alert reports the
+// figures that resolved it.
+func DriftStatus(h *History, cfg Config) []Signal {
 	cfg = cfg.withDefaults()
 	calib := calibrationSize(cfg)
 	if len(h.First) < calib || h.Total < calib+cfg.DriftWindow {
@@ -149,10 +167,9 @@ func Drift(h *History, cfg Config) []Signal {
 			z = cfg.DriftLambda*mean(v) + (1-cfg.DriftLambda)*z
 		}
 		limit := mu + d.worse*cfg.DriftL*sigma*math.Sqrt(cfg.DriftLambda/(2-cfg.DriftLambda))
-		if (z-limit)*d.worse > 0 && math.Abs(z-mu) >= cfg.minEffect(d) {
-			out = append(out, Signal{Kind: KindDrift, Metric: d.name, Baseline: round(mu, 4), Current: round(z, 4),
-				Effect: round(z-mu, 4), Limit: round(limit, 4), Test: "ewma", NBaseline: calib, NCurrent: len(after)})
-		}
+		out = append(out, Signal{Kind: KindDrift, Metric: d.name, Baseline: round(mu, 4), Current: round(z, 4),
+			Effect: round(z-mu, 4), Limit: round(limit, 4), Test: "ewma", NBaseline: calib, NCurrent: len(after),
+			Firing: (z-limit)*d.worse > 0 && math.Abs(z-mu) >= cfg.minEffect(d)})
 	}
 	return out
 }
@@ -161,7 +178,10 @@ func Drift(h *History, cfg Config) []Signal {
 // in the latest cfg.SpikeWindow sessions against the version's earlier
 // sessions: a one-sided binomial tail below cfg.SpikeP, and a share at
 // least the metric's minimum effect above the history's.
-func Spikes(h *History, cfg Config) []Signal {
+func Spikes(h *History, cfg Config) []Signal { return firingOnly(SpikeStatus(h, cfg)) }
+
+// SpikeStatus is Spikes' judgement of both failure metrics, firing or not.
+func SpikeStatus(h *History, cfg Config) []Signal {
 	cfg = cfg.withDefaults()
 	if len(h.Last) < cfg.SpikeWindow+cfg.MinSessions {
 		return nil
@@ -178,10 +198,9 @@ func Spikes(h *History, cfg Config) []Signal {
 		p0 := (float64(k0) + 1) / (float64(n0) + 2) // never 0: one failure in the history is no proof of none
 		share := float64(k) / float64(n)
 		p := binomialTail(k, n, p0)
-		if p < cfg.SpikeP && share-p0 >= cfg.minEffect(d) {
-			out = append(out, Signal{Kind: KindFailures, Metric: d.name, Baseline: round(p0, 4), Current: round(share, 4),
-				Effect: round(share-p0, 4), P: roundP(p), Test: "binomial_tail", NBaseline: n0, NCurrent: n})
-		}
+		out = append(out, Signal{Kind: KindFailures, Metric: d.name, Baseline: round(p0, 4), Current: round(share, 4),
+			Effect: round(share-p0, 4), P: roundP(p), Test: "binomial_tail", NBaseline: n0, NCurrent: n,
+			Firing: p < cfg.SpikeP && share-p0 >= cfg.minEffect(d)})
 	}
 	return out
 }

@@ -1,0 +1,198 @@
+package consumer
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/lkscore/lkscore/config"
+	"github.com/lkscore/lkscore/notify"
+	"github.com/lkscore/lkscore/wire"
+)
+
+// StageNotify is the alert delivery stage's name (metrics, dead letters).
+const StageNotify = "notify"
+
+// alertTarget is one delivery target: an Alertmanager or a webhook. Each
+// has its own durable consumer of the alerts stream (NotifyConsumer),
+// shared by every worker replica and holding one message at a time, so each
+// target gets each alert state once and in order (firing before resolved),
+// whatever the other targets do.
+type alertTarget struct {
+	id      string // the consumer's name
+	name    string // for metrics and logs
+	send    func(ctx context.Context, a wire.Alert, raw []byte) error
+	timeout time.Duration
+	metrics alertMetrics
+	log     *slog.Logger
+}
+
+type alertMetrics struct {
+	deliveries *prometheus.CounterVec
+	duration   *prometheus.HistogramVec
+}
+
+// NotifyConsumer names the durable consumer of one delivery target, from
+// its URL: reordering the configuration keeps every target's place in the
+// stream.
+func NotifyConsumer(kind, u string) string {
+	return fmt.Sprintf("lkscore-notify-%s-%08x", kind, fnv32(u))
+}
+
+func (m *pipelineMetrics) alertMetrics() alertMetrics {
+	return alertMetrics{deliveries: m.deliveries, duration: m.deliveryDuration}
+}
+
+// alertTargets builds a target per configured Alertmanager and webhook.
+func alertTargets(c config.Alerts, client *http.Client, m alertMetrics, log *slog.Logger) []*alertTarget {
+	var out []*alertTarget
+	for _, u := range c.Alertmanager.URLs {
+		am := notify.NewAlertmanager(u, client, c.ExternalURL, 4*c.Alertmanager.ResendInterval)
+		out = append(out, &alertTarget{id: NotifyConsumer("am", u), name: am.Name(), timeout: c.Timeout, metrics: m, log: log,
+			send: func(ctx context.Context, a wire.Alert, _ []byte) error { return am.Send(ctx, time.Now(), a) }})
+	}
+	for _, w := range c.Webhooks {
+		wh := notify.NewWebhook(w.Name, w.URL, w.Format, client, c.ExternalURL)
+		out = append(out, &alertTarget{id: NotifyConsumer("webhook", w.URL), name: wh.Name(), timeout: c.Timeout, metrics: m, log: log,
+			send: wh.Send})
+	}
+	for _, t := range out {
+		for _, o := range []string{"delivered", "retry", "refused"} {
+			m.deliveries.WithLabelValues(t.name, o).Add(0)
+		}
+	}
+	return out
+}
+
+// handle delivers one alert. A refusal that will not change by itself (a
+// 4xx other than 408 and 429) dead-letters the alert with the target's
+// answer; anything else is retried with backoff, up to pipeline.max_deliver.
+func (t *alertTarget) handle(ctx context.Context, m jetstream.Msg) error {
+	var a wire.Alert
+	if err := json.Unmarshal(m.Data(), &a); err != nil {
+		return permanent(fmt.Errorf("alert is not valid JSON: %w", err))
+	}
+	sctx, cancel := context.WithTimeout(ctx, t.timeout)
+	defer cancel()
+	start := time.Now()
+	err := t.send(sctx, a, m.Data())
+	t.metrics.duration.WithLabelValues(t.name).Observe(time.Since(start).Seconds())
+	switch {
+	case err == nil:
+		t.metrics.deliveries.WithLabelValues(t.name, "delivered").Inc()
+		t.log.Info("alert delivered", "target", t.name, "alert", a.ID, "status", a.Status)
+		return nil
+	case notify.Retryable(err):
+		t.metrics.deliveries.WithLabelValues(t.name, "retry").Inc()
+		return err
+	default:
+		t.metrics.deliveries.WithLabelValues(t.name, "refused").Inc()
+		return permanent(err)
+	}
+}
+
+// resender sends the firing alerts to every Alertmanager again every
+// interval, as Prometheus does: Alertmanager keeps alerts in memory and
+// resolves one that nobody re-sent within its endsAt, so a restarted
+// Alertmanager learns them again and the alerts of an lkscore that stopped
+// resolve by themselves. Every replica resends; Alertmanager merges
+// identical label sets, so that costs requests, not duplicates.
+type resender struct {
+	kv       jetstream.KeyValue
+	ams      []*notify.Alertmanager
+	interval time.Duration
+	timeout  time.Duration
+	metrics  alertMetrics
+	log      *slog.Logger
+	now      func() time.Time
+}
+
+func (r *resender) run(ctx context.Context) {
+	t := time.NewTicker(r.interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := r.resend(ctx); err != nil && ctx.Err() == nil {
+			r.log.Warn("resending firing alerts", "err", err)
+		}
+	}
+}
+
+// resend reads every alert state entry, posts the firing alerts, then
+// checks that none of them resolved meanwhile: one that did is posted
+// resolved, so a resend racing the resolution cannot revive it.
+func (r *resender) resend(ctx context.Context) error {
+	firing, err := r.firing(ctx)
+	if err != nil || len(firing) == 0 {
+		return err
+	}
+	alerts := make([]wire.Alert, 0, len(firing))
+	for _, a := range firing {
+		alerts = append(alerts, a)
+	}
+	for _, am := range r.ams {
+		sctx, cancel := context.WithTimeout(ctx, r.timeout)
+		err := am.Send(sctx, r.now(), alerts...)
+		cancel()
+		if err != nil {
+			r.metrics.deliveries.WithLabelValues(am.Name(), "retry").Inc()
+			r.log.Warn("resend to alertmanager", "target", am.Name(), "alerts", len(alerts), "err", err)
+			continue
+		}
+		r.metrics.deliveries.WithLabelValues(am.Name(), "resent").Add(float64(len(alerts)))
+	}
+	still, err := r.firing(ctx)
+	if err != nil {
+		return err
+	}
+	var gone []wire.Alert
+	for id, a := range firing {
+		if _, ok := still[id]; !ok {
+			a.Status, a.At = wire.AlertResolved, r.now().UTC()
+			gone = append(gone, a)
+		}
+	}
+	for _, am := range r.ams {
+		sctx, cancel := context.WithTimeout(ctx, r.timeout)
+		_ = am.Send(sctx, r.now(), gone...) // best effort: the notify stage delivers the resolution anyway
+		cancel()
+	}
+	return nil
+}
+
+// firing lists the alerts firing now, by id, from the detector's state
+// entries (one per agent, version and scoring version).
+func (r *resender) firing(ctx context.Context) (map[string]wire.Alert, error) {
+	lctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+	keys, err := r.kv.ListKeysFiltered(lctx, "a.>")
+	if err != nil {
+		return nil, fmt.Errorf("list alert states: %w", err)
+	}
+	out := map[string]wire.Alert{}
+	for k := range keys.Keys() {
+		e, err := r.kv.Get(lctx, k)
+		if err != nil {
+			continue // deleted meanwhile, or expired
+		}
+		var st alertState
+		if err := json.Unmarshal(e.Value(), &st); err != nil {
+			r.log.Warn("alert state is not valid JSON", "key", k, "err", err)
+			continue
+		}
+		for _, a := range st.Firing {
+			out[a.ID] = a
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,214 @@
+package consumer
+
+import (
+	"encoding/json"
+	"io"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lkscore/lkscore/config"
+	"github.com/lkscore/lkscore/internal/population"
+	"github.com/lkscore/lkscore/internal/testenv"
+	"github.com/lkscore/lkscore/notify"
+	"github.com/lkscore/lkscore/regress"
+	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/wire"
+)
+
+// hookReceiver records the POSTs a chat webhook gets.
+type hookReceiver struct {
+	mu    sync.Mutex
+	posts []hookPost
+}
+
+type hookPost struct {
+	path, key, contentType string
+	body                   []byte
+}
+
+func (h *hookReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	b, _ := io.ReadAll(r.Body)
+	h.mu.Lock()
+	h.posts = append(h.posts, hookPost{path: r.URL.Path, key: r.Header.Get(notify.HeaderIdempotencyKey), contentType: r.Header.Get("Content-Type"), body: b})
+	h.mu.Unlock()
+}
+
+func (h *hookReceiver) byPath(path string) []hookPost {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []hookPost
+	for _, p := range h.posts {
+		if p.path == path {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// TestDriftAlertReachesAlertmanagerAndWebhooks: two worker replicas deliver
+// a version's drift alerts to a real Alertmanager and to two webhooks (the
+// Slack-compatible body and the raw JSON): each alert state once per
+// target, firing then resolved. Healthy sessions arriving within the hold
+// time (regression.min_firing) resolve nothing; after it they do.
+func TestDriftAlertReachesAlertmanagerAndWebhooks(t *testing.T) {
+	ns := startNATS(t)
+	am := testenv.StartAlertmanager(t)
+	hooks := &hookReceiver{}
+	srv := httptest.NewServer(hooks)
+	t.Cleanup(srv.Close)
+	const hold = 10 * time.Second
+	opts := func(c *config.Config) {
+		c.Regression.MinFiring = hold
+		c.Alerts.Alertmanager.URLs = []string{am.URL}
+		c.Alerts.Alertmanager.ResendInterval = time.Hour // only the delivery stage posts during the test
+		c.Alerts.ExternalURL = "http://lkscore.example:9090"
+		c.Alerts.Webhooks = []config.AlertWebhook{
+			{Name: "chat", URL: srv.URL + "/slack", Format: notify.FormatSlack},
+			{Name: "raw", URL: srv.URL + "/json", Format: notify.FormatJSON},
+		}
+	}
+	startWorker(t, ns.URL(), opts)
+	startWorker(t, ns.URL(), opts)
+	js := testenv.JetStream(t, ns.URL())
+	scorer, err := scoring.NewScorer(scoring.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := regress.DefaultConfig()
+	calib := cfg.DriftWindow * cfg.DriftCalibration
+	healthy := population.Clean("support", "3")
+	slow := healthy
+	slow.E2EMedianMs = 2600
+	publishCards(t, js, population.Generate(scorer, healthy, 21, calib))
+	publishCards(t, js, population.Generate(scorer, slow, 22, 3*cfg.DriftWindow))
+
+	var fired []wire.Alert
+	waitFor(t, "drift alerts on NATS", func() bool {
+		fired = alertMsgs(t, ns.URL())
+		return hasAlert(fired, regress.KindDrift, regress.MetricE2EP50, wire.AlertFiring)
+	})
+	time.Sleep(time.Second) // the rest of the firing ones
+	fired = alertMsgs(t, ns.URL())
+	for _, a := range fired {
+		if a.Status != wire.AlertFiring || a.Kind != regress.KindDrift {
+			t.Fatalf("want only drift alerts firing: %v", summary(fired))
+		}
+	}
+	waitFor(t, "the firing alerts in Alertmanager", func() bool {
+		return len(am.Alerts(t)) == len(fired) && len(hooks.byPath("/slack")) == len(fired) && len(hooks.byPath("/json")) == len(fired)
+	})
+	held := am.Alerts(t)
+	for _, a := range fired {
+		var got *testenv.AMAlert
+		for i := range held {
+			if held[i].Labels["metric"] == a.Metric {
+				got = &held[i]
+			}
+		}
+		if got == nil {
+			t.Fatalf("alert %s not in Alertmanager: %+v", a.ID, held)
+		}
+		want := map[string]string{"alertname": "LkscoreDrift", "agent": "support", "version": "3", "metric": a.Metric,
+			"severity": "warning", "kind": "drift", "scoring_version": scorer.Version()}
+		for k, v := range want {
+			if got.Labels[k] != v {
+				t.Errorf("%s: label %s = %q, want %q", a.Metric, k, got.Labels[k], v)
+			}
+		}
+		if got.Status.State != "active" || got.StartsAt.Sub(a.Since).Abs() > time.Millisecond || // Alertmanager keeps milliseconds
+			!got.EndsAt.After(time.Now().Add(time.Hour)) ||
+			got.GeneratorURL != "http://lkscore.example:9090/ui/alerts?agent=support" ||
+			!strings.Contains(got.Annotations["summary"], a.Metric) || got.Annotations["worst_sessions"] == "" ||
+			got.Annotations["alert_id"] != a.ID {
+			t.Errorf("%s in Alertmanager: %+v", a.Metric, *got)
+		}
+	}
+
+	// Healthy sessions within the hold time: the drift clears, nothing resolves.
+	publishCards(t, js, population.Generate(scorer, healthy, 23, cfg.Keep))
+	waitConsumerIdle(t, ns.URL(), "LKSCORE_RESULTS", RegressConsumer)
+	since := fired[0].Since
+	if el := time.Since(since); el >= hold {
+		t.Fatalf("the healthy sessions took %s, longer than the hold time: the test proves nothing", el)
+	}
+	if all := alertMsgs(t, ns.URL()); len(all) != len(fired) {
+		t.Fatalf("an alert resolved within its hold time: %v", summary(all))
+	}
+	time.Sleep(time.Until(since.Add(hold)))
+	publishCards(t, js, population.Generate(scorer, healthy, 24, cfg.DriftWindow))
+	waitFor(t, "the resolved alerts", func() bool {
+		return len(alertMsgs(t, ns.URL())) == 2*len(fired) && len(am.Alerts(t)) == 0 &&
+			len(hooks.byPath("/slack")) == 2*len(fired) && len(hooks.byPath("/json")) == 2*len(fired)
+	})
+	time.Sleep(time.Second) // a duplicate would arrive now
+	all := alertMsgs(t, ns.URL())
+	firingByID := map[string]wire.Alert{}
+	for _, a := range fired {
+		firingByID[a.ID] = a
+	}
+	for _, a := range all {
+		if a.Status != wire.AlertResolved {
+			continue
+		}
+		if a.At.Sub(a.Since) < hold {
+			t.Errorf("%s resolved %s after it fired, within the hold time %s", a.ID, a.At.Sub(a.Since), hold)
+		}
+		// The resolved message carries the figures that resolved it.
+		if f := firingByID[a.ID]; math.Abs(a.Current-a.Baseline) >= math.Abs(f.Current-f.Baseline) {
+			t.Errorf("%s resolved at %v against %v; it fired at %v", a.Metric, a.Current, a.Baseline, f.Current)
+		}
+	}
+	if got := am.Received(t); got["firing"] != len(fired) || got["resolved"] != len(fired) {
+		t.Errorf("Alertmanager received %v, want %d firing and %d resolved (once each)", got, len(fired), len(fired))
+	}
+	for _, path := range []string{"/slack", "/json"} {
+		posts := hooks.byPath(path)
+		seen := map[string]int{}
+		for i, p := range posts {
+			seen[p.key]++
+			if p.contentType != "application/json" {
+				t.Errorf("%s: content type %q", path, p.contentType)
+			}
+			var msg struct {
+				Text   string `json:"text"`
+				Status string `json:"status"`
+				ID     string `json:"id"`
+			}
+			if err := json.Unmarshal(p.body, &msg); err != nil {
+				t.Fatalf("%s: %v: %s", path, err, p.body)
+			}
+			if path == "/slack" && (!strings.Contains(msg.Text, "support") || !strings.Contains(msg.Text, "["+strings.ToUpper(strings.TrimPrefix(p.key[strings.IndexByte(p.key, '#'):], "#"))+"]")) {
+				t.Errorf("slack text %q", msg.Text)
+			}
+			if path == "/json" && msg.ID+"#"+msg.Status != p.key {
+				t.Errorf("json post %d: id %s status %s, idempotency key %s", i, msg.ID, msg.Status, p.key)
+			}
+		}
+		for _, a := range all {
+			if seen[a.ID+"#"+a.Status] != 1 {
+				t.Errorf("%s got %s %d times", path, a.ID+"#"+a.Status, seen[a.ID+"#"+a.Status])
+			}
+		}
+		// Firing before resolved, per alert.
+		first := map[string]string{}
+		for _, p := range posts {
+			id, status, _ := strings.Cut(p.key, "#")
+			if _, ok := first[id]; !ok {
+				first[id] = status
+			}
+		}
+		for id, st := range first {
+			if st != wire.AlertFiring {
+				t.Errorf("%s: %s arrived %s first", path, id, st)
+			}
+		}
+	}
+	for _, p := range hooks.byPath("/json") {
+		checkAlertSchema(t, p.body)
+	}
+}
