@@ -176,3 +176,53 @@ func TestRegressionSettingsFromFile(t *testing.T) {
 		}
 	}
 }
+
+// TestAlertTargets: webhooks get a name and the slack format by default,
+// a secret URL comes from url_env, and a bad target is refused at start-up
+// without the URL in the message.
+func TestAlertTargets(t *testing.T) {
+	dir := t.TempDir()
+	write := func(body string) string {
+		p := filepath.Join(dir, "c.yaml")
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	env := func(k string) string {
+		if k == "SLACK_URL" {
+			return "https://hooks.slack.com/services/T0/B0/SECRET"
+		}
+		return ""
+	}
+	cfg, err := LoadForTools(write(`alerts:
+  alertmanager:
+    urls: [http://alertmanager:9093]
+  webhooks:
+    - url_env: SLACK_URL
+    - name: ops
+      url: http://hooks.internal/lkscore
+      format: json
+`), env, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := cfg.Alerts.Webhooks
+	if len(w) != 2 || w[0].Name != "webhook-1" || w[0].Format != "slack" || !strings.HasSuffix(w[0].URL, "SECRET") ||
+		w[1].Name != "ops" || w[1].Format != "json" || cfg.Alerts.Alertmanager.ResendInterval != time.Minute || cfg.Regression.MinFiring != 5*time.Minute {
+		t.Fatalf("%+v", cfg.Alerts)
+	}
+	for bad, want := range map[string]string{
+		"alerts:\n  webhooks:\n    - url: ftp://x/SECRET\n":                                      `alerts.webhooks[0].url: scheme "ftp" is not http or https`,
+		"alerts:\n  webhooks:\n    - url_env: UNSET\n":                                           "alerts.webhooks[0].url: required",
+		"alerts:\n  webhooks:\n    - url: http://x\n      format: teams\n":                       `alerts.webhooks[0].format: "teams" is not slack or json`,
+		"alerts:\n  alertmanager:\n    urls: [alertmanager:9093]\n":                              "alerts.alertmanager.urls[0]",
+		"alerts:\n  webhooks:\n    - {name: a, url: http://x}\n    - {name: a, url: http://y}\n": `alerts.webhooks[1].name: "a" names another webhook too`,
+		"regression:\n  min_firing: -1s\n":                                                       "regression.min_firing: must not be negative",
+	} {
+		_, err := LoadForTools(write(bad), env, nil)
+		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "SECRET") {
+			t.Errorf("%q: %v, want %q (and no secret)", bad, err, want)
+		}
+	}
+}

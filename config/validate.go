@@ -312,11 +312,11 @@ func (a Alerts) validate(p *problems) {
 			}
 		}
 		switch w.Format {
-		case "slack", "json":
+		case "", "slack", "json": // empty: slack
 		default:
 			p.add("%s.format: %q is not slack or json", key, w.Format)
 		}
-		if names[w.Name] {
+		if w.Name != "" && names[w.Name] {
 			p.add("%s.name: %q names another webhook too", key, w.Name)
 		}
 		names[w.Name] = true

@@ -57,7 +57,10 @@ func alertTargets(c config.Alerts, client *http.Client, m alertMetrics, log *slo
 		out = append(out, &alertTarget{id: NotifyConsumer("am", u), name: am.Name(), timeout: c.Timeout, metrics: m, log: log,
 			send: func(ctx context.Context, a wire.Alert, _ []byte) error { return am.Send(ctx, time.Now(), a) }})
 	}
-	for _, w := range c.Webhooks {
+	for i, w := range c.Webhooks {
+		if w.Name == "" {
+			w.Name = fmt.Sprintf("webhook-%d", i+1)
+		}
 		wh := notify.NewWebhook(w.Name, w.URL, w.Format, client, c.ExternalURL)
 		out = append(out, &alertTarget{id: NotifyConsumer("webhook", w.URL), name: wh.Name(), timeout: c.Timeout, metrics: m, log: log,
 			send: wh.Send})

@@ -212,3 +212,108 @@ func TestDriftAlertReachesAlertmanagerAndWebhooks(t *testing.T) {
 		checkAlertSchema(t, p.body)
 	}
 }
+
+// TestResendRestoresRestartedAlertmanager: Alertmanager keeps alerts in
+// memory. After it restarts, the resender (alerts.alertmanager.
+// resend_interval) brings back every alert still firing, with an end a few
+// intervals ahead; an Alertmanager that was down when an alert fired gets
+// it from the delivery stage's retries.
+func TestResendRestoresRestartedAlertmanager(t *testing.T) {
+	ns := startNATS(t)
+	am := testenv.StartAlertmanager(t)
+	am.Stop() // down when the alert fires
+	const resend = time.Second
+	_, reg, _ := startWorker(t, ns.URL(), func(c *config.Config) {
+		c.Alerts.Alertmanager.URLs = []string{am.URL}
+		c.Alerts.Alertmanager.ResendInterval = resend
+		c.Pipeline.RetryBase = 200 * time.Millisecond
+	})
+	js := testenv.JetStream(t, ns.URL())
+	scorer, err := scoring.NewScorer(scoring.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := regress.DefaultConfig()
+	healthy := population.Clean("support", "4")
+	slow := healthy
+	slow.E2EMedianMs = 2600
+	publishCards(t, js, population.Generate(scorer, healthy, 31, cfg.DriftWindow*cfg.DriftCalibration))
+	publishCards(t, js, population.Generate(scorer, slow, 32, 3*cfg.DriftWindow))
+	waitFor(t, "drift alerts on NATS", func() bool {
+		return hasAlert(alertMsgs(t, ns.URL()), regress.KindDrift, regress.MetricE2EP50, wire.AlertFiring)
+	})
+	time.Sleep(500 * time.Millisecond)
+	fired := alertMsgs(t, ns.URL())
+
+	am.Start()
+	target := map[string]string{"target": strings.TrimPrefix(am.URL, "http://")}
+	waitFor(t, "the delivery stage's retries to deliver every alert", func() bool {
+		target["outcome"] = "delivered"
+		return counter(t, reg, "lkscore_alert_deliveries_total", target) == float64(len(fired))
+	})
+	target["outcome"] = "retry"
+	if counter(t, reg, "lkscore_alert_deliveries_total", target) == 0 {
+		t.Error("no delivery was retried while Alertmanager was down")
+	}
+	if n := len(am.Alerts(t)); n != len(fired) {
+		t.Fatalf("Alertmanager holds %d alerts, %d fired", n, len(fired))
+	}
+	am.Stop()
+	am.Start()
+	if n := len(am.Alerts(t)); n != 0 {
+		t.Fatalf("a restarted Alertmanager holds %d alerts: the test proves nothing", n)
+	}
+	waitFor(t, "the resent alerts", func() bool { return len(am.Alerts(t)) == len(fired) })
+	for _, a := range am.Alerts(t) {
+		if lease := time.Until(a.EndsAt); lease > 4*resend+time.Second || lease <= 0 {
+			t.Errorf("%s ends in %s, want within 4 resend intervals (%s)", a.Labels["metric"], lease, 4*resend)
+		}
+	}
+}
+
+// TestRefusedAlertIsDeadLettered: a webhook that answers 404 (a wrong URL)
+// will not change by itself: the alert goes to lkscore.dlq.notify with the
+// answer, at once, and the other target still gets it.
+func TestRefusedAlertIsDeadLettered(t *testing.T) {
+	ns := startNATS(t)
+	hooks := &hookReceiver{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/gone" {
+			http.Error(w, "no_service", http.StatusNotFound)
+			return
+		}
+		hooks.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	_, reg, _ := startWorker(t, ns.URL(), func(c *config.Config) {
+		c.Alerts.Webhooks = []config.AlertWebhook{{Name: "gone", URL: srv.URL + "/gone"}, {Name: "ok", URL: srv.URL + "/ok"}}
+	})
+	js := testenv.JetStream(t, ns.URL())
+	scorer, err := scoring.NewScorer(scoring.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := regress.DefaultConfig()
+	healthy := population.Clean("support", "5")
+	slow := healthy
+	slow.E2EMedianMs = 2600
+	publishCards(t, js, population.Generate(scorer, healthy, 41, cfg.DriftWindow*cfg.DriftCalibration))
+	publishCards(t, js, population.Generate(scorer, slow, 42, 3*cfg.DriftWindow))
+	waitFor(t, "drift alerts on NATS", func() bool {
+		return hasAlert(alertMsgs(t, ns.URL()), regress.KindDrift, regress.MetricE2EP50, wire.AlertFiring)
+	})
+	time.Sleep(500 * time.Millisecond)
+	fired := alertMsgs(t, ns.URL())
+	waitFor(t, "a dead letter per alert and every alert at the other webhook", func() bool {
+		return len(streamMsgs(t, ns.URL(), "LKSCORE_DLQ")) == len(fired) && len(hooks.byPath("/ok")) == len(fired)
+	})
+	for _, dl := range streamMsgs(t, ns.URL(), "LKSCORE_DLQ") {
+		if dl.Subject != "lkscore.dlq.notify" || !strings.Contains(dl.Header.Get(wire.HeaderDLQError), "HTTP 404: no_service") ||
+			dl.Header.Get(wire.HeaderDLQDeliveries) != "1" {
+			t.Errorf("dead letter %s %v", dl.Subject, dl.Header)
+		}
+	}
+	if n := counter(t, reg, "lkscore_alert_deliveries_total", map[string]string{"target": "gone", "outcome": "refused"}); n != float64(len(fired)) {
+		t.Errorf("%v refused deliveries counted, want %d", n, len(fired))
+	}
+}

@@ -20,6 +20,11 @@ import (
 // nothing: the tests read what it holds through its API.
 type Alertmanager struct {
 	URL string
+	t   testing.TB
+	bin string
+	dir string
+	cmd *exec.Cmd
+	log *SyncBuffer
 }
 
 // AMAlert is what GET /api/v2/alerts answers per alert (the fields the
@@ -57,42 +62,60 @@ func alertmanagerPath(t testing.TB) string {
 // clustering, killed at cleanup.
 func StartAlertmanager(t testing.TB) *Alertmanager {
 	t.Helper()
-	bin := alertmanagerPath(t)
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "alertmanager.yml")
+	am := &Alertmanager{t: t, bin: alertmanagerPath(t), dir: t.TempDir(), log: &SyncBuffer{}}
+	cfg := filepath.Join(am.dir, "alertmanager.yml")
 	if err := os.WriteFile(cfg, []byte("route:\n  receiver: nowhere\nreceivers:\n  - name: nowhere\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	addr := FreeAddr(t)
-	cmd := exec.Command(bin, "--config.file", cfg, "--storage.path", filepath.Join(dir, "data"),
-		"--web.listen-address", addr, "--cluster.listen-address=")
-	log := &SyncBuffer{}
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	am.URL = "http://" + FreeAddr(t)
 	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
+		am.Stop()
 		if t.Failed() {
-			t.Logf("alertmanager log:\n%s", log.String())
+			t.Logf("alertmanager log:\n%s", am.log.String())
 		}
 	})
-	am := &Alertmanager{URL: "http://" + addr}
+	am.Start()
+	return am
+}
+
+// Start starts a stopped Alertmanager again on the same address and
+// storage: it keeps silences and its notification log, and, as in
+// production, forgets every alert.
+func (a *Alertmanager) Start() {
+	a.t.Helper()
+	if a.cmd != nil {
+		return
+	}
+	addr := strings.TrimPrefix(a.URL, "http://")
+	a.cmd = exec.Command(a.bin, "--config.file", filepath.Join(a.dir, "alertmanager.yml"), "--storage.path", filepath.Join(a.dir, "data"),
+		"--web.listen-address", addr, "--cluster.listen-address=")
+	a.cmd.Stdout, a.cmd.Stderr = a.log, a.log
+	if err := a.cmd.Start(); err != nil {
+		a.t.Fatal(err)
+	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		resp, err := http.Get(am.URL + "/-/ready")
+		resp, err := http.Get(a.URL + "/-/ready")
 		if err == nil {
 			_ = resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return am
+				return
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("alertmanager not ready on %s: %v\n%s", addr, err, log.String())
+			a.t.Fatalf("alertmanager not ready on %s: %v\n%s", addr, err, a.log.String())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// Stop kills Alertmanager; a no-op when stopped.
+func (a *Alertmanager) Stop() {
+	if a.cmd != nil && a.cmd.Process != nil {
+		_ = a.cmd.Process.Kill()
+		_ = a.cmd.Wait()
+	}
+	a.cmd = nil
 }
 
 // Alerts returns the alerts Alertmanager holds as active now (resolved
