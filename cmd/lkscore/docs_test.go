@@ -78,12 +78,12 @@ func TestDocsMatchCode(t *testing.T) {
 			}
 		}
 		// Variables for tests and for the agents (not lkscore's own).
-		other := map[string]bool{"LKSCORE_REQUIRE_S3": true, "LKSCORE_REQUIRE_HELM": true, "LKSCORE_REQUIRE_AGENTS_JS": true, "LKSCORE_REQUIRE_BROWSER": true, "LKSCORE_REQUIRE_AUDIO_TOOLS": true, "LKSCORE_SCREENSHOT_DIR": true,
+		other := map[string]bool{"LKSCORE_REQUIRE_S3": true, "LKSCORE_REQUIRE_HELM": true, "LKSCORE_REQUIRE_AGENTS_JS": true, "LKSCORE_REQUIRE_BROWSER": true, "LKSCORE_REQUIRE_AUDIO_TOOLS": true, "LKSCORE_REQUIRE_ALERTMANAGER": true, "LKSCORE_SCREENSHOT_DIR": true,
 			"LIVEKIT_OBSERVABILITY_URL": true, "LIVEKIT_URL": true}
 		// Stream and bucket names share the prefix.
 		subj := wire.NewSubjects("lkscore.", "LKSCORE")
 		for _, n := range []string{subj.WebhookStream(), subj.UploadStream(), subj.SessionStream(), subj.ResultStream(),
-			subj.DLQStream(), subj.EgressLinks(), subj.SessionFacts(), subj.AlertStream(), subj.RegressionBucket()} {
+			subj.DLQStream(), subj.EgressLinks(), subj.SessionFacts(), subj.AlertStream(), subj.RegressionBucket(), subj.AgentResultStream()} {
 			other[n] = true
 		}
 		for _, m := range regexp.MustCompile(`\b(?:LKSCORE|LIVEKIT)_[A-Z0-9_]+`).FindAllString(readme, -1) {
@@ -162,7 +162,7 @@ func TestDocsNameOnlyWhatExists(t *testing.T) {
 	_, _ = config.Load("", getenv, nil)
 	subj := wire.NewSubjects("lkscore.", "LKSCORE")
 	for _, n := range []string{subj.WebhookStream(), subj.UploadStream(), subj.SessionStream(), subj.ResultStream(),
-		subj.DLQStream(), subj.EgressLinks(), subj.SessionFacts(), subj.AlertStream(), subj.RegressionBucket()} {
+		subj.DLQStream(), subj.EgressLinks(), subj.SessionFacts(), subj.AlertStream(), subj.RegressionBucket(), subj.AgentResultStream()} {
 		env[n] = true
 	}
 	rec := &descRecorder{names: map[string]bool{}}
