@@ -13,6 +13,12 @@ type Pipeline struct {
 	CloseReasons []string `yaml:"close_reasons"`
 	// Pool names the worker pool: its durable consumer is "score-<pool>".
 	Pool string `yaml:"pool"`
+	// AgentResults publishes every scorecard a second time, on
+	// lkscore.agent.<agent token>.<close reason> (stream <prefix>_AGENT_RESULTS),
+	// so a consumer can take one agent's scorecards filtered by the server.
+	// It doubles the scorecards' storage; lkscore.result.<close reason> is
+	// unchanged.
+	AgentResults bool `yaml:"agent_results"`
 	// Concurrency is how many messages one worker process handles at once, per stage.
 	Concurrency int `yaml:"concurrency"`
 	// MaxAckPending is the pool-wide budget of delivered, unacknowledged

@@ -170,7 +170,7 @@ func startPipeline(ctx context.Context, d pipelineDeps) (*pipeline, error) {
 	}
 	w, err := newWorker(workerOptions{privacy: cfg.Privacy, facts: d.facts, deleted: d.metrics.recordingsDeleted, js: d.js,
 		store: d.store, scorer: scorer, limits: cfg.Limits, audio: cfg.Audio, scoring: cfg.Scoring.Audio, subjects: subj,
-		timeouts: to, quality: d.metrics.quality, log: d.log})
+		timeouts: to, quality: d.metrics.quality, log: d.log, agentResults: cfg.Pipeline.AgentResults})
 	if err != nil {
 		return nil, err
 	}

@@ -61,7 +61,15 @@ func streamConfigs(s wire.Subjects, c config.Config) []jetstream.StreamConfig {
 	alerts.Name = s.AlertStream()
 	alerts.Description = "Regression, drift and failure alerts by kind and agent: firing, then resolved"
 	alerts.Subjects = []string{s.AlertAll()}
-	return []jetstream.StreamConfig{webhooks, uploads, sessions, results, dlq, alerts}
+	out := []jetstream.StreamConfig{webhooks, uploads, sessions, results, dlq, alerts}
+	if p.AgentResults {
+		byAgent := results
+		byAgent.Name = s.AgentResultStream()
+		byAgent.Description = "Scorecards by agent token and close reason (pipeline.agent_results): the results stream again"
+		byAgent.Subjects = []string{s.AgentResultAll()}
+		out = append(out, byAgent)
+	}
+	return out
 }
 
 // storageType maps nats.storage to JetStream's storage type, for streams

@@ -28,7 +28,8 @@ type sessionReader interface {
 }
 
 // worker scores sessions: it fetches a work item's chat history, scores it
-// and publishes the scorecard on lkscore.result.<CLOSE_REASON>.
+// and publishes the scorecard on lkscore.result.<CLOSE_REASON> (and on
+// lkscore.agent.<agent>.<CLOSE_REASON> with pipeline.agent_results).
 type worker struct {
 	privacy    config.Privacy
 	facts      *factStore
@@ -45,6 +46,9 @@ type worker struct {
 	timeouts   timeouts
 	quality    *qualityMetrics // nil in tests that do not count
 	log        *slog.Logger
+	// agentResults: publish on lkscore.agent.<agent>.<close reason> too
+	// (pipeline.agent_results).
+	agentResults bool
 }
 
 // workerOptions configures newWorker.
@@ -62,6 +66,8 @@ type workerOptions struct {
 	timeouts timeouts
 	quality  *qualityMetrics
 	log      *slog.Logger
+	// agentResults: publish each scorecard on the per-agent stream too.
+	agentResults bool
 }
 
 func newWorker(o workerOptions) (*worker, error) {
@@ -73,7 +79,7 @@ func newWorker(o workerOptions) (*worker, error) {
 	}
 	return &worker{privacy: o.privacy, facts: o.facts, deleted: o.deleted, js: o.js, store: o.store, scorer: o.scorer, lim: o.limits.Parser(), maxUpload: o.limits.UploadBytes(),
 		audioCfg: o.audio, audioBytes: o.limits.AudioBytes, analysis: audio.ForScoring(o.scoring, o.audio.MaxDuration),
-		subjects: o.subjects, timeouts: o.timeouts, quality: o.quality, log: o.log}, nil
+		subjects: o.subjects, timeouts: o.timeouts, quality: o.quality, log: o.log, agentResults: o.agentResults}, nil
 }
 
 // handle scores one work item; the caller acks only when it returns nil.
@@ -112,6 +118,18 @@ func (w *worker) handle(ctx context.Context, m jetstream.Msg) error {
 	}
 	if !ack.Duplicate && w.quality != nil {
 		w.quality.observe(&card)
+	}
+	if w.agentResults {
+		// The same message, by agent. A failure here redelivers the work: the
+		// results stream drops its repeat, this stream gets its copy.
+		byAgent := nats.NewMsg(w.subjects.AgentResult(item.AgentName, item.CloseReason))
+		byAgent.Data, byAgent.Header = msg.Data, msg.Header
+		actx, cancel := context.WithTimeout(ctx, w.timeouts.publish)
+		defer cancel()
+		if _, err := w.js.PublishMsg(actx, byAgent, jetstream.WithMsgID(item.SessionKey+"@"+card.ScoringVersion),
+			jetstream.WithExpectStream(w.subjects.AgentResultStream())); err != nil {
+			return fmt.Errorf("publish scorecard %s by agent: %w", item.SessionKey, err)
+		}
 	}
 	w.log.Info("session scored", "session_key", item.SessionKey, "verdict", card.Overall.Verdict,
 		"score", card.Overall.Score, "close_reason", item.CloseReason, "duplicate", ack.Duplicate)

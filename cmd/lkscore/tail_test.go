@@ -25,12 +25,15 @@ func startTestDaemon(t *testing.T) (*consumer.Daemon, *sender) {
 	return d, snd
 }
 
-func startTestDaemonIn(t *testing.T, dataDir string) (*consumer.Daemon, *sender, config.Config) {
+func startTestDaemonIn(t *testing.T, dataDir string, opts ...func(*config.Config)) (*consumer.Daemon, *sender, config.Config) {
 	t.Helper()
 	cfg := config.Default()
 	cfg.Listen, cfg.OpsListen, cfg.DataDir, cfg.NATS.EmbeddedPort = "127.0.0.1:0", "127.0.0.1:0", dataDir, -1
 	cfg.LiveKit.Keys = map[string]string{"APItail": "tail-secret-0123456789"}
 	cfg.Pipeline.CloseReasons = config.CloseReasons()
+	for _, o := range opts {
+		o(&cfg)
+	}
 	reg := prometheus.NewRegistry()
 	d, err := consumer.New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), reg, reg)
 	if err != nil {
@@ -50,6 +53,12 @@ func startTestDaemonIn(t *testing.T, dataDir string) (*consumer.Daemon, *sender,
 // sendScenario sends one scenario's upload, webhook and close log.
 func sendScenario(t *testing.T, snd *sender, name string) {
 	t.Helper()
+	sendScenarioAs(t, snd, name, "tail-agent")
+}
+
+// sendScenarioAs is sendScenario with the agent's name.
+func sendScenarioAs(t *testing.T, snd *sender, name, agent string) {
+	t.Helper()
 	all, _ := scenarios.All()
 	for _, sc := range all {
 		if sc.Name != name {
@@ -60,9 +69,9 @@ func sendScenario(t *testing.T, snd *sender, name string) {
 			t.Fatal(err)
 		}
 		ctx := context.Background()
-		ev := &livekit.WebhookEvent{Event: "agent_job_ended", Id: "EV_" + name, Job: &livekit.Job{Id: hdr.JobId, AgentName: "tail-agent",
+		ev := &livekit.WebhookEvent{Event: "agent_job_ended", Id: "EV_" + name, Job: &livekit.Job{Id: hdr.JobId, AgentName: agent,
 			Room: &livekit.Room{Sid: hdr.RoomId}, State: &livekit.JobState{Status: livekit.JobStatus_JS_SUCCESS}}}
-		for _, err := range []error{snd.upload(ctx, sc.Header, sc.Chat), snd.webhook(ctx, ev), snd.closeLog(ctx, hdr.RoomId, hdr.JobId, "tail-agent", "user_initiated")} {
+		for _, err := range []error{snd.upload(ctx, sc.Header, sc.Chat), snd.webhook(ctx, ev), snd.closeLog(ctx, hdr.RoomId, hdr.JobId, agent, "user_initiated")} {
 			if err != nil {
 				t.Fatal(err)
 			}
