@@ -39,6 +39,9 @@ type uiServer struct {
 // catchUpWait bounds how long the first dashboard request waits for the index.
 const catchUpWait = 3 * time.Second
 
+// alertWindow is how many alert messages the dashboard reads back.
+const alertWindow = 1000
+
 func (u *uiServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	u.mu.RLock()
 	h, follow, ready := u.handler, u.follow, u.ready
@@ -60,7 +63,8 @@ func (u *uiServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // startUI builds the dashboard and starts its index following the results
 // stream, until stopUI.
 func (d *Daemon) startUI(ctx context.Context, js jetstream.JetStream, facts *factStore, st sessionReader) error {
-	index := dashboard.NewIndex(d.cfg.Dashboard.Window)
+	index := dashboard.NewIndex(d.cfg.Dashboard.Window, d.cfg.Regression.VersionTag)
+	alerts := dashboard.NewAlertIndex(alertWindow)
 	lim := d.cfg.Limits
 	src := dashboard.Sources{
 		Scorecard: func(ctx context.Context, seq uint64) (scoring.Scorecard, error) {
@@ -129,6 +133,28 @@ func (d *Daemon) startUI(ctx context.Context, js jetstream.JetStream, facts *fac
 			}
 			return rc, err
 		},
+		Audio: func(ctx context.Context, key string) (bool, string) {
+			f, err := recordingOf(ctx, facts, key)
+			switch {
+			case err != nil:
+				return false, err.Error()
+			case d.cfg.Privacy.Redacted(resolve(f.Observations).RedactionEnabled):
+				return false, "the session is redacted: its audio is not served"
+			case f.ContentDroppedAt != nil:
+				return false, "privacy.mode metadata_only dropped the transcript and audio after scoring"
+			case f.Recording.Dir == "":
+				return false, "the session is stored as one multipart object; its audio is not served separately"
+			}
+			rc, err := st.Open(ctx, f.Recording.Dir+recording.ObjectAudio, lim.UploadBytes())
+			if errors.Is(err, recording.ErrNotFound) {
+				return false, "this upload has no recording.ogg (the session's audio recording was off)"
+			}
+			if err != nil {
+				return false, err.Error()
+			}
+			_ = rc.Close()
+			return true, ""
+		},
 		DeadLetters: func(ctx context.Context) (int, error) {
 			s, err := js.Stream(ctx, d.subjects.DLQStream())
 			if err != nil {
@@ -141,7 +167,7 @@ func (d *Daemon) startUI(ctx context.Context, js jetstream.JetStream, facts *fac
 			return int(info.State.Msgs), nil
 		},
 	}
-	h, err := dashboard.NewHandler(index, src, d.cfg.Dashboard.Token, d.log)
+	h, err := dashboard.NewHandler(index, alerts, src, d.cfg.Dashboard.Token, d.log)
 	if err != nil {
 		return err
 	}
@@ -154,10 +180,14 @@ func (d *Daemon) startUI(ctx context.Context, js jetstream.JetStream, facts *fac
 		if d.ui.stopped {
 			return
 		}
-		d.ui.done.Add(1)
+		d.ui.done.Add(2)
 		go func() {
 			defer d.ui.done.Done()
 			index.Follow(uctx, js, d.subjects.ResultStream(), d.log)
+		}()
+		go func() {
+			defer d.ui.done.Done()
+			alerts.Follow(uctx, js, d.subjects.AlertStream(), d.log)
 		}()
 	}
 	d.ui.mu.Unlock()

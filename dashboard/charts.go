@@ -5,7 +5,6 @@ import (
 	"math"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/lkscore/lkscore/scoring"
 )
@@ -60,30 +59,6 @@ func barChart(labels []string, values []float64, classes []string, links []strin
 	return c
 }
 
-// perHour counts scorecards per hour over the entries' span (at most 48 hours shown).
-func perHour(entries []Entry) BarChart {
-	if len(entries) == 0 {
-		return BarChart{W: chartW, H: chartH}
-	}
-	last := entries[len(entries)-1].At.UTC().Truncate(time.Hour)
-	first := entries[0].At.UTC().Truncate(time.Hour)
-	if last.Sub(first) > 47*time.Hour {
-		first = last.Add(-47 * time.Hour)
-	}
-	n := int(last.Sub(first)/time.Hour) + 1
-	counts := make([]float64, n)
-	labels := make([]string, n)
-	for i := range n {
-		labels[i] = first.Add(time.Duration(i) * time.Hour).Format("15h")
-	}
-	for _, e := range entries {
-		if i := int(e.At.UTC().Truncate(time.Hour).Sub(first) / time.Hour); i >= 0 && i < n {
-			counts[i]++
-		}
-	}
-	return barChart(labels, counts, nil, nil)
-}
-
 func verdictMix(entries []Entry) BarChart {
 	order := []string{scoring.Pass, scoring.Warn, scoring.Fail}
 	counts := map[string]float64{}
@@ -126,75 +101,10 @@ type Line struct {
 	Last   float64
 }
 
-// LineChart plots the four component scores (0–100) per hour.
-type LineChart struct {
-	W, H  float64
-	Lines []Line
-	Ticks []Bar // hour labels
-}
-
-func componentsOverTime(entries []Entry) LineChart {
-	c := LineChart{W: chartW, H: chartH}
-	if len(entries) == 0 {
-		return c
-	}
-	type bucket struct {
-		sum [4]float64
-		n   float64
-	}
-	buckets := map[time.Time]*bucket{}
-	var hours []time.Time
-	for _, e := range entries {
-		h := e.At.UTC().Truncate(time.Hour)
-		b := buckets[h]
-		if b == nil {
-			b = &bucket{}
-			buckets[h] = b
-			hours = append(hours, h)
-		}
-		for i, s := range e.Components {
-			b.sum[i] += s
-		}
-		b.n++
-	}
-	sort.Slice(hours, func(i, j int) bool { return hours[i].Before(hours[j]) })
-	if len(hours) > 48 {
-		hours = hours[len(hours)-48:]
-	}
-	step := (chartW - padL) / float64(max(len(hours), 2)-1)
-	x := func(i int) float64 {
-		if len(hours) == 1 {
-			return padL + (chartW-padL)/2
-		}
-		return padL + float64(i)*step
-	}
-	y := func(v float64) float64 { return chartH - padB - v/100*(chartH-padB-10) }
-	names := []string{"turn handling", "transcript integrity", "tool reliability", "response latency"}
-	for k, name := range names {
-		var pts []string
-		var last float64
-		for i, h := range hours {
-			b := buckets[h]
-			last = b.sum[k] / b.n
-			if len(hours) == 1 { // one hour: a short level segment, so the line shows
-				pts = append(pts, fmt.Sprintf("%.1f,%.1f %.1f,%.1f", x(i)-30, y(last), x(i)+30, y(last)))
-				continue
-			}
-			pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(i), y(last)))
-		}
-		c.Lines = append(c.Lines, Line{Name: name, Class: fmt.Sprintf("c%d", k), Points: strings.Join(pts, " "), Last: last})
-	}
-	for i, h := range hours {
-		if len(hours) <= 12 || i%4 == 0 {
-			c.Ticks = append(c.Ticks, Bar{Label: h.Format("15h"), LabelX: x(i), LabelY: chartH - 8})
-		}
-	}
-	return c
-}
-
 // Span is one interval on the timeline.
 type Span struct {
-	Lane       int // 0 user, 1 agent, 2 tools
+	ID         string // tl-<item index> (the chat timeline), heard-<turn> (heard turns)
+	Lane       int    // 0 user, 1 agent, 2 tools
 	X, W, Y, H float64
 	Class      string
 	Title      string
@@ -219,6 +129,7 @@ func timeline(items []scoring.Item) Timeline {
 		t.Lanes = append(t.Lanes, Bar{Label: name, LabelX: 4, LabelY: float64(i)*(laneH+laneGap) + laneH*0.7})
 	}
 	type iv struct {
+		item       int
 		lane       int
 		start, end float64
 		class      string
@@ -226,7 +137,7 @@ func timeline(items []scoring.Item) Timeline {
 	}
 	var ivs []iv
 	calls := map[string]scoring.Item{}
-	for _, it := range items {
+	for n, it := range items {
 		switch it.Type {
 		case scoring.TypeMessage:
 			lane := -1
@@ -253,7 +164,7 @@ func timeline(items []scoring.Item) Timeline {
 				title = "(interrupted) " + title
 			}
 			if start > 0 {
-				ivs = append(ivs, iv{lane, start, end, class, truncate(title, 160)})
+				ivs = append(ivs, iv{n, lane, start, end, class, truncate(title, 160)})
 			}
 		case scoring.TypeFunctionCall:
 			calls[it.CallID] = it
@@ -269,7 +180,7 @@ func timeline(items []scoring.Item) Timeline {
 				title += " (error)"
 			}
 			if start > 0 {
-				ivs = append(ivs, iv{2, start, math.Max(it.CreatedAt, start+0.2), class, title})
+				ivs = append(ivs, iv{n, 2, start, math.Max(it.CreatedAt, start+0.2), class, title})
 			}
 		}
 	}
@@ -283,7 +194,7 @@ func timeline(items []scoring.Item) Timeline {
 	t.Duration = t1 - t0
 	scale := (t.W - tlLeft - 10) / math.Max(t.Duration, 1)
 	for _, v := range ivs {
-		t.Spans = append(t.Spans, Span{Lane: v.lane, X: tlLeft + (v.start-t0)*scale, W: math.Max((v.end-v.start)*scale, 2),
+		t.Spans = append(t.Spans, Span{ID: fmt.Sprintf("tl-%d", v.item), Lane: v.lane, X: tlLeft + (v.start-t0)*scale, W: math.Max((v.end-v.start)*scale, 2),
 			Y: float64(v.lane) * (laneH + laneGap), H: laneH, Class: v.class, Title: v.title})
 	}
 	stepS := niceStep(t.Duration)
@@ -338,7 +249,10 @@ func heardTimeline(au *scoring.Audio) Timeline {
 				Title: fmt.Sprintf("heard %s speech %d–%d ms", []string{"user", "agent"}[lane], s.StartMs, s.EndMs)})
 		}
 	}
-	for _, tr := range au.Turns {
+	for i, tr := range au.Turns {
+		// Each heard turn's answer, as a target for its findings.
+		t.Spans = append(t.Spans, Span{ID: fmt.Sprintf("heard-%d", i), Lane: 1, X: tlLeft + float64(tr.AgentStartMs)/1000*scale, W: 2,
+			Y: laneH + laneGap, H: laneH, Class: "turn-mark", Title: fmt.Sprintf("heard turn %d: latency %d ms", i, tr.HeardLatencyMs)})
 		if tr.HeardLatencyMs < 0 {
 			t.Spans = append(t.Spans, Span{Lane: 1, X: tlLeft + float64(tr.AgentStartMs)/1000*scale, W: math.Max(float64(-tr.HeardLatencyMs)/1000*scale, 2),
 				Y: laneH + laneGap, H: laneH, Class: "agent interrupted", Title: fmt.Sprintf("talk-over: %d ms", -tr.HeardLatencyMs)})

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/subtle"
 	"embed"
+	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,8 +14,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -37,35 +40,51 @@ type Sources struct {
 	// Recording opens one stored object of a session's upload
 	// (chat_history.json, recording.ogg, header.binpb).
 	Recording func(ctx context.Context, sessionKey, object string) (io.ReadCloser, error)
+	// Audio says whether the session's recording.ogg can be played here,
+	// and if not, why (redacted, dropped, never recorded).
+	Audio func(ctx context.Context, sessionKey string) (ok bool, why string)
 }
 
-// Handler serves /ui, /ui/sessions and /ui/session.
+// Handler serves /ui, /ui/sessions, /ui/session, /ui/alerts, /ui/export
+// and /ui/recording.
 type Handler struct {
-	index *Index
-	src   Sources
-	token string
-	log   *slog.Logger
-	tmpl  *template.Template
-	now   func() time.Time
+	index  *Index
+	alerts *AlertIndex
+	src    Sources
+	token  string
+	log    *slog.Logger
+	tmpl   *template.Template
+	now    func() time.Time
 }
 
 // NewHandler serves the dashboard. A request from off loopback needs the
 // token (Authorization: Bearer, or ?token=); with no token configured, only
 // loopback clients are served.
-func NewHandler(index *Index, src Sources, token string, log *slog.Logger) (*Handler, error) {
-	if index == nil || src.Scorecard == nil || src.Items == nil || src.DeadLetters == nil || src.Recording == nil || log == nil {
-		return nil, errors.New("dashboard: index, sources and log are required")
+func NewHandler(index *Index, alerts *AlertIndex, src Sources, token string, log *slog.Logger) (*Handler, error) {
+	if index == nil || alerts == nil || src.Scorecard == nil || src.Items == nil || src.DeadLetters == nil || src.Recording == nil ||
+		src.Audio == nil || log == nil {
+		return nil, errors.New("dashboard: indexes, sources and log are required")
 	}
 	t, err := template.New("").Funcs(template.FuncMap{
 		"fmtTime": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05") },
 		"score":   func(f float64) string { return fmt.Sprintf("%.1f", f) },
 		"join":    strings.Join,
 		"q":       func(k, v string) template.URL { return template.URL(k + "=" + template.URLQueryEscaper(v)) },
+		"ms": func(v float64) string {
+			if v == Missing {
+				return "–"
+			}
+			return fmt.Sprintf("%.0f", v)
+		},
+		"pct":  func(f float64) string { return fmt.Sprintf("%.0f%%", 100*f) },
+		"dur":  func(d time.Duration) string { return d.Round(time.Second).String() },
+		"num":  func(f float64) string { return strconv.FormatFloat(f, 'g', 4, 64) },
+		"turn": func(o scoring.Opt[int]) string { return turnID(o) },
 	}).ParseFS(templateFS, "templates/*.html")
 	if err != nil {
 		return nil, fmt.Errorf("dashboard templates: %w", err)
 	}
-	return &Handler{index: index, src: src, token: token, log: log, tmpl: t, now: time.Now}, nil
+	return &Handler{index: index, alerts: alerts, src: src, token: token, log: log, tmpl: t, now: time.Now}, nil
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -88,6 +107,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		err = h.session(w, r)
 	case "/ui/recording":
 		err = h.recording(w, r)
+	case "/ui/alerts":
+		err = h.alertsPage(w, r)
+	case "/ui/export":
+		err = h.export(w, r)
 	default:
 		http.NotFound(w, r)
 		return
@@ -117,7 +140,8 @@ func (h *Handler) allowed(r *http.Request) bool {
 
 func (h *Handler) filter(r *http.Request) (Filter, error) {
 	q := r.URL.Query()
-	f := Filter{Agent: q.Get("agent"), CloseReason: q.Get("close_reason"), Verdict: q.Get("verdict")}
+	f := Filter{Agent: q.Get("agent"), Version: q.Get("version"), CloseReason: q.Get("close_reason"), Verdict: q.Get("verdict"),
+		Code: q.Get("code"), Query: q.Get("q")}
 	if s := q.Get("since"); s != "" {
 		d, err := time.ParseDuration(s)
 		if err != nil {
@@ -136,14 +160,30 @@ type page struct {
 	Window   int
 	Held     int
 	Agents   []string
+	Versions []string
 	Reasons  []string
 	Verdicts []string
+	Firing   int // alerts firing now, for the header
+	// Query is the filter as a query string, for links that keep it.
+	Query template.URL
 }
 
 func (h *Handler) page(r *http.Request, title string, f Filter, held int) page {
+	firing, _ := h.alerts.Alerts("", 0, h.now())
 	return page{Title: title, Filter: f, Since: r.URL.Query().Get("since"), Window: h.index.window, Held: held,
-		Agents: h.index.Agents(), Verdicts: []string{scoring.Pass, scoring.Warn, scoring.Fail},
-		Reasons: config.CloseReasons()}
+		Agents: h.index.Agents(), Versions: h.index.Versions(), Verdicts: []string{scoring.Pass, scoring.Warn, scoring.Fail},
+		Reasons: config.CloseReasons(), Firing: len(firing), Query: filterQuery(r)}
+}
+
+// filterQuery is the request's filter parameters, re-encoded.
+func filterQuery(r *http.Request) template.URL {
+	q := url.Values{}
+	for _, k := range []string{"agent", "version", "close_reason", "verdict", "code", "q", "since"} {
+		if v := r.URL.Query().Get(k); v != "" {
+			q.Set(k, v)
+		}
+	}
+	return template.URL(q.Encode())
 }
 
 // render executes a template into a buffer first, so a failure is a clean
@@ -166,24 +206,52 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) error {
 	}
 	entries, held := h.index.Select(f)
 	dlq, derr := h.src.DeadLetters(r.Context())
+	now := h.now()
+	from := f.Since
+	if from.IsZero() && len(entries) > 0 {
+		from = entries[0].At
+	}
+	if from.IsZero() {
+		from = now.Add(-time.Hour)
+	}
+	score := func(i int) func(*Entry) float64 { return func(e *Entry) float64 { return e.Components[i] } }
+	scores := []series{{"overall (median)", func(e *Entry) float64 { return e.Score }, 0.5},
+		{"turn handling", score(0), 0.5}, {"tool reliability", score(2), 0.5}, {"response latency", score(3), 0.5}}
+	lat := []series{{"e2e p50", func(e *Entry) float64 { return e.E2EP50 }, 0.5}, {"e2e p95", func(e *Entry) float64 { return e.E2EP95 }, 0.95},
+		{"heard p50", func(e *Entry) float64 { return e.HeardP50 }, 0.5}, {"heard p95", func(e *Entry) float64 { return e.HeardP95 }, 0.95}}
+	firing, _ := h.alerts.Alerts(f.Agent, 0, now)
 	data := struct {
 		page
-		Sessions    int
-		DeadLetters int
-		DLQError    string
-		PerHour     BarChart
-		VerdictMix  BarChart
-		ReasonMix   BarChart
-		Components  LineChart
-		Worst       []Entry
+		Sessions     int
+		DeadLetters  int
+		DLQError     string
+		Volume       BarChart
+		Bucket       string
+		Scores       Trend
+		Latency      Trend
+		E2EHist      BarChart
+		HeardHist    BarChart
+		VerdictMix   BarChart
+		ReasonMix    BarChart
+		Codes        []CodeCount
+		VersionRows  []VersionRow
+		FiringAlerts []AlertEntry
+		Worst        []Entry
 	}{page: h.page(r, "Overview", f, held), Sessions: len(entries), DeadLetters: dlq,
-		PerHour: perHour(entries), VerdictMix: verdictMix(entries), ReasonMix: reasonMix(entries),
-		Components: componentsOverTime(entries), Worst: worst(entries, 10)}
+		Scores: trend(entries, from, now, scores, 100, ""), Latency: trend(entries, from, now, lat, 0, " ms"),
+		E2EHist:    histogram(entries, func(e *Entry) float64 { return e.E2EP50 }, 250, 3000, " ms", nil),
+		HeardHist:  histogram(entries, func(e *Entry) float64 { return e.HeardP50 }, 250, 3000, " ms", nil),
+		VerdictMix: verdictMix(entries), ReasonMix: reasonMix(entries), Codes: topCodes(entries, 10),
+		VersionRows: versions(entries), FiringAlerts: firing, Worst: worst(entries, 10)}
+	data.Volume, data.Bucket = volume(entries, from, now)
 	if derr != nil {
 		data.DLQError = derr.Error()
 	}
 	return h.render(w, "overview.html", data)
 }
+
+// sessionsLimit bounds the sessions page; the export has them all.
+const sessionsLimit = 500
 
 func (h *Handler) sessions(w http.ResponseWriter, r *http.Request) error {
 	f, err := h.filter(r)
@@ -192,11 +260,81 @@ func (h *Handler) sessions(w http.ResponseWriter, r *http.Request) error {
 		return nil
 	}
 	entries, held := h.index.Select(f)
+	sortBy := r.URL.Query().Get("sort")
+	limit := 100
+	if v, err := strconv.Atoi(r.URL.Query().Get("limit")); err == nil && v > 0 {
+		limit = min(v, sessionsLimit)
+	}
+	rows := worst(entries, limit)
+	if sortBy == "newest" {
+		rows = newest(entries, limit)
+	}
 	return h.render(w, "sessions.html", struct {
 		page
 		Matching int
+		Sort     string
 		Worst    []Entry
-	}{page: h.page(r, "Worst sessions", f, held), Matching: len(entries), Worst: worst(entries, 100)})
+	}{page: h.page(r, "Sessions", f, held), Matching: len(entries), Sort: sortBy, Worst: rows})
+}
+
+// export writes the filtered sessions, newest first, as CSV or JSON.
+func (h *Handler) export(w http.ResponseWriter, r *http.Request) error {
+	f, err := h.filter(r)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return nil
+	}
+	entries, _ := h.index.Select(f)
+	rows := newest(entries, len(entries))
+	switch format := r.URL.Query().Get("format"); format {
+	case "json":
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Disposition", `attachment; filename="lkscore-sessions.json"`)
+		if rows == nil {
+			rows = []Entry{}
+		}
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rows)
+	case "csv", "":
+		w.Header().Set("Content-Type", "text/csv; charset=utf-8")
+		w.Header().Set("Content-Disposition", `attachment; filename="lkscore-sessions.csv"`)
+		return writeCSV(w, rows)
+	default:
+		http.Error(w, fmt.Sprintf("format %q is not csv or json", format), http.StatusBadRequest)
+		return nil
+	}
+}
+
+func writeCSV(w io.Writer, rows []Entry) error {
+	cw := csv.NewWriter(w)
+	_ = cw.Write([]string{"scored_at", "session_key", "room_id", "room_name", "job_id", "agent_name", "version", "verdict", "score",
+		"turn_handling", "transcript_integrity", "tool_reliability", "response_latency", "close_reason", "close_reason_source",
+		"e2e_latency_p50_ms", "e2e_latency_p95_ms", "heard_latency_p50_ms", "heard_latency_p95_ms", "finding_codes"})
+	f := func(v float64) string {
+		if v == Missing {
+			return ""
+		}
+		return strconv.FormatFloat(v, 'f', -1, 64)
+	}
+	for _, e := range rows {
+		_ = cw.Write([]string{e.At.UTC().Format(time.RFC3339Nano), e.Key, e.RoomID, e.RoomName, e.JobID, e.AgentName, e.Version, e.Verdict,
+			f(e.Score), f(e.Components[0]), f(e.Components[1]), f(e.Components[2]), f(e.Components[3]), e.CloseReason, e.Source,
+			f(e.E2EP50), f(e.E2EP95), f(e.HeardP50), f(e.HeardP95), strings.Join(e.Codes, " ")})
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+func (h *Handler) alertsPage(w http.ResponseWriter, r *http.Request) error {
+	agent := r.URL.Query().Get("agent")
+	firing, resolved := h.alerts.Alerts(agent, 50, h.now())
+	return h.render(w, "alerts.html", struct {
+		page
+		Agent     string
+		FiringNow []AlertEntry
+		Resolved  []AlertEntry
+	}{page: h.page(r, "Alerts", Filter{Agent: agent}, 0), Agent: agent, FiringNow: firing, Resolved: resolved})
 }
 
 func (h *Handler) session(w http.ResponseWriter, r *http.Request) error {
@@ -211,19 +349,37 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) error {
 		return fmt.Errorf("scorecard %s: %w", key, err)
 	}
 	items, ierr := h.src.Items(r.Context(), key)
+	meta := len(sc.Inputs) > 0 && !slices.Contains(sc.Inputs, scoring.InputRecording)
+	var playable bool
+	var noAudio string
+	if meta {
+		noAudio = "metadata-only: no recording was uploaded"
+	} else {
+		playable, noAudio = h.src.Audio(r.Context(), key)
+	}
 	data := struct {
 		page
-		Entry    Entry
-		Card     scoring.Scorecard
-		Findings []findingRow
-		Timeline Timeline
-		Heard    Timeline
-		NoItems  string
-		Raw      string
+		Entry      Entry
+		Card       scoring.Scorecard
+		Findings   []findingRow
+		Timeline   Timeline
+		Heard      Timeline
+		Transcript []transcriptRow
+		NoItems    string
+		Raw        string
 		// MetadataOnly: scored from spans and logs, nothing was uploaded.
 		MetadataOnly bool
+		Playable     bool
+		NoAudio      string
 	}{page: h.page(r, "Session "+key, Filter{}, 0), Entry: e, Card: sc, Findings: findings(sc), Timeline: timeline(items), Heard: heardTimeline(sc.Audio),
-		MetadataOnly: len(sc.Inputs) > 0 && !slices.Contains(sc.Inputs, scoring.InputRecording)}
+		Transcript: transcript(items, sc), MetadataOnly: meta, Playable: playable, NoAudio: noAudio}
+	for i := range data.Findings {
+		tl := data.Timeline
+		if strings.HasPrefix(data.Findings[i].Code, "heard_") {
+			tl = data.Heard
+		}
+		data.Findings[i].Anchor = anchor(data.Findings[i].Finding, items, tl)
+	}
 	if ierr != nil {
 		data.NoItems = ierr.Error()
 	}
@@ -237,7 +393,12 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) error {
 var recordingObjects = map[string]string{"chat_history.json": "application/json", "recording.ogg": "audio/ogg",
 	"header.binpb": "application/protobuf"}
 
-// recording streams one object of a session's stored upload.
+// maxServed bounds an object the dashboard serves with range requests:
+// it is read into memory to answer them. Larger ones are sent whole.
+const maxServed = 64 << 20
+
+// recording serves one object of a session's stored upload, with range
+// requests (an <audio> element seeks with them).
 func (h *Handler) recording(w http.ResponseWriter, r *http.Request) error {
 	key, object := r.URL.Query().Get("key"), r.URL.Query().Get("object")
 	ct, ok := recordingObjects[object]
@@ -253,8 +414,30 @@ func (h *Handler) recording(w http.ResponseWriter, r *http.Request) error {
 	defer rc.Close()
 	w.Header().Set("Content-Type", ct)
 	w.Header().Set("Content-Disposition", fmt.Sprintf("inline; filename=%q", object))
+	w.Header().Set("Cache-Control", "private, max-age=300")
+	buf, err := io.ReadAll(io.LimitReader(rc, maxServed+1))
+	if err != nil {
+		return err
+	}
+	if len(buf) <= maxServed {
+		http.ServeContent(w, r, object, time.Time{}, bytes.NewReader(buf))
+		return nil
+	}
+	w.Header().Set("Accept-Ranges", "none")
+	if _, err := w.Write(buf); err != nil {
+		return err
+	}
 	_, err = io.Copy(w, rc)
 	return err
+}
+
+// newest returns the n latest entries, latest first.
+func newest(entries []Entry, n int) []Entry {
+	out := make([]Entry, 0, min(n, len(entries)))
+	for i := len(entries) - 1; i >= 0 && len(out) < n; i-- {
+		out = append(out, entries[i])
+	}
+	return out
 }
 
 // worst returns the n lowest-scored entries, lowest first, ties by time.
@@ -272,6 +455,8 @@ func worst(entries []Entry, n int) []Entry {
 type findingRow struct {
 	Component string
 	scoring.Finding
+	// Anchor is where its turn is on the page (timeline span or transcript row).
+	Anchor string
 }
 
 // findings lists every finding that cost points, largest deduction first.

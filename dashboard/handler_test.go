@@ -17,17 +17,18 @@ import (
 
 func testHandler(t *testing.T, token string) *Handler {
 	t.Helper()
-	idx := NewIndex(3)
+	idx := NewIndex(3, "version:")
 	for i, v := range []string{"pass", "warn", "fail", "warn"} {
 		idx.add(Entry{Seq: uint64(i + 1), At: time.Now(), Key: "RM_" + string(rune('a'+i)) + "/AJ", Verdict: v, Score: float64(90 - 10*i)})
 	}
-	h, err := NewHandler(idx, Sources{
+	h, err := NewHandler(idx, NewAlertIndex(10), Sources{
 		Scorecard:   func(context.Context, uint64) (scoring.Scorecard, error) { return scoring.Scorecard{}, nil },
 		Items:       func(context.Context, string) ([]scoring.Item, error) { return nil, errors.New("not stored") },
 		DeadLetters: func(context.Context) (int, error) { return 2, nil },
 		Recording: func(context.Context, string, string) (io.ReadCloser, error) {
 			return io.NopCloser(strings.NewReader("{}")), nil
 		},
+		Audio: func(context.Context, string) (bool, string) { return false, "this upload has no recording.ogg" },
 	}, token, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
@@ -166,6 +167,7 @@ func TestMetadataOnlySessionPage(t *testing.T) {
 			card := scoring.Score(in, scoring.DefaultConfig())
 			h.src.Scorecard = func(context.Context, uint64) (scoring.Scorecard, error) { return card, nil }
 			h.src.Items = func(context.Context, string) ([]scoring.Item, error) { return scoring.ItemsFromSpans(spans), nil }
+			h.src.Audio = func(context.Context, string) (bool, string) { return true, "" }
 			body := get(h, "127.0.0.1:1", "/ui/session?key=RM_d/AJ", nil).Body.String()
 			for _, w := range tc.want {
 				if !strings.Contains(body, w) {

@@ -10,43 +10,64 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/lkscore/lkscore/regress"
 	"github.com/lkscore/lkscore/scoring"
 )
 
 // Entry is what the index keeps of one scorecard.
 type Entry struct {
-	Seq         uint64
-	At          time.Time
-	Key         string
-	AgentName   string
-	Verdict     string
-	Score       float64
-	Components  [4]float64 // turn handling, transcript integrity, tool reliability, response latency
-	CloseReason string
-	Source      string // the close reason's source
+	Seq         uint64     `json:"seq"`
+	At          time.Time  `json:"scored_at"`
+	Key         string     `json:"session_key"`
+	RoomID      string     `json:"room_id"`
+	RoomName    string     `json:"room_name,omitempty"`
+	JobID       string     `json:"job_id"`
+	AgentName   string     `json:"agent_name"`
+	Version     string     `json:"version"` // as regression detection names it
+	Verdict     string     `json:"verdict"`
+	Score       float64    `json:"score"`
+	Components  [4]float64 `json:"-"` // turn handling, transcript integrity, tool reliability, response latency
+	CloseReason string     `json:"close_reason"`
+	Source      string     `json:"close_reason_source"`
+	// Latencies in ms, Missing when the session did not measure them: the
+	// session's median and p95 e2e latency as the agent reported it, and
+	// as the caller heard it (the stereo recording).
+	E2EP50   float64 `json:"e2e_latency_p50_ms"`
+	E2EP95   float64 `json:"e2e_latency_p95_ms"`
+	HeardP50 float64 `json:"heard_latency_p50_ms"`
+	HeardP95 float64 `json:"heard_latency_p95_ms"`
+	// Codes are the finding codes that cost points, once each.
+	Codes []string `json:"finding_codes,omitempty"`
 }
+
+// Missing marks a latency a session did not measure.
+const Missing = -1.0
 
 // Index holds the last Window scorecards of the results stream.
 type Index struct {
-	window    int
-	caughtUp  chan struct{} // closed once the first catch-up finished
-	closeOnce sync.Once
+	window     int
+	versionTag string
+	caughtUp   chan struct{} // closed once the first catch-up finished
+	closeOnce  sync.Once
 
 	mu      sync.RWMutex
 	entries []Entry // oldest first, at most window
 	byKey   map[string]uint64
 }
 
-// NewIndex keeps at most window scorecards.
-func NewIndex(window int) *Index {
-	return &Index{window: window, byKey: map[string]uint64{}, caughtUp: make(chan struct{})}
+// NewIndex keeps at most window scorecards; versionTag is
+// regression.version_tag, how a session names its agent's version.
+func NewIndex(window int, versionTag string) *Index {
+	return &Index{window: window, versionTag: versionTag, byKey: map[string]uint64{}, caughtUp: make(chan struct{})}
 }
 
 // Follow fills the index from the stream, starting window messages before
@@ -65,6 +86,44 @@ func (x *Index) Follow(ctx context.Context, js jetstream.JetStream, stream strin
 }
 
 func (x *Index) follow(ctx context.Context, js jetstream.JetStream, stream string) error {
+	start := func(first, last uint64) uint64 {
+		x.mu.RLock()
+		defer x.mu.RUnlock()
+		return startSeq(first, last, x.window, lastSeq(x.entries))
+	}
+	add := func(seq uint64, at time.Time, data []byte) {
+		var sc scoring.Scorecard
+		if err := json.Unmarshal(data, &sc); err == nil {
+			x.add(entryOf(seq, at, &sc, x.versionTag))
+		}
+	}
+	return tail(ctx, js, stream, start, add, func() { x.closeOnce.Do(func() { close(x.caughtUp) }) })
+}
+
+func lastSeq(entries []Entry) uint64 {
+	if len(entries) == 0 {
+		return 0
+	}
+	return entries[len(entries)-1].Seq
+}
+
+// startSeq is where a follower starts: after what it holds (have), else
+// window messages before the stream's end.
+func startSeq(first, last uint64, window int, have uint64) uint64 {
+	start := first
+	if have > 0 {
+		start = have + 1 // resume after what we have
+	} else if last >= uint64(window) && last-uint64(window)+1 > start {
+		start = last - uint64(window) + 1
+	}
+	return max(start, 1)
+}
+
+// tail reads stream from the sequence start chooses (given the stream's
+// first and last sequence), handing each message to add, until ctx ends or
+// an error; caughtUp is called once it has read what the stream held.
+func tail(ctx context.Context, js jetstream.JetStream, stream string, start func(first, last uint64) uint64,
+	add func(seq uint64, at time.Time, data []byte), caughtUp func()) error {
 	s, err := js.Stream(ctx, stream)
 	if err != nil {
 		return err
@@ -73,24 +132,13 @@ func (x *Index) follow(ctx context.Context, js jetstream.JetStream, stream strin
 	if err != nil {
 		return err
 	}
-	start := info.State.FirstSeq
-	x.mu.RLock()
-	if n := len(x.entries); n > 0 {
-		start = x.entries[n-1].Seq + 1 // resume after what we have
-	} else if info.State.LastSeq >= uint64(x.window) && info.State.LastSeq-uint64(x.window)+1 > start {
-		start = info.State.LastSeq - uint64(x.window) + 1
-	}
-	x.mu.RUnlock()
-	if start == 0 {
-		start = 1
-	}
 	// An ephemeral consumer of our own, fetched under ctx: shutdown ends a
 	// fetch at once (an ordered consumer's reset can outlive its context).
 	// The server removes the consumer once idle; Follow starts a new one
 	// after any error.
 	cons, err := js.CreateConsumer(ctx, stream, jetstream.ConsumerConfig{
-		DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: start, AckPolicy: jetstream.AckNonePolicy,
-		InactiveThreshold: time.Minute, MemoryStorage: true})
+		DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: start(info.State.FirstSeq, info.State.LastSeq),
+		AckPolicy: jetstream.AckNonePolicy, InactiveThreshold: time.Minute, MemoryStorage: true})
 	if err != nil {
 		return err
 	}
@@ -109,18 +157,14 @@ func (x *Index) follow(ctx context.Context, js jetstream.JetStream, stream strin
 				continue
 			}
 			if meta.NumPending == 0 {
-				x.closeOnce.Do(func() { close(x.caughtUp) })
+				caughtUp()
 			}
-			var sc scoring.Scorecard
-			if err := json.Unmarshal(m.Data(), &sc); err != nil {
-				continue
-			}
-			x.add(entryOf(meta.Sequence.Stream, meta.Timestamp, sc))
+			add(meta.Sequence.Stream, meta.Timestamp, m.Data())
 		}
 		err = batch.Error()
 		cancel()
 		if got == 0 && err == nil || errors.Is(err, context.DeadlineExceeded) {
-			x.closeOnce.Do(func() { close(x.caughtUp) }) // nothing (more) to read
+			caughtUp() // nothing (more) to read
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -131,13 +175,29 @@ func (x *Index) follow(ctx context.Context, js jetstream.JetStream, stream strin
 	}
 }
 
-func entryOf(seq uint64, at time.Time, sc scoring.Scorecard) Entry {
-	e := Entry{Seq: seq, At: at, Key: sc.Session.Key, AgentName: sc.Session.AgentName, Verdict: sc.Overall.Verdict,
-		Score: sc.Overall.Score, CloseReason: sc.Completion.CloseReason, Source: sc.Completion.CloseReasonSource}
+func entryOf(seq uint64, at time.Time, sc *scoring.Scorecard, versionTag string) Entry {
+	e := Entry{Seq: seq, At: at, Key: sc.Session.Key, RoomID: sc.Session.RoomID, RoomName: sc.Session.RoomName, JobID: sc.Session.JobID,
+		AgentName: sc.Session.AgentName, Version: regress.KeyOf(sc, versionTag).Version, Verdict: sc.Overall.Verdict,
+		Score: sc.Overall.Score, CloseReason: sc.Completion.CloseReason, Source: sc.Completion.CloseReasonSource,
+		E2EP50: Missing, E2EP95: Missing, HeardP50: Missing, HeardP95: Missing}
 	for i, c := range sc.Components {
 		if i < len(e.Components) {
 			e.Components[i] = c.Score
 		}
+		for _, f := range c.Findings {
+			if f.Deduction > 0 && !slices.Contains(e.Codes, f.Code) {
+				e.Codes = append(e.Codes, f.Code)
+			}
+		}
+	}
+	if m := sc.Metrics; m.E2ELatencyP50Ms.Set {
+		e.E2EP50 = m.E2ELatencyP50Ms.V
+		if m.E2ELatencyP95Ms.Set {
+			e.E2EP95 = m.E2ELatencyP95Ms.V
+		}
+	}
+	if a := sc.Audio; a != nil && a.Refused == "" && len(a.Turns) > 0 {
+		e.HeardP50, e.HeardP95 = float64(a.Metrics.HeardLatencyP50Ms), float64(a.Metrics.HeardLatencyP95Ms)
 	}
 	return e
 }
@@ -176,14 +236,31 @@ func (x *Index) CaughtUp() <-chan struct{} { return x.caughtUp }
 // Filter selects entries; empty fields match all.
 type Filter struct {
 	Agent       string
+	Version     string
 	CloseReason string
 	Verdict     string
-	Since       time.Time
+	Code        string // a finding code the session has
+	// Query is a search: a session key, room id, job id, room name or agent
+	// name, or a part of one (case-insensitive).
+	Query string
+	Since time.Time
 }
 
 func (f Filter) match(e Entry) bool {
-	return (f.Agent == "" || e.AgentName == f.Agent) && (f.CloseReason == "" || e.CloseReason == f.CloseReason) &&
-		(f.Verdict == "" || e.Verdict == f.Verdict) && (f.Since.IsZero() || !e.At.Before(f.Since))
+	return (f.Agent == "" || e.AgentName == f.Agent) && (f.Version == "" || e.Version == f.Version) &&
+		(f.CloseReason == "" || e.CloseReason == f.CloseReason) && (f.Verdict == "" || e.Verdict == f.Verdict) &&
+		(f.Code == "" || slices.Contains(e.Codes, f.Code)) && (f.Since.IsZero() || !e.At.Before(f.Since)) &&
+		(f.Query == "" || searchMatch(e, f.Query))
+}
+
+func searchMatch(e Entry, q string) bool {
+	q = strings.ToLower(strings.TrimSpace(q))
+	for _, v := range []string{e.Key, e.RoomID, e.JobID, e.RoomName, e.AgentName} {
+		if strings.Contains(strings.ToLower(v), q) {
+			return true
+		}
+	}
+	return false
 }
 
 // Select returns the matching entries, oldest first, and how many the index holds.
@@ -217,13 +294,19 @@ func (x *Index) Lookup(key string) (Entry, bool) {
 }
 
 // Agents lists the agent names in the index.
-func (x *Index) Agents() []string {
+func (x *Index) Agents() []string { return x.distinct(func(e *Entry) string { return e.AgentName }) }
+
+// Versions lists the agent versions in the index.
+func (x *Index) Versions() []string { return x.distinct(func(e *Entry) string { return e.Version }) }
+
+func (x *Index) distinct(of func(*Entry) string) []string {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	set := map[string]bool{}
-	for _, e := range x.live() {
-		if e.AgentName != "" {
-			set[e.AgentName] = true
+	live := x.live()
+	for i := range live {
+		if v := of(&live[i]); v != "" {
+			set[v] = true
 		}
 	}
 	out := make([]string, 0, len(set))

@@ -38,14 +38,22 @@ func (s *sender) sdkToken() (string, error) {
 		SetObservabilityGrant(&auth.ObservabilityGrant{Write: true}).ToJWT()
 }
 
-// upload posts a recording upload as multipart/form-data, header first.
-func (s *sender) upload(ctx context.Context, header, chat []byte) error {
+// upload posts a recording upload as multipart/form-data, header first;
+// ogg, when given, is the stereo recording.ogg (the SDK's "audio" part).
+func (s *sender) upload(ctx context.Context, header, chat []byte, ogg ...[]byte) error {
 	var body bytes.Buffer
 	mw := multipart.NewWriter(&body)
-	for _, p := range []struct {
+	parts := []struct {
 		name, file, ct string
 		b              []byte
-	}{{"header", "header.binpb", "application/protobuf", header}, {"chat_history", "chat_history.json", "application/json", chat}} {
+	}{{"header", "header.binpb", "application/protobuf", header}, {"chat_history", "chat_history.json", "application/json", chat}}
+	for _, o := range ogg {
+		parts = append(parts, struct {
+			name, file, ct string
+			b              []byte
+		}{"audio", "recording.ogg", "audio/ogg", o})
+	}
+	for _, p := range parts {
 		h := textproto.MIMEHeader{}
 		h.Set("Content-Disposition", fmt.Sprintf(`form-data; name="%s"; filename="%s"`, p.name, p.file))
 		h.Set("Content-Type", p.ct)

@@ -56,8 +56,9 @@ func sendScenario(t *testing.T, snd *sender, name string) {
 	sendScenarioAs(t, snd, name, "tail-agent")
 }
 
-// sendScenarioAs is sendScenario with the agent's name.
-func sendScenarioAs(t *testing.T, snd *sender, name, agent string) {
+// sendScenarioAs is sendScenario with the agent's name, and a stereo
+// recording.ogg when ogg is given.
+func sendScenarioAs(t *testing.T, snd *sender, name, agent string, ogg ...[]byte) {
 	t.Helper()
 	all, _ := scenarios.All()
 	for _, sc := range all {
@@ -71,7 +72,7 @@ func sendScenarioAs(t *testing.T, snd *sender, name, agent string) {
 		ctx := context.Background()
 		ev := &livekit.WebhookEvent{Event: "agent_job_ended", Id: "EV_" + name, Job: &livekit.Job{Id: hdr.JobId, AgentName: agent,
 			Room: &livekit.Room{Sid: hdr.RoomId}, State: &livekit.JobState{Status: livekit.JobStatus_JS_SUCCESS}}}
-		for _, err := range []error{snd.upload(ctx, sc.Header, sc.Chat), snd.webhook(ctx, ev), snd.closeLog(ctx, hdr.RoomId, hdr.JobId, agent, "user_initiated")} {
+		for _, err := range []error{snd.upload(ctx, sc.Header, sc.Chat, ogg...), snd.webhook(ctx, ev), snd.closeLog(ctx, hdr.RoomId, hdr.JobId, agent, "user_initiated")} {
 			if err != nil {
 				t.Fatal(err)
 			}
