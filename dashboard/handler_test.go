@@ -2,7 +2,9 @@ package dashboard
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/wire"
 )
 
 func testHandler(t *testing.T, token string) *Handler {
@@ -180,5 +183,93 @@ func TestMetadataOnlySessionPage(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestExportAndSearch: the export has every matching session, newest
+// first, in CSV and JSON; the search finds room ids, job ids and agents.
+func TestExportAndSearch(t *testing.T) {
+	h := testHandler(t, "")
+	h.index.window = 10
+	h.index.add(Entry{Seq: 10, At: time.Now(), Key: "RM_zz/AJ_target", RoomID: "RM_zz", JobID: "AJ_target", AgentName: "Booking.Bot",
+		Verdict: "warn", Score: 71, E2EP50: 812.5, E2EP95: Missing, HeardP50: Missing, HeardP95: Missing, Codes: []string{"slow_response", "tool_error"}})
+	csvBody := get(h, "127.0.0.1:1", "/ui/export?format=csv&verdict=warn", nil)
+	lines := strings.Split(strings.TrimSpace(csvBody.Body.String()), "\n")
+	if csvBody.Header().Get("Content-Type") != "text/csv; charset=utf-8" || len(lines) != 4 ||
+		!strings.Contains(lines[1], ",RM_zz/AJ_target,RM_zz,,AJ_target,Booking.Bot,,warn,71,") {
+		t.Fatalf("csv: %q", lines)
+	}
+	if !strings.HasSuffix(lines[1], ",812.5,,,,slow_response tool_error") {
+		t.Errorf("csv row: %q", lines[1])
+	}
+	var rows []Entry
+	if err := json.Unmarshal(get(h, "127.0.0.1:1", "/ui/export?format=json&verdict=warn", nil).Body.Bytes(), &rows); err != nil || len(rows) != 3 || rows[0].Key != "RM_zz/AJ_target" {
+		t.Fatalf("json: %v %+v", err, rows)
+	}
+	if c := get(h, "127.0.0.1:1", "/ui/export?format=xml", nil).Code; c != 400 {
+		t.Errorf("format=xml: %d", c)
+	}
+	for _, q := range []string{"aj_TARGET", "RM_zz", "booking.bot"} {
+		if body := get(h, "127.0.0.1:1", "/ui/sessions?q="+q, nil).Body.String(); !strings.Contains(body, `id="matching">1 sessions`) {
+			t.Errorf("search %q: %s", q, body[strings.Index(body, `id="matching"`):][:60])
+		}
+	}
+	if body := get(h, "127.0.0.1:1", "/ui/sessions?code=tool_error", nil).Body.String(); !strings.Contains(body, `id="matching">1 sessions`) {
+		t.Error("filter by finding code")
+	}
+}
+
+// TestRecordingRanges: recording.ogg is served with range requests.
+func TestRecordingRanges(t *testing.T) {
+	h := testHandler(t, "")
+	data := strings.Repeat("OggS", 1000)
+	h.src.Recording = func(context.Context, string, string) (io.ReadCloser, error) {
+		return io.NopCloser(strings.NewReader(data)), nil
+	}
+	rec := get(h, "127.0.0.1:1", "/ui/recording?key=RM_d/AJ&object=recording.ogg", map[string]string{"Range": "bytes=4-11"})
+	if rec.Code != 206 || rec.Body.String() != "OggSOggS" || rec.Header().Get("Content-Range") != "bytes 4-11/4000" || rec.Header().Get("Content-Type") != "audio/ogg" {
+		t.Errorf("range: %d %q %v", rec.Code, rec.Body.String(), rec.Header())
+	}
+	if rec := get(h, "127.0.0.1:1", "/ui/recording?key=RM_d/AJ&object=recording.ogg", nil); rec.Code != 200 || rec.Body.Len() != 4000 {
+		t.Errorf("whole: %d %d", rec.Code, rec.Body.Len())
+	}
+}
+
+// TestAlertIndex: an episode's last message decides whether it fires; the
+// resolved ones come latest first.
+func TestAlertIndex(t *testing.T) {
+	x := NewAlertIndex(2)
+	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	msg := func(id, agent, status string, since time.Time) []byte {
+		b, _ := json.Marshal(wire.Alert{ID: id, Agent: agent, Status: status, Since: since, At: since.Add(time.Minute)})
+		return b
+	}
+	x.add(1, now, msg("a", "booking", wire.AlertFiring, now.Add(-10*time.Minute)))
+	x.add(2, now, msg("b", "support", wire.AlertFiring, now.Add(-5*time.Minute)))
+	x.add(3, now, msg("b", "support", wire.AlertResolved, now.Add(-5*time.Minute)))
+	x.add(3, now, msg("c", "support", wire.AlertFiring, now)) // a repeat of seq 3: ignored
+	firing, resolved := x.Alerts("", 10, now)
+	if len(firing) != 1 || firing[0].ID != "a" || firing[0].Held != 10*time.Minute || len(resolved) != 1 || resolved[0].Held != time.Minute {
+		t.Fatalf("firing %+v resolved %+v", firing, resolved)
+	}
+	if f, _ := x.Alerts("support", 10, now); len(f) != 0 {
+		t.Errorf("support fires %+v", f)
+	}
+	for i := range 6 { // resolved episodes beyond the window are forgotten; firing ones never
+		x.add(uint64(10+i), now, msg(fmt.Sprint("r", i), "x", wire.AlertResolved, now))
+	}
+	firing, resolved = x.Alerts("", 10, now)
+	if len(firing) != 1 || len(resolved) > 4 {
+		t.Errorf("after many resolved: %d firing, %d resolved", len(firing), len(resolved))
+	}
+}
+
+// TestBucketFor: minutes for the last hour, and so on.
+func TestBucketFor(t *testing.T) {
+	for span, want := range map[time.Duration]time.Duration{10 * time.Second: time.Second, time.Hour: time.Minute,
+		24 * time.Hour: time.Hour, 7 * 24 * time.Hour: 3 * time.Hour, 60 * 24 * time.Hour: 24 * time.Hour} {
+		if got := bucketFor(span); got != want {
+			t.Errorf("%s: %s, want %s", span, got, want)
+		}
 	}
 }
