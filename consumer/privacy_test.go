@@ -239,6 +239,12 @@ func TestRedactionMarkers(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		_ = resp.Body.Close()
 		answers.Write(b)
+		if strings.HasPrefix(path, "/ui/session?") && (strings.Contains(string(b), "<audio") || !strings.Contains(string(b), "the session is redacted: its audio is not served")) {
+			t.Errorf("the redacted session's page offers its audio or does not say why not")
+		}
+		if strings.HasPrefix(path, "/ui/recording") && resp.StatusCode != http.StatusNotFound {
+			t.Errorf("%s: %d, want 404 for a redacted session", path, resp.StatusCode)
+		}
 	}
 
 	// Everything lkscore wrote.
