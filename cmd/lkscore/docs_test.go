@@ -157,7 +157,8 @@ func TestDocsNameOnlyWhatExists(t *testing.T) {
 	}
 	walk(newApp(func(string) string { return "" }, io.Discard, io.Discard))
 	env := map[string]bool{"LKSCORE_CONFIG": true, "LKSCORE_REQUIRE_S3": true, "LKSCORE_REQUIRE_HELM": true,
-		"LKSCORE_REQUIRE_AGENTS_JS": true, "LKSCORE_REQUIRE_BROWSER": true, "LKSCORE_REQUIRE_AUDIO_TOOLS": true, "LKSCORE_SCREENSHOT_DIR": true}
+		"LKSCORE_REQUIRE_AGENTS_JS": true, "LKSCORE_REQUIRE_BROWSER": true, "LKSCORE_REQUIRE_AUDIO_TOOLS": true, "LKSCORE_SCREENSHOT_DIR": true,
+		"LKSCORE_REQUIRE_ALERTMANAGER": true}
 	getenv := func(k string) string { env[k] = true; return "" }
 	_, _ = config.Load("", getenv, nil)
 	subj := wire.NewSubjects("lkscore.", "LKSCORE")
