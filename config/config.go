@@ -306,6 +306,10 @@ type HTTP struct {
 	// UploadWait is how long an upload may wait for a slot before it is
 	// answered 503 with RetryInfo (the SDK retries).
 	UploadWait time.Duration `yaml:"upload_wait"`
+	// UploadSync is how the local store makes an upload durable before the
+	// 2xx: "group" (one syncfs(2) for the uploads that commit together; the
+	// default on Linux) or "each" (an fsync of every file and directory).
+	UploadSync string `yaml:"upload_sync"`
 }
 
 // Recordings configures where recording uploads live.
@@ -350,7 +354,8 @@ func Default() Config {
 			PublishTimeout:  3 * time.Second,
 			RequestTimeout:  10 * time.Second,
 		},
-		HTTP:      HTTP{ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, MaxInflightUploads: runtime.GOMAXPROCS(0), UploadWait: 30 * time.Second},
+		HTTP: HTTP{ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, MaxInflightUploads: runtime.GOMAXPROCS(0), UploadWait: 30 * time.Second,
+			UploadSync: defaultUploadSync()},
 		Dashboard: Dashboard{Window: 10_000},
 		Metrics:   Metrics{MaxAgents: 20},
 		Privacy:   Privacy{Redaction: "auto", Mode: "full"},
@@ -476,6 +481,7 @@ func (c *Config) applyEnv(getenv func(string) string) error {
 	str("LKSCORE_ROLE", &c.Role)
 	str("LKSCORE_LIVEKIT_URL", &c.Pipeline.LiveKitURL)
 	str("LKSCORE_POOL", &c.Pipeline.Pool)
+	str("LKSCORE_UPLOAD_SYNC", &c.HTTP.UploadSync)
 	if v := getenv("LKSCORE_CLOSE_REASONS"); v != "" {
 		c.Pipeline.CloseReasons = splitList(v)
 	}
@@ -644,4 +650,13 @@ func LoadScoring(path string) (scoring.Config, error) {
 		return scoring.Config{}, err
 	}
 	return cfg.Scoring, nil
+}
+
+// defaultUploadSync is http.upload_sync's default: group where the kernel
+// has syncfs(2) (Linux), else each.
+func defaultUploadSync() string {
+	if runtime.GOOS == "linux" {
+		return "group"
+	}
+	return "each"
 }

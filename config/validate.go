@@ -73,6 +73,11 @@ func (c Config) Validate() error {
 		p.add("regression.min_firing: must not be negative, got %s", c.Regression.MinFiring)
 	}
 	c.Alerts.validate(&p)
+	switch c.HTTP.UploadSync {
+	case "group", "each":
+	default:
+		p.add("http.upload_sync: %q is not group or each", c.HTTP.UploadSync)
+	}
 	if c.Regression.VersionTag == "" {
 		p.add("regression.version_tag: must not be empty")
 	}

@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/livekit/protocol/auth"
@@ -125,8 +126,10 @@ func (c *collector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		c.metrics.requests.WithLabelValues("recordings", outcome).Inc()
 		return
 	}
-	defer c.release()
-	if err := c.serve(w, r); err != nil {
+	var once sync.Once
+	release := func() { once.Do(c.release) }
+	defer release()
+	if err := c.serve(w, r, release); err != nil {
 		outcome = c.fail(w, err)
 	}
 	c.metrics.requests.WithLabelValues("recordings", outcome).Inc()
@@ -167,7 +170,10 @@ func (c *collector) release() {
 	}
 }
 
-func (c *collector) serve(w http.ResponseWriter, r *http.Request) error {
+// serve stores one upload; release gives its upload slot back once the
+// parts are written (waiting for them to be durable takes no CPU, and
+// uploads that wait together share one sync).
+func (c *collector) serve(w http.ResponseWriter, r *http.Request, release func()) error {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
 		return refuse(http.StatusMethodNotAllowed, "use POST")
@@ -187,7 +193,7 @@ func (c *collector) serve(w http.ResponseWriter, r *http.Request) error {
 		return refuse(http.StatusRequestEntityTooLarge, "body exceeds the upload size limit")
 	}
 	body := http.MaxBytesReader(w, r.Body, maxTotal)
-	notice, err := c.receive(r.Context(), multipart.NewReader(body, params["boundary"]))
+	notice, err := c.receive(r.Context(), multipart.NewReader(body, params["boundary"]), release)
 	if err != nil {
 		return err
 	}
@@ -227,8 +233,9 @@ func verifyObservabilityToken(header string, keys auth.KeyProvider) (string, err
 
 // receive streams the parts into one store upload and commits it: the
 // header first (parsed and checked), then each part, then the header is
-// written last and the upload committed.
-func (c *collector) receive(ctx context.Context, mr *multipart.Reader) (*UploadNotice, error) {
+// written last and the upload committed. written is called between the
+// two: the parts are written, only their durability is awaited.
+func (c *collector) receive(ctx context.Context, mr *multipart.Reader, written func()) (*UploadNotice, error) {
 	hdr, headerBytes, err := c.readHeader(mr)
 	if err != nil {
 		return nil, err
@@ -257,6 +264,7 @@ func (c *collector) receive(ctx context.Context, mr *multipart.Reader) (*UploadN
 	}
 	notice.Objects[recording.ObjectHeader] = d
 	c.metrics.bytesStored.WithLabelValues("header").Add(float64(d.Size))
+	written()
 	if err := up.Commit(ctx); err != nil {
 		return nil, fmt.Errorf("store upload: %w", err)
 	}

@@ -26,6 +26,9 @@ import (
 type Local struct {
 	root string
 	id   string // the directory's identity marker (storeIDFile); "" when read-only and absent
+	// group makes uploads durable together (one syncfs for those that
+	// commit at once); nil: each file and directory is fsynced on its own.
+	group *groupSync
 }
 
 // storeIDFile holds a random id written once into the store's root, so that
@@ -186,7 +189,29 @@ func (s *Local) Begin(_ context.Context, dir string) (Upload, error) {
 	// Staged objects are flat files named <random>.<name> in .staging: no
 	// directory to create and remove per upload (docs/performance.md).
 	tmp := filepath.Join(s.root, ".staging", hex.EncodeToString(rnd[:])+".")
-	return &localUpload{tmp: tmp, final: filepath.Join(s.root, filepath.FromSlash(dir))}, nil
+	return &localUpload{tmp: tmp, final: filepath.Join(s.root, filepath.FromSlash(dir)), group: s.group}, nil
+}
+
+// Sync modes of local uploads (http.upload_sync).
+const (
+	SyncGroup = "group" // one syncfs for the uploads that commit together (Linux)
+	SyncEach  = "each"  // fsync of every file and of the session directory
+)
+
+// SetSync chooses how uploads are made durable before Commit returns:
+// SyncGroup (the default where syncfs exists) or SyncEach.
+func (s *Local) SetSync(mode string) error {
+	switch {
+	case mode == SyncEach:
+		s.group = nil
+	case mode == SyncGroup && haveSyncFS:
+		s.group = newGroupSync(syncFS(s.root))
+	case mode == SyncGroup:
+		return fmt.Errorf("upload sync %q needs syncfs(2), which this system lacks: use %q", mode, SyncEach)
+	default:
+		return fmt.Errorf("upload sync %q is not %q or %q", mode, SyncGroup, SyncEach)
+	}
+	return nil
 }
 
 // checkKey refuses keys that could escape the store.
@@ -206,6 +231,7 @@ type localUpload struct {
 	tmp, final string // tmp is the staged files' path prefix
 	names      []string
 	done       bool
+	group      *groupSync // nil: fsync each file
 }
 
 func (u *localUpload) Write(_ context.Context, name string, r io.Reader, limit int64) (int64, error) {
@@ -218,7 +244,7 @@ func (u *localUpload) Write(_ context.Context, name string, r io.Reader, limit i
 	}
 	u.names = append(u.names, name) // Abort removes it, written or not
 	n, err := io.Copy(f, recording.LimitReader(r, limit))
-	if err == nil {
+	if err == nil && u.group == nil {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
@@ -230,10 +256,18 @@ func (u *localUpload) Write(_ context.Context, name string, r io.Reader, limit i
 	return n, nil
 }
 
-// Commit renames each object into place with the header last, so a reader
-// that sees header.binpb sees the whole upload. A re-upload replaces files
-// one by one, each rename atomic.
+// Commit makes the upload durable and visible: the staged files durable
+// first, then renamed into place with the header last, so that a reader
+// that sees header.binpb sees the whole upload, then the renames durable.
+// A re-upload replaces files one by one, each rename atomic. With group
+// sync both steps share one syncfs with every upload committing at the
+// same time; without, each file and the session directory is fsynced.
 func (u *localUpload) Commit(_ context.Context) error {
+	if u.group != nil {
+		if err := u.group.wait(); err != nil { // the staged data
+			return fmt.Errorf("commit upload: %w", err)
+		}
+	}
 	if err := os.MkdirAll(u.final, 0o750); err != nil {
 		return fmt.Errorf("commit upload: %w", err)
 	}
@@ -241,6 +275,13 @@ func (u *localUpload) Commit(_ context.Context) error {
 		if err := os.Rename(u.tmp+n, filepath.Join(u.final, n)); err != nil {
 			return fmt.Errorf("commit upload: %w", err)
 		}
+	}
+	if u.group != nil {
+		if err := u.group.wait(); err != nil { // the renames and new directories
+			return fmt.Errorf("commit upload: %w", err)
+		}
+		u.done = true
+		return nil
 	}
 	if d, err := os.Open(u.final); err == nil {
 		_ = d.Sync()

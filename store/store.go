@@ -95,7 +95,14 @@ func Open(ctx context.Context, cfg config.Config) (Store, error) {
 	if cfg.S3.Bucket != "" {
 		return NewS3(ctx, cfg.S3)
 	}
-	return NewLocal(filepath.Join(cfg.DataDir, "recordings"))
+	l, err := NewLocal(filepath.Join(cfg.DataDir, "recordings"))
+	if err != nil {
+		return nil, err
+	}
+	if err := l.SetSync(cfg.HTTP.UploadSync); err != nil {
+		return nil, fmt.Errorf("http.upload_sync: %w", err)
+	}
+	return l, nil
 }
 
 // readCloser joins a (limited) reader with the closer of what it reads.
