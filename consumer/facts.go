@@ -361,7 +361,7 @@ func (s *factStore) add(ctx context.Context, u factUpdate) error {
 	}
 	key := factsKey(u.roomID, u.jobID)
 	joined := true
-	err := s.modify(ctx, key, func(f *SessionFacts) bool {
+	written, rev, err := s.modifyFrom(ctx, key, nil, 0, func(f *SessionFacts) bool {
 		if f.RoomID == "" {
 			f.RoomID, f.JobID = u.roomID, u.jobID
 		}
@@ -381,7 +381,9 @@ func (s *factStore) add(ctx context.Context, u factUpdate) error {
 	if err != nil {
 		return err
 	}
-	return s.modify(ctx, key, func(f *SessionFacts) bool {
+	// Continue from the entry just written: no read of it, unless another
+	// writer changed it meanwhile (the compare-and-set says so).
+	_, _, err = s.modifyFrom(ctx, key, written, rev, func(f *SessionFacts) bool {
 		if f.RoomID == "" || f.RoomJoined {
 			return false
 		}
@@ -391,6 +393,7 @@ func (s *factStore) add(ctx context.Context, u factUpdate) error {
 		}
 		return true
 	})
+	return err
 }
 
 // maxRoomSessions bounds the sessions a room's entry lists (a room runs
@@ -453,33 +456,49 @@ func (s *factStore) roomKeys(ctx context.Context, roomID string) ([]string, erro
 // modify applies change to the entry under key (a zero entry when absent)
 // and writes it if change returns true.
 func (s *factStore) modify(ctx context.Context, key string, change func(*SessionFacts) bool) error {
+	_, _, err := s.modifyFrom(ctx, key, nil, 0, change)
+	return err
+}
+
+// modifyFrom is modify starting from a known entry and its revision (the
+// caller's own last write) instead of reading it; nil reads it. It returns
+// the entry as written (or as read, when change wrote nothing) and its
+// revision, so a caller's next change can start from there too. known is
+// the caller's to give away: change may modify it.
+func (s *factStore) modifyFrom(ctx context.Context, key string, known *SessionFacts, knownRev uint64,
+	change func(*SessionFacts) bool) (*SessionFacts, uint64, error) {
 	for range maxCASAttempts {
-		f, rev, err := s.get(ctx, key)
-		if err != nil {
-			return err
+		f, rev := known, knownRev
+		known = nil // a conflict reads the entry afresh
+		if f == nil {
+			var err error
+			if f, rev, err = s.get(ctx, key); err != nil {
+				return nil, 0, err
+			}
 		}
 		if !change(f) {
-			return nil
+			return f, rev, nil
 		}
 		data, err := json.Marshal(f)
 		if err != nil {
-			return fmt.Errorf("encode session facts %s: %w", key, err)
+			return nil, 0, fmt.Errorf("encode session facts %s: %w", key, err)
 		}
 		rctx, cancel := context.WithTimeout(ctx, s.timeout)
+		var newRev uint64
 		if rev == 0 {
-			_, err = s.kv.Create(rctx, key, data)
+			newRev, err = s.kv.Create(rctx, key, data)
 		} else {
-			_, err = s.kv.Update(rctx, key, data, rev)
+			newRev, err = s.kv.Update(rctx, key, data, rev)
 		}
 		cancel()
 		if err == nil {
-			return nil
+			return f, newRev, nil
 		}
 		if !isCASConflict(err) {
-			return fmt.Errorf("write session facts %s: %w", key, err)
+			return nil, 0, fmt.Errorf("write session facts %s: %w", key, err)
 		}
 	}
-	return fmt.Errorf("write session facts %s: %d conflicting writers in a row", key, maxCASAttempts)
+	return nil, 0, fmt.Errorf("write session facts %s: %d conflicting writers in a row", key, maxCASAttempts)
 }
 
 // decodeFacts decodes a facts entry. The entries are lkscore's own writing
