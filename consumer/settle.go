@@ -234,7 +234,7 @@ func (s *settler) consider(ctx context.Context, e jetstream.KeyValueEntry) {
 	case f.Recording == nil: // spans and logs only: no recording follows, or none came yet
 		s.pending[key] = f.LastInputAt.Add(s.spansSettle(&f))
 	case f.complete():
-		s.publish(ctx, key, &f) // the watch delivered the latest entry: no need to read it again
+		s.publish(ctx, key, &f, e.Revision()) // the watch delivered the latest entry: no need to read it again
 	case f.roomFinished():
 		s.pending[key] = f.LastInputAt.Add(min(roomSettle, s.window))
 	default:
@@ -247,16 +247,16 @@ func (s *settler) publishDue(ctx context.Context) {
 	now := s.now()
 	for key, at := range s.pending {
 		if !now.Before(at) {
-			s.publish(ctx, key, nil)
+			s.publish(ctx, key, nil, 0)
 		}
 	}
 }
 
 // publish publishes one session's work and marks its facts published. On
 // failure the session stays pending and is tried again on the next tick.
-// f is the entry when the caller has it fresh, else nil.
-func (s *settler) publish(ctx context.Context, key string, f *SessionFacts) {
-	if err := s.publishKey(ctx, key, f); err != nil {
+// f is the entry when the caller has it fresh, with its revision, else nil.
+func (s *settler) publish(ctx context.Context, key string, f *SessionFacts, rev uint64) {
+	if err := s.publishKey(ctx, key, f, rev); err != nil {
 		if inProcess(err) {
 			// Another replica's settler is publishing the same session at this
 			// moment: it wins, and the next tick sees the duplicate and marks it.
@@ -272,10 +272,10 @@ func (s *settler) publish(ctx context.Context, key string, f *SessionFacts) {
 	delete(s.pending, key)
 }
 
-func (s *settler) publishKey(ctx context.Context, key string, f *SessionFacts) error {
+func (s *settler) publishKey(ctx context.Context, key string, f *SessionFacts, rev uint64) error {
 	if f == nil {
 		var err error
-		if f, _, err = s.facts.get(ctx, key); err != nil {
+		if f, rev, err = s.facts.get(ctx, key); err != nil {
 			return err
 		}
 	}
@@ -312,14 +312,17 @@ func (s *settler) publishKey(ctx context.Context, key string, f *SessionFacts) e
 		s.log.Info("session located", "session_key", item.SessionKey, "close_reason", item.CloseReason,
 			"close_reason_source", item.CloseReasonSource, "agent_name", r.AgentName, "origin", item.Origin)
 	}
+	// Marked published from the entry just read: a compare-and-set on its
+	// revision, re-read only if it changed meanwhile.
 	published := s.now().UTC()
-	return s.facts.modify(ctx, key, func(f *SessionFacts) bool {
+	_, _, err = s.facts.modifyFrom(ctx, key, f, rev, func(f *SessionFacts) bool {
 		if f.PublishedAt != nil {
 			return false
 		}
 		f.PublishedAt = &published
 		return true
 	})
+	return err
 }
 
 // errCodeDuplicateInProcess is nats-server's JSStreamDuplicateMessageConflict
