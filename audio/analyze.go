@@ -44,7 +44,7 @@ type Config struct {
 // DefaultConfig is the documented default.
 func DefaultConfig() Config {
 	return Config{ThresholdDB: 4, MinLevelDB: -60, BleedMarginDB: 12, MinSeparationDB: 12, MergeGapMs: 500,
-		MinSpeechMs: 60, BackchannelMaxMs: 1000, AwkwardSilenceMs: 2000, MaxDuration: 4 * time.Hour}
+		MinSpeechMs: 100, BackchannelMaxMs: 1000, AwkwardSilenceMs: 2000, MaxDuration: 4 * time.Hour}
 }
 
 // ForScoring is the analysis the scoring config asks for: its awkward
@@ -99,13 +99,32 @@ const (
 	sampleRate   = 48000
 	frameSamples = sampleRate / 100 // 10 ms
 	frameMs      = 10
-	floorFrames  = 500 // the noise floor is the quietest frame of the last 5 s
+	// floorFrames: the noise floor is a low percentile (floorPercentile) of
+	// the last 4 s of frames: it follows noise that drifts (an AGC, a fan
+	// starting) and sits in the noise rather than below it, as the quietest
+	// frame would.
+	floorFrames     = 300
+	floorPercentile = 0.10
+	histBins        = 360 // 0.5 dB bins from -150 to +30 dBFS
 	// bleedHeadroomDB: how far above the agent's predicted bleed a user frame
 	// must be to count as the user.
 	bleedHeadroomDB = 3
+	// bleedFrames: the agent's bleed reaches the user's microphone up to
+	// this many frames late (a speaker and a room: 20–120 ms).
+	bleedFrames = 15
+	// onsetFrames: speech is at least this many active frames in a row.
+	// Its end follows the fading voice above half the margin, frame after
+	// frame (gaps of at most tailGapMs), for at most tailMs, without
+	// keeping the utterance open.
+	onsetFrames = 3
+	tailMs      = 150
+	tailGapMs   = 50
 	// dynamicRangeDB: speech edges sit at most this far below the
 	// speaker's loudest frame.
 	dynamicRangeDB = 35
+	// highPassHz: energy is measured above this: mains hum, rumble and the
+	// low end of brown noise carry no speech the detector needs.
+	highPassHz = 200
 )
 
 // Analyze reads a stereo Ogg/Opus recording (user left, agent right) and
@@ -211,12 +230,20 @@ func round1(v float64) float64 { return math.Round(v*10) / 10 }
 type analyzer struct {
 	cfg     Config
 	samples int64 // per channel, after pre-skip
+	hp      [2]highPass
 	frame   [2]float64
 	inFrame int
-	index   int64                   // frames done
-	floor   [2][floorFrames]float64 // the last frames' energies, a ring
-	nFloor  int
-	level   [2]float64 // each channel's loudest frame so far (dBFS)
+	index   int64 // frames done
+	// The last floorFrames energies per channel (a ring), and their
+	// histogram for the floor's percentile.
+	ring   [2][floorFrames]float64
+	hist   [2][histBins]int
+	nFloor int
+	level  [2]float64 // each channel's loudest frame so far (dBFS)
+	// the agent's last frames (dBFS), for its delayed bleed
+	agentRecent [bleedFrames]float64
+	run         [2]int   // consecutive active frames
+	tail        [2]int64 // where the utterance's fading end stops (tailMs)
 	// open segments and their last active frame
 	open      [2]bool
 	segStart  [2]int64
@@ -231,11 +258,17 @@ type analyzer struct {
 	sepHist     [360]int
 }
 
-func newAnalyzer(cfg Config) *analyzer { return &analyzer{cfg: cfg} }
+func newAnalyzer(cfg Config) *analyzer {
+	a := &analyzer{cfg: cfg}
+	for ch := range 2 {
+		a.hp[ch] = newHighPass(highPassHz, sampleRate)
+	}
+	return a
+}
 
 func (a *analyzer) add(s []float32) {
 	for i := 0; i+1 < len(s); i += 2 {
-		l, r := float64(s[i]), float64(s[i+1])
+		l, r := a.hp[0].filter(float64(s[i])), a.hp[1].filter(float64(s[i+1]))
 		a.frame[0] += l * l
 		a.frame[1] += r * r
 		a.inFrame++
@@ -246,18 +279,48 @@ func (a *analyzer) add(s []float32) {
 	}
 }
 
+func histBin(db float64) int { return min(max(int((db+150)*2), 0), histBins-1) }
+
+// floorOf is the channel's noise floor: the floorPercentile of its recent frames.
+func (a *analyzer) floorOf(ch int) float64 {
+	want := int(floorPercentile*float64(a.nFloor)) + 1
+	seen := 0
+	for i, n := range a.hist[ch] {
+		if seen += n; seen >= want {
+			return float64(i)/2 - 150 + 0.25
+		}
+	}
+	return 30
+}
+
+// excess is how far a frame's power rises above the floor's, in dB: the
+// part of it that is not the noise.
+func excess(e, floor float64) float64 {
+	p := math.Pow(10, e/10) - math.Pow(10, floor/10)
+	if p <= 1e-15 {
+		return -150
+	}
+	return 10 * math.Log10(p)
+}
+
 func (a *analyzer) endFrame() {
 	var e [2]float64
+	slot := a.index % floorFrames
 	for ch := range 2 {
-		e[ch] = 10 * math.Log10(a.frame[ch]/float64(a.inFrame)+1e-12)
+		e[ch] = 10 * math.Log10(a.frame[ch]/float64(a.inFrame)+1e-15)
 		a.frame[ch] = 0
-		a.floor[ch][a.index%floorFrames] = e[ch]
+		if a.nFloor == floorFrames {
+			a.hist[ch][histBin(a.ring[ch][slot])]--
+		}
+		a.ring[ch][slot] = e[ch]
+		a.hist[ch][histBin(e[ch])]++
 	}
 	a.nFloor = min(a.nFloor+1, floorFrames)
 	a.inFrame = 0
-	var on [2]bool
+	var on, weak [2]bool
+	var floor [2]float64
 	for ch := range 2 {
-		floor := slices.Min(a.floor[ch][:a.nFloor])
+		floor[ch] = a.floorOf(ch)
 		if a.index == 0 || e[ch] > a.level[ch] {
 			a.level[ch] = e[ch]
 		}
@@ -265,39 +328,63 @@ func (a *analyzer) endFrame() {
 		// below the speaker's own level by dynamicRangeDB, whichever is
 		// higher: in a quiet room the noise floor alone would stretch
 		// every utterance into its breathing.
-		th := max(floor+a.cfg.ThresholdDB, a.level[ch]-dynamicRangeDB)
+		th := max(floor[ch]+a.cfg.ThresholdDB, a.level[ch]-dynamicRangeDB)
 		on[ch] = e[ch] > a.cfg.MinLevelDB && e[ch] > th
+		// Half the margin follows an utterance's fading end (hysteresis).
+		weak[ch] = e[ch] > a.cfg.MinLevelDB && e[ch] > max(floor[ch]+a.cfg.ThresholdDB/2, a.level[ch]-dynamicRangeDB)
 	}
+	// The agent as it reaches the user's microphone: its loudest frame of
+	// the last bleedFrames (the bleed arrives late).
+	a.agentRecent[a.index%bleedFrames] = e[1]
+	if !on[1] {
+		a.agentRecent[a.index%bleedFrames] = -150
+	}
+	recent := slices.Max(a.agentRecent[:])
+	userExcess := excess(e[0], floor[0])
 	if on[1] {
 		a.agentFrames++
-		// How much quieter the agent is on the user's channel: its median
-		// over the frames the agent speaks (the user rarely speaks at the
-		// same time), a running mean for the guard below.
-		d := e[1] - e[0]
+		// How much quieter the agent is on the user's channel, the user's
+		// noise taken out: its median over the frames the agent speaks (the
+		// user rarely speaks at the same time), a running mean for the guard.
+		d := e[1] - userExcess
 		a.sepHist[min(max(int((d+60)*2), 0), len(a.sepHist)-1)]++
 		if d > a.cfg.BleedMarginDB {
-			a.sepSum += d
+			a.sepSum += min(d, 80)
 			a.sepFrames++
 		}
-		// The cross-channel guard: while the agent speaks, the user's
-		// channel carries the agent too, sep dB quieter. A user frame is the
-		// user only when clearly louder than that bleed.
+	}
+	if (on[0] || weak[0]) && recent > -150 {
+		// The cross-channel guard: while the agent speaks (and just after),
+		// the user's channel carries the agent too, sep dB quieter. A user
+		// frame is the user only when clearly louder than that bleed.
 		sep := 20.0
 		if a.sepFrames >= 20 {
 			sep = a.sepSum / float64(a.sepFrames)
 		}
-		if on[0] && e[0] < e[1]-sep+bleedHeadroomDB {
-			on[0] = false
+		if userExcess < recent-sep+bleedHeadroomDB {
+			on[0], weak[0] = false, false
 		}
 	}
 	t := a.index * frameMs
 	for ch := range 2 {
+		// Speech is a run of onsetFrames active frames at least: a lone
+		// frame of noise above the threshold neither starts an utterance
+		// nor keeps one open across a pause.
 		if on[ch] {
+			a.run[ch]++
+		} else {
+			a.run[ch] = 0
+		}
+		if weak[ch] && a.open[ch] && t-a.lastOn[ch] <= tailMs && t-max(a.lastOn[ch], a.tail[ch]) <= tailGapMs {
+			a.tail[ch] = t + frameMs // the fading end: above half the margin, frame after frame
+		}
+		switch {
+		case a.run[ch] >= onsetFrames:
 			if !a.open[ch] {
-				a.open[ch], a.segStart[ch] = true, t
+				a.open[ch], a.segStart[ch], a.tail[ch] = true, t-(onsetFrames-1)*frameMs, 0
 			}
 			a.lastOn[ch] = t + frameMs
-		} else if a.open[ch] && t-a.lastOn[ch] >= a.cfg.MergeGapMs {
+		case a.open[ch] && t-a.lastOn[ch] >= a.cfg.MergeGapMs:
 			a.close(ch)
 		}
 	}
@@ -306,8 +393,9 @@ func (a *analyzer) endFrame() {
 
 func (a *analyzer) close(ch int) {
 	a.open[ch] = false
-	if d := a.lastOn[ch] - a.segStart[ch]; d >= a.cfg.MinSpeechMs {
-		a.segs[ch] = append(a.segs[ch], Segment{StartMs: a.segStart[ch], EndMs: a.lastOn[ch]})
+	end := max(a.lastOn[ch], a.tail[ch])
+	if d := end - a.segStart[ch]; d >= a.cfg.MinSpeechMs {
+		a.segs[ch] = append(a.segs[ch], Segment{StartMs: a.segStart[ch], EndMs: end})
 	}
 }
 
@@ -339,3 +427,23 @@ func (a *analyzer) separation() float64 {
 
 // Scoring is the result as the scoring model takes it.
 func (r *Result) Scoring() *scoring.Audio { return &r.Audio }
+
+// highPass is a second-order Butterworth high-pass filter (RBJ biquad).
+type highPass struct {
+	b0, b1, b2, a1, a2 float64
+	x1, x2, y1, y2     float64
+}
+
+func newHighPass(hz, rate float64) highPass {
+	w := 2 * math.Pi * hz / rate
+	alpha := math.Sin(w) / math.Sqrt2 // Q = 1/√2
+	cw := math.Cos(w)
+	a0 := 1 + alpha
+	return highPass{b0: (1 + cw) / 2 / a0, b1: -(1 + cw) / a0, b2: (1 + cw) / 2 / a0, a1: -2 * cw / a0, a2: (1 - alpha) / a0}
+}
+
+func (h *highPass) filter(x float64) float64 {
+	y := h.b0*x + h.b1*h.x1 + h.b2*h.x2 - h.a1*h.y1 - h.a2*h.y2
+	h.x2, h.x1, h.y2, h.y1 = h.x1, x, h.y1, y
+	return y
+}
