@@ -114,8 +114,8 @@ const (
 	bleedFrames = 15
 	// onsetFrames: speech is at least this many active frames in a row.
 	// Its end follows the fading voice above half the margin, frame after
-	// frame (gaps of at most tailGapMs), for at most tailMs, without
-	// keeping the utterance open.
+	// frame with no gap (tailGapMs; noise near the floor flickers above and
+	// below it), for at most tailMs, without keeping the utterance open.
 	onsetFrames = 3
 	tailMs      = 150
 	tailGapMs   = 50

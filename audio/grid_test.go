@@ -3,6 +3,7 @@ package audio
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"math"
@@ -334,6 +335,7 @@ type gridScore struct {
 	errs                      []float64
 	countsExact, countCalls   int
 	backFound, backTrue       int
+	verbose                   func(format string, args ...any) // logs the turns that miss by over 100 ms
 }
 
 func (g *gridScore) add(res *Result, truth gridTruth) (matched, extra int, e []float64) {
@@ -357,6 +359,9 @@ func (g *gridScore) add(res *Result, truth gridTruth) (matched, extra int, e []f
 		used[best] = true
 		matched++
 		e = append(e, math.Abs(float64(res.Turns[best].HeardLatencyMs-w.HeardLatencyMs)))
+		if g.verbose != nil && e[len(e)-1] > 100 {
+			g.verbose("  turn: got %+v, truth %+v", res.Turns[best], w)
+		}
 	}
 	extra = len(res.Turns) - matched
 	g.matched += matched
@@ -380,13 +385,20 @@ func abs64(v int64) int64 {
 
 func (g *gridScore) String() string {
 	slices.Sort(g.errs)
-	p50, worst := math.NaN(), math.NaN()
+	p50, p95, worst := math.NaN(), math.NaN(), math.NaN()
 	if len(g.errs) > 0 {
-		p50, worst = g.errs[len(g.errs)/2], g.errs[len(g.errs)-1]
+		p50, p95, worst = g.errs[len(g.errs)/2], g.errs[len(g.errs)*95/100], g.errs[len(g.errs)-1]
 	}
-	return fmt.Sprintf("%d calls (%d refused): turns matched %d/%d (%.1f%%), extra %d (%.1f%%), heard-latency |error| p50 %.0f ms max %.0f ms, "+
+	within := 0
+	for _, e := range g.errs {
+		if e <= 60 {
+			within++
+		}
+	}
+	return fmt.Sprintf("%d calls (%d refused): turns matched %d/%d (%.1f%%), extra %d (%.1f%%), heard-latency |error| p50 %.0f ms p95 %.0f ms max %.0f ms (≤ 60 ms: %.1f%%), "+
 		"talk-over and awkward counts exact on %d/%d calls, back-channels %d/%d", g.calls, g.refused, g.matched, g.trueTurns,
-		100*float64(g.matched)/float64(max(g.trueTurns, 1)), g.extra, 100*float64(g.extra)/float64(max(g.trueTurns, 1)), p50, worst,
+		100*float64(g.matched)/float64(max(g.trueTurns, 1)), g.extra, 100*float64(g.extra)/float64(max(g.trueTurns, 1)), p50, p95, worst,
+		100*float64(within)/float64(max(len(g.errs), 1)),
 		g.countsExact, g.countCalls, g.backFound, g.backTrue)
 }
 
@@ -399,7 +411,7 @@ func TestGrid(t *testing.T) {
 	needGridTools(t)
 	cl := &clips{dir: t.TempDir(), m: map[string][]float32{}}
 	awkward := int64(DefaultConfig().AwkwardSilenceMs)
-	var tuning, heldOut gridScore
+	tuning, heldOut := gridScore{verbose: t.Logf}, gridScore{verbose: t.Logf}
 	for _, cond := range gridConditions() {
 		if *gridFlag != "all" && cond.Seed%6 != 0 && cond.Seed%6 != 3 { // the CI subset: 16 calls, 4 of them held out
 			continue
@@ -445,11 +457,54 @@ func TestGrid(t *testing.T) {
 	all.backFound += heldOut.backFound
 	all.backTrue += heldOut.backTrue
 	t.Logf("all:      %s", &all)
-	if got := all.matchedShare(); got < gridFloor {
-		t.Errorf("turns matched %.1f%%, below the floor of %.0f%% this detector reached", 100*got, 100*gridFloor)
+	// The goals that this detector meets on the whole grid
+	// (docs/audio.md), checked on what ran: the max error goal (60 ms) is
+	// not met yet and is reported, not checked.
+	slices.Sort(all.errs)
+	p50 := all.errs[len(all.errs)/2]
+	if got := all.matchedShare(); got < 0.95 {
+		t.Errorf("turns matched %.1f%%, want ≥ 95%%", 100*got)
+	}
+	if x := float64(all.extra) / float64(max(all.trueTurns, 1)); x > 0.05 {
+		t.Errorf("extra turns %.1f%% of true turns, want ≤ 5%%", 100*x)
+	}
+	if p50 > 20 {
+		t.Errorf("heard-latency |error| p50 %.0f ms, want ≤ 20 ms", p50)
+	}
+	if float64(all.countsExact) < 0.9*float64(all.countCalls) {
+		t.Errorf("talk-over and awkward counts exact on %d of %d calls, want ≥ 90%%", all.countsExact, all.countCalls)
+	}
+	if float64(all.backFound) < 0.8*float64(all.backTrue) {
+		t.Errorf("back-channels found %d of %d, want ≥ 80%%", all.backFound, all.backTrue)
+	}
+	if all.refused > 0 {
+		t.Errorf("%d calls refused: every grid call is above the detector's floor (15 dB SNR)", all.refused)
 	}
 }
 
-// gridFloor is the share of true turns the detector matched on the grid
-// when it was last measured (docs/audio.md); the test fails below it.
-const gridFloor = 0.0
+// TestGridDeterministic: the same file gives the same result, byte for byte.
+func TestGridDeterministic(t *testing.T) {
+	needGridTools(t)
+	cl := &clips{dir: t.TempDir(), m: map[string][]float32{}}
+	cond := gridConditions()[7]
+	c, _ := gridCall(t, cl, cond, int64(DefaultConfig().AwkwardSilenceMs))
+	ogg := encodeGrid(t, cl.dir, c, cond)
+	var out [2][]byte
+	for i := range out {
+		f, err := os.Open(ogg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := Analyze(f, Config{})
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out[i], err = json.Marshal(res); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !bytes.Equal(out[0], out[1]) || len(out[0]) < 100 {
+		t.Errorf("two analyses of one file differ:\n%s\n%s", out[0], out[1])
+	}
+}
