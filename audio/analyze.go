@@ -282,8 +282,11 @@ func (a *analyzer) add(s []float32) {
 func histBin(db float64) int { return min(max(int((db+150)*2), 0), histBins-1) }
 
 // floorOf is the channel's noise floor: the floorPercentile of its recent frames.
-func (a *analyzer) floorOf(ch int) float64 {
-	want := int(floorPercentile*float64(a.nFloor)) + 1
+func (a *analyzer) floorOf(ch int) float64 { return a.percentile(ch, floorPercentile) }
+
+// percentile is the q-th percentile of the channel's recent frames.
+func (a *analyzer) percentile(ch int, q float64) float64 {
+	want := int(q*float64(a.nFloor)) + 1
 	seen := 0
 	for i, n := range a.hist[ch] {
 		if seen += n; seen >= want {
@@ -331,7 +334,10 @@ func (a *analyzer) endFrame() {
 		th := max(floor[ch]+a.cfg.ThresholdDB, a.level[ch]-dynamicRangeDB)
 		on[ch] = e[ch] > a.cfg.MinLevelDB && e[ch] > th
 		// Half the margin follows an utterance's fading end (hysteresis).
-		weak[ch] = e[ch] > a.cfg.MinLevelDB && e[ch] > max(floor[ch]+a.cfg.ThresholdDB/2, a.level[ch]-dynamicRangeDB)
+		// and above the noise's typical flicker (its 30th percentile, the
+		// noise in any window where people pause).
+		weak[ch] = e[ch] > a.cfg.MinLevelDB &&
+			e[ch] > max(floor[ch]+a.cfg.ThresholdDB/2, a.percentile(ch, 0.3)+1.0, a.level[ch]-dynamicRangeDB)
 	}
 	// The agent as it reaches the user's microphone: its loudest frame of
 	// the last bleedFrames (the bleed arrives late).
