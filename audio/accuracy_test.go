@@ -36,6 +36,22 @@ func speech(t testing.TB, dir, voice, text string) []float32 {
 	if out, err := exec.Command("espeak-ng", "-v", voice, "-w", wav, text).CombinedOutput(); err != nil {
 		t.Fatalf("espeak-ng: %v: %s", err, out)
 	}
+	return trimQuiet(wavSamples(t, wav))
+}
+
+// trimQuiet trims a synthesizer's leading and trailing silence: the clip
+// is speech from its first to its last sample above -40 dBFS.
+func trimQuiet(s []float32) []float32 {
+	first, last := slices.IndexFunc(s, loud), len(s)-1
+	for last > first && !loud(s[last]) {
+		last--
+	}
+	return s[first : last+1]
+}
+
+// wavSamples resamples a synthesizer's wav file to 48 kHz mono float32 (sox).
+func wavSamples(t testing.TB, wav string) []float32 {
+	t.Helper()
 	raw, err := exec.Command("sox", "-R", wav, "-t", "f32", "-r", "48000", "-c", "1", "-").Output()
 	if err != nil {
 		t.Fatalf("sox: %v", err)
@@ -44,13 +60,7 @@ func speech(t testing.TB, dir, voice, text string) []float32 {
 	for i := range s {
 		s[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
 	}
-	// Trim espeak's leading and trailing silence: the clip is speech from
-	// its first to its last sample above -40 dBFS.
-	first, last := slices.IndexFunc(s, loud), len(s)-1
-	for last > first && !loud(s[last]) {
-		last--
-	}
-	return s[first : last+1]
+	return s
 }
 
 func loud(v float32) bool { return math.Abs(float64(v)) > 0.01 }

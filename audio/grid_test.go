@@ -111,19 +111,7 @@ func (c *clips) say(t testing.TB, v voice, text string) []float32 {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("%s: %v: %s", v.engine, err, out)
 	}
-	raw, err := exec.Command("sox", "-R", wav, "-t", "f32", "-r", "48000", "-c", "1", "-").Output()
-	if err != nil {
-		t.Fatalf("sox: %v", err)
-	}
-	s := make([]float32, len(raw)/4)
-	for i := range s {
-		s[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
-	}
-	first, last := slices.IndexFunc(s, loud), len(s)-1
-	for last > first && !loud(s[last]) {
-		last--
-	}
-	s = s[first : last+1]
+	s := trimQuiet(wavSamples(t, wav))
 	// Every voice at the same peak, so SNR means the same for each.
 	var peak float32
 	for _, v := range s {
@@ -418,15 +406,7 @@ func TestGrid(t *testing.T) {
 		}
 		c, truth := gridCall(t, cl, cond, awkward)
 		ogg := encodeGrid(t, cl.dir, c, cond)
-		f, err := os.Open(ogg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := Analyze(f, Config{})
-		f.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
+		res := analyzeFile(t, ogg, Config{})
 		set := &tuning
 		if cond.HeldOut {
 			set = &heldOut
@@ -491,16 +471,8 @@ func TestGridDeterministic(t *testing.T) {
 	ogg := encodeGrid(t, cl.dir, c, cond)
 	var out [2][]byte
 	for i := range out {
-		f, err := os.Open(ogg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := Analyze(f, Config{})
-		f.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if out[i], err = json.Marshal(res); err != nil {
+		var err error
+		if out[i], err = json.Marshal(analyzeFile(t, ogg, Config{})); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -299,9 +299,10 @@ type HTTP struct {
 	ReadHeaderTimeout time.Duration `yaml:"read_header_timeout"`
 	// IdleTimeout closes keep-alive connections idle for this long.
 	IdleTimeout time.Duration `yaml:"idle_timeout"`
-	// MaxInflightUploads bounds the recording uploads stored at once; more
-	// wait their turn. Default: the process's cores (GOMAXPROCS), so that in
-	// --role all a burst of uploads cannot starve scoring of CPU.
+	// MaxInflightUploads bounds the recording uploads received and written
+	// at once; more wait their turn. An upload waiting only for its sync to
+	// disk gives its slot back. Default: the process's cores (GOMAXPROCS),
+	// so that in --role all a burst of uploads cannot starve scoring of CPU.
 	MaxInflightUploads int `yaml:"max_inflight_uploads"`
 	// UploadWait is how long an upload may wait for a slot before it is
 	// answered 503 with RetryInfo (the SDK retries).

@@ -154,14 +154,7 @@ func FuzzLoad(f *testing.F) {
 // TestRegressionSettingsFromFile: the detector's settings sit directly under
 // regression: (inline), strictly decoded and validated.
 func TestRegressionSettingsFromFile(t *testing.T) {
-	dir := t.TempDir()
-	write := func(body string) string {
-		p := filepath.Join(dir, "c.yaml")
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := configWriter(t)
 	cfg, err := LoadForTools(write("regression:\n  min_sessions: 40\n  min_effect:\n    e2e_latency_p50_ms: 100\n  version_metadata_key: agent_version\n"), func(string) string { return "" }, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -181,14 +174,7 @@ func TestRegressionSettingsFromFile(t *testing.T) {
 // a secret URL comes from url_env, and a bad target is refused at start-up
 // without the URL in the message.
 func TestAlertTargets(t *testing.T) {
-	dir := t.TempDir()
-	write := func(body string) string {
-		p := filepath.Join(dir, "c.yaml")
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := configWriter(t)
 	env := func(k string) string {
 		if k == "SLACK_URL" {
 			return "https://hooks.slack.com/services/T0/B0/SECRET"
@@ -224,5 +210,17 @@ func TestAlertTargets(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "SECRET") {
 			t.Errorf("%q: %v, want %q (and no secret)", bad, err, want)
 		}
+	}
+}
+
+// configWriter returns a function that writes a config file (the same path
+// each time) and returns its path.
+func configWriter(t *testing.T) func(body string) string {
+	p := filepath.Join(t.TempDir(), "c.yaml")
+	return func(body string) string {
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
 	}
 }

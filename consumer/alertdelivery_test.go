@@ -80,20 +80,8 @@ func TestDriftAlertReachesAlertmanagerAndWebhooks(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := regress.DefaultConfig()
-	calib := cfg.DriftWindow * cfg.DriftCalibration
 	healthy := population.Clean("support", "3")
-	slow := healthy
-	slow.E2EMedianMs = 2600
-	publishCards(t, js, population.Generate(scorer, healthy, 21, calib))
-	publishCards(t, js, population.Generate(scorer, slow, 22, 3*cfg.DriftWindow))
-
-	var fired []wire.Alert
-	waitFor(t, "drift alerts on NATS", func() bool {
-		fired = alertMsgs(t, ns.URL())
-		return hasAlert(fired, regress.KindDrift, regress.MetricE2EP50, wire.AlertFiring)
-	})
-	time.Sleep(time.Second) // the rest of the firing ones
-	fired = alertMsgs(t, ns.URL())
+	fired := driftVersion(t, ns.URL(), healthy, 21)
 	for _, a := range fired {
 		if a.Status != wire.AlertFiring || a.Kind != regress.KindDrift {
 			t.Fatalf("want only drift alerts firing: %v", summary(fired))
@@ -231,22 +219,7 @@ func TestResendRestoresRestartedAlertmanager(t *testing.T) {
 		c.Alerts.Alertmanager.ResendInterval = resend
 		c.Pipeline.RetryBase = 200 * time.Millisecond
 	})
-	js := testenv.JetStream(t, ns.URL())
-	scorer, err := scoring.NewScorer(scoring.DefaultConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := regress.DefaultConfig()
-	healthy := population.Clean("support", "4")
-	slow := healthy
-	slow.E2EMedianMs = 2600
-	publishCards(t, js, population.Generate(scorer, healthy, 31, cfg.DriftWindow*cfg.DriftCalibration))
-	publishCards(t, js, population.Generate(scorer, slow, 32, 3*cfg.DriftWindow))
-	waitFor(t, "drift alerts on NATS", func() bool {
-		return hasAlert(alertMsgs(t, ns.URL()), regress.KindDrift, regress.MetricE2EP50, wire.AlertFiring)
-	})
-	time.Sleep(500 * time.Millisecond)
-	fired := alertMsgs(t, ns.URL())
+	fired := driftVersion(t, ns.URL(), population.Clean("support", "4"), 31)
 
 	am.Start()
 	target := map[string]string{"target": strings.TrimPrefix(am.URL, "http://")}
@@ -297,22 +270,7 @@ func TestRefusedAlertIsDeadLettered(t *testing.T) {
 	_, reg, _ := startWorker(t, ns.URL(), func(c *config.Config) {
 		c.Alerts.Webhooks = []config.AlertWebhook{{Name: "gone", URL: srv.URL + "/gone"}, {Name: "ok", URL: srv.URL + "/ok"}}
 	})
-	js := testenv.JetStream(t, ns.URL())
-	scorer, err := scoring.NewScorer(scoring.DefaultConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := regress.DefaultConfig()
-	healthy := population.Clean("support", "5")
-	slow := healthy
-	slow.E2EMedianMs = 2600
-	publishCards(t, js, population.Generate(scorer, healthy, 41, cfg.DriftWindow*cfg.DriftCalibration))
-	publishCards(t, js, population.Generate(scorer, slow, 42, 3*cfg.DriftWindow))
-	waitFor(t, "drift alerts on NATS", func() bool {
-		return hasAlert(alertMsgs(t, ns.URL()), regress.KindDrift, regress.MetricE2EP50, wire.AlertFiring)
-	})
-	time.Sleep(500 * time.Millisecond)
-	fired := alertMsgs(t, ns.URL())
+	fired := driftVersion(t, ns.URL(), population.Clean("support", "5"), 41)
 	waitFor(t, "a dead letter per alert and every alert at the other webhook", func() bool {
 		return len(streamMsgs(t, ns.URL(), "LKSCORE_DLQ")) == len(fired) && len(hooks.byPath("/ok")) == len(fired)
 	})
@@ -339,4 +297,26 @@ func maxTime(a, b time.Time) time.Time {
 		return b
 	}
 	return a
+}
+
+// driftVersion publishes a version's calibration sessions, then slow ones,
+// waits for its drift alerts and returns every alert on the stream then.
+// seed picks the populations (each test its own).
+func driftVersion(t *testing.T, url string, healthy population.Params, seed uint64) []wire.Alert {
+	t.Helper()
+	js := testenv.JetStream(t, url)
+	scorer, err := scoring.NewScorer(scoring.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := regress.DefaultConfig()
+	slow := healthy
+	slow.E2EMedianMs = 2600
+	publishCards(t, js, population.Generate(scorer, healthy, seed, cfg.DriftWindow*cfg.DriftCalibration))
+	publishCards(t, js, population.Generate(scorer, slow, seed+1, 3*cfg.DriftWindow))
+	waitFor(t, "drift alerts on NATS", func() bool {
+		return hasAlert(alertMsgs(t, url), regress.KindDrift, regress.MetricE2EP50, wire.AlertFiring)
+	})
+	time.Sleep(time.Second) // the rest of the firing ones
+	return alertMsgs(t, url)
 }

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/livekit/protocol/livekit"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -25,23 +24,10 @@ import (
 	"github.com/lkscore/lkscore/wire"
 )
 
-// publishCards puts scorecards on the results stream as the scoring pool
-// does: subject by close reason, session key header and msg id.
+// publishCards puts scorecards on the results stream as the scoring pool does.
 func publishCards(t *testing.T, js jetstream.JetStream, cards []scoring.Scorecard) {
 	t.Helper()
-	subj := wire.NewSubjects("lkscore.", "LKSCORE")
-	for _, c := range cards {
-		data, err := json.Marshal(c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		msg := nats.NewMsg(subj.Result(c.Completion.CloseReason))
-		msg.Data = data
-		msg.Header.Set(wire.HeaderSessionKey, c.Session.Key)
-		if _, err := js.PublishMsg(context.Background(), msg, jetstream.WithMsgID(c.Session.Key+"@"+c.ScoringVersion)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	testenv.PublishCards(t, js, cards, 0)
 }
 
 func alertMsgs(t *testing.T, url string) []wire.Alert {

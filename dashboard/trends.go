@@ -86,19 +86,17 @@ func trend(entries []Entry, from, to time.Time, ss []series, yMax float64, unit 
 	used := map[int]bool{}
 	for i, s := range ss {
 		var pts []string
-		last := Missing
+		last, lastB := Missing, 0
 		for b := range n {
 			if len(vals[i][b]) == 0 {
 				continue
 			}
 			used[b] = true
-			last = quantile(vals[i][b], s.q)
+			last, lastB = quantile(vals[i][b], s.q), b
 			pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(b), y(last)))
 		}
 		if len(pts) == 1 { // one bucket: a short level segment, so the line shows
-			var px, py float64
-			_, _ = fmt.Sscanf(pts[0], "%f,%f", &px, &py)
-			pts = []string{fmt.Sprintf("%.1f,%.1f %.1f,%.1f", px-20, py, px+20, py)}
+			pts = []string{fmt.Sprintf("%.1f,%.1f %.1f,%.1f", x(lastB)-20, y(last), x(lastB)+20, y(last))}
 		}
 		c.Lines = append(c.Lines, Line{Name: s.name, Class: fmt.Sprintf("c%d", i%4), Points: strings.Join(pts, " "), Last: last})
 	}

@@ -17,13 +17,15 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/internal/population"
+	"github.com/lkscore/lkscore/internal/testenv"
 	"github.com/lkscore/lkscore/regress"
 	"github.com/lkscore/lkscore/scoring"
 	"github.com/lkscore/lkscore/wire"
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // browser starts headless Chromium (Debian's chromium package) through
@@ -102,32 +104,7 @@ func navigate(t *testing.T, ctx context.Context, url string) {
 // does, spread over spread so the trend charts get more than one bucket.
 func publishCards(t *testing.T, natsURL string, cards []scoring.Scorecard, spread time.Duration) {
 	t.Helper()
-	nc, err := nats.Connect(natsURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	subj := wire.Default()
-	for i, c := range cards {
-		data, err := json.Marshal(c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		msg := nats.NewMsg(subj.Result(c.Completion.CloseReason))
-		msg.Data = data
-		msg.Header.Set(wire.HeaderSessionKey, c.Session.Key)
-		msg.Header.Set(wire.HeaderAgentName, c.Session.AgentName)
-		if _, err := js.PublishMsg(context.Background(), msg, jetstream.WithMsgID(c.Session.Key+"@"+c.ScoringVersion)); err != nil {
-			t.Fatal(err)
-		}
-		if spread > 0 && i%10 == 9 {
-			time.Sleep(spread / time.Duration(len(cards)/10+1))
-		}
-	}
+	testenv.PublishCards(t, testenv.JetStream(t, natsURL), cards, spread)
 }
 
 // fitsWidth reports whether the page fits the window without scrolling

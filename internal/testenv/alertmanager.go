@@ -42,20 +42,8 @@ type AMAlert struct {
 
 func alertmanagerPath(t testing.TB) string {
 	t.Helper()
-	if p, err := exec.LookPath("alertmanager"); err == nil {
-		return p
-	}
-	gopath, _ := exec.Command("go", "env", "GOPATH").Output()
-	p := filepath.Join(strings.TrimSpace(string(gopath)), "bin", "alertmanager")
-	if _, err := os.Stat(p); err == nil {
-		return p
-	}
-	msg := "alertmanager not found: build it with `bash tools/install-alertmanager.sh`"
-	if os.Getenv("LKSCORE_REQUIRE_ALERTMANAGER") != "" || os.Getenv("CI") != "" {
-		t.Fatal(msg)
-	}
-	t.Skip("SKIPPING ALERTMANAGER TESTS: " + msg)
-	return ""
+	return toolPath(t, "alertmanager", "build it with `bash tools/install-alertmanager.sh`", "LKSCORE_REQUIRE_ALERTMANAGER",
+		"SKIPPING ALERTMANAGER TESTS")
 }
 
 // StartAlertmanager starts Alertmanager on a free loopback port, without

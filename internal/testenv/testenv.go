@@ -6,6 +6,7 @@ package testenv
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -25,6 +26,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lkscore/lkscore/config"
+	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/wire"
 )
 
 // NATS is an embedded NATS server that a test can stop and restart on the
@@ -94,19 +97,28 @@ type S3 struct {
 // set turn its absence into a failure instead of a loud skip.
 func versitygwPath(t testing.TB) string {
 	t.Helper()
-	if p, err := exec.LookPath("versitygw"); err == nil {
+	return toolPath(t, "versitygw", "install it with `go install github.com/versity/versitygw/cmd/versitygw@v1.8.0`",
+		"LKSCORE_REQUIRE_S3", "SKIPPING S3 TESTS")
+}
+
+// toolPath finds a test's server binary on PATH or in GOPATH/bin. Without
+// it the test skips with skip and how to install it, or fails when
+// requireEnv or CI is set.
+func toolPath(t testing.TB, bin, install, requireEnv, skip string) string {
+	t.Helper()
+	if p, err := exec.LookPath(bin); err == nil {
 		return p
 	}
 	gopath, _ := exec.Command("go", "env", "GOPATH").Output()
-	p := filepath.Join(strings.TrimSpace(string(gopath)), "bin", "versitygw")
+	p := filepath.Join(strings.TrimSpace(string(gopath)), "bin", bin)
 	if _, err := os.Stat(p); err == nil {
 		return p
 	}
-	msg := "versitygw not found: install it with `go install github.com/versity/versitygw/cmd/versitygw@v1.8.0`"
-	if os.Getenv("LKSCORE_REQUIRE_S3") != "" || os.Getenv("CI") != "" {
+	msg := bin + " not found: " + install
+	if os.Getenv(requireEnv) != "" || os.Getenv("CI") != "" {
 		t.Fatal(msg)
 	}
-	t.Skip("SKIPPING S3 TESTS: " + msg)
+	t.Skip(skip + ": " + msg)
 	return ""
 }
 
@@ -237,4 +249,29 @@ func FreeAddr(t testing.TB) string {
 	}
 	defer ln.Close()
 	return ln.Addr().String()
+}
+
+// PublishCards puts scorecards on the results stream as the scoring pool
+// does (subject by close reason, the session key and agent headers, the
+// msg id <key>@<scoring version>); a spread above 0 paces them over that
+// long, so the dashboard's trends get more than one bucket.
+func PublishCards(t testing.TB, js jetstream.JetStream, cards []scoring.Scorecard, spread time.Duration) {
+	t.Helper()
+	subj := wire.Default()
+	for i, c := range cards {
+		data, err := json.Marshal(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		msg := nats.NewMsg(subj.Result(c.Completion.CloseReason))
+		msg.Data = data
+		msg.Header.Set(wire.HeaderSessionKey, c.Session.Key)
+		msg.Header.Set(wire.HeaderAgentName, c.Session.AgentName)
+		if _, err := js.PublishMsg(context.Background(), msg, jetstream.WithMsgID(c.Session.Key+"@"+c.ScoringVersion)); err != nil {
+			t.Fatal(err)
+		}
+		if spread > 0 && i%10 == 9 {
+			time.Sleep(spread / time.Duration(len(cards)/10+1))
+		}
+	}
 }
