@@ -42,10 +42,7 @@ func Forget(ctx context.Context, js jetstream.JetStream, s wire.Subjects, st for
 	if !ok || room == "" || job == "" {
 		return []ForgetStep{{Place: "session key", Err: fmt.Sprintf("%q is not room_id/job_id", sessionKey)}}
 	}
-	factsJob := job
-	if strings.HasPrefix(job, "h-") {
-		factsJob = ""
-	}
+	factsJob := recording.FactsJobID(job)
 	var steps []ForgetStep
 	var ref *RecordingRef
 	kv, err := js.KeyValue(ctx, s.SessionFacts())

@@ -159,7 +159,7 @@ func (l *locator) jobEnded(ctx context.Context, ev *livekit.WebhookEvent) error 
 		if v.JobID == job.GetId() {
 			return l.record(ctx, f)
 		}
-		if strings.HasPrefix(v.JobID, "h-") {
+		if recording.IsLegacyJobID(v.JobID) {
 			legacy = append(legacy, f)
 		}
 	}

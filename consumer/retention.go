@@ -88,11 +88,7 @@ func (r *retention) sweep(ctx context.Context) (int, error) {
 			continue
 		}
 		v, _ := r.layout.Match(dir + recording.ObjectHeader)
-		job := v.JobID
-		if len(job) > 2 && job[:2] == "h-" {
-			job = ""
-		}
-		f, _, err := r.facts.get(ctx, factsKey(v.RoomID, job))
+		f, _, err := r.facts.get(ctx, factsKey(v.RoomID, recording.FactsJobID(v.JobID)))
 		if err != nil {
 			return n, err
 		}

@@ -220,10 +220,7 @@ func redactItems(items []scoring.Item) {
 // factsOf returns the facts of a scorecard's session key.
 func factsOf(ctx context.Context, facts *factStore, key string) (*SessionFacts, error) {
 	room, job, _ := strings.Cut(key, "/")
-	if strings.HasPrefix(job, "h-") {
-		job = ""
-	}
-	f, _, err := facts.get(ctx, factsKey(room, job))
+	f, _, err := facts.get(ctx, factsKey(room, recording.FactsJobID(job)))
 	return f, err
 }
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/livekit/protocol/livekit"
@@ -63,8 +64,26 @@ func SessionKey(roomID, jobID string, headerBytes []byte) string {
 		return roomID + "/" + jobID
 	}
 	sum := sha256.Sum256(headerBytes)
-	return roomID + "/h-" + hex.EncodeToString(sum[:8])
+	return roomID + "/" + legacyJobPrefix + hex.EncodeToString(sum[:8])
 }
+
+// legacyJobPrefix starts the job part SessionKey makes for a header without
+// a job_id.
+const legacyJobPrefix = "h-"
+
+// FactsJobID returns the job id a session's facts are keyed by: the job id
+// itself, or "" for SessionKey's header-hash stand-in, whose session has no
+// job to key facts by.
+func FactsJobID(job string) string {
+	if strings.HasPrefix(job, legacyJobPrefix) {
+		return ""
+	}
+	return job
+}
+
+// IsLegacyJobID reports whether job is SessionKey's stand-in for a header
+// without a job_id.
+func IsLegacyJobID(job string) bool { return strings.HasPrefix(job, legacyJobPrefix) }
 
 // NewSession parses header bytes into a Session (no chat history yet).
 func NewSession(headerBytes []byte, lim Limits) (*Session, error) {
