@@ -32,8 +32,9 @@ import (
 	"github.com/lkscore/lkscore/wire"
 )
 
-// Daemon runs ingest: the webhook and collector server, the ops server, and
-// the NATS connection (embedded server when no URL is configured).
+// Daemon is one lkscore process: the NATS connection (an embedded server when
+// no URL is configured), the ops server, and the parts its role runs: ingest
+// (the webhook, collector and OTLP server) and the pipeline's stages.
 type Daemon struct {
 	cfg      config.Config
 	log      *slog.Logger

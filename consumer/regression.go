@@ -78,7 +78,7 @@ type regressor struct {
 
 func tok(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
 
-// HistoryKey, IndexKey, StateKey and BaselineKey name the detector's KV entries.
+// HistoryKey, indexKey, stateKey and BaselineKey name the detector's KV entries.
 func HistoryKey(k regress.Key) string {
 	return "h." + tok(k.Agent) + "." + tok(k.Version) + "." + tok(k.ScoringVersion)
 }
