@@ -125,7 +125,8 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 		return err
 	}
 	if d.cfg.Runs(config.RoleWorker) {
-		d.pipeline, err = startPipeline(ctx, pipelineDeps{cfg: d.cfg, nc: d.nc, js: js, store: st, facts: facts, metrics: d.pmetrics, log: d.log, now: time.Now})
+		d.pipeline, err = startPipeline(ctx, pipelineDeps{cfg: d.cfg, nc: d.nc, js: js, store: st, facts: facts, metrics: d.pmetrics, log: d.log,
+			now: time.Now})
 		if err != nil {
 			return err
 		}

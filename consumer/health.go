@@ -37,7 +37,8 @@ type health struct {
 	wake      chan struct{}
 }
 
-func newHealth(nc *nats.Conn, probe func(context.Context) error, interval, probeTimeout time.Duration, up *prometheus.GaugeVec, log *slog.Logger) *health {
+func newHealth(nc *nats.Conn, probe func(context.Context) error, interval, probeTimeout time.Duration, up *prometheus.GaugeVec,
+	log *slog.Logger) *health {
 	h := &health{nc: nc, probe: probe, interval: interval, probeTimeout: probeTimeout, upEvery: max(5*time.Second, interval), up: up, log: log,
 		wake: make(chan struct{}, 1)}
 	up.WithLabelValues("store").Set(1)

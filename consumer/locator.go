@@ -230,7 +230,8 @@ func (l *locator) jobObservations(job *livekit.Job) []Observation {
 		if jobErr != "" {
 			evidence += " (" + jobErr + ")"
 		}
-		obs = append(obs, Observation{Field: fieldCloseReason, Value: agent.CloseReason_CR_ERROR.String(), Source: sourceJobStatus, Evidence: evidence})
+		obs = append(obs, Observation{Field: fieldCloseReason, Value: agent.CloseReason_CR_ERROR.String(), Source: sourceJobStatus,
+			Evidence: evidence})
 	}
 	return slices.DeleteFunc(obs, func(o Observation) bool { return o.Value == "" })
 }
@@ -294,10 +295,12 @@ func (l *locator) recordingUpdate(s *recording.Session, ref *RecordingRef, job *
 			Source: sourceSummary, Evidence: "summary: close_reason=" + s.CloseReason})
 	}
 	if v := s.Summary.SDK; v != "" {
-		u.observations = append(u.observations, Observation{Field: fieldSDKLanguage, Value: bounded(v, 32), Source: sourceHeader, Evidence: "summary sdk"})
+		u.observations = append(u.observations, Observation{Field: fieldSDKLanguage, Value: bounded(v, 32), Source: sourceHeader,
+			Evidence: "summary sdk"})
 	}
 	if v := s.Summary.SDKVersion; v != "" {
-		u.observations = append(u.observations, Observation{Field: fieldSDKVersion, Value: bounded(v, 32), Source: sourceHeader, Evidence: "summary sdk_version"})
+		u.observations = append(u.observations, Observation{Field: fieldSDKVersion, Value: bounded(v, 32), Source: sourceHeader,
+			Evidence: "summary sdk_version"})
 	}
 	if s.Simulated {
 		u.observations = append(u.observations, Observation{Field: fieldSimulated, Value: "true", Source: sourceHeader})

@@ -111,7 +111,9 @@ func newPipelineMetrics(reg prometheus.Registerer) *pipelineMetrics {
 			Name: "lkscore_pipeline_dead_lettered_total", Help: "Messages dead-lettered, by stage and reason.",
 		}, []string{"stage", "reason"}),
 		sessions: f.NewCounterVec(prometheus.CounterOpts{
-			Name: "lkscore_sessions_located_total", Help: "Session work items published by close reason; selected=false when this deployment's pool does not score that reason (the stream keeps them).",
+			Name: "lkscore_sessions_located_total",
+			Help: "Session work items published by close reason; selected=false when this deployment's pool does not score that reason " +
+				"(the stream keeps them).",
 		}, []string{"close_reason", "selected"}),
 		duration: f.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "lkscore_pipeline_duration_seconds", Help: "Time to process one message, by stage.",

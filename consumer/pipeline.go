@@ -162,7 +162,8 @@ func startPipeline(ctx context.Context, d pipelineDeps) (*pipeline, error) {
 	d.metrics.quality.setMaxAgents(cfg.Metrics.MaxAgents)
 	shared := &storeCheck{own: d.store.Identity(), metric: d.metrics.storeNotShared, log: d.log, now: d.now}
 	loc, err := newLocator(locatorOptions{js: d.js, facts: d.facts, kv: kv, store: d.store, layout: layout, subjects: subj,
-		cfg: cfg.Pipeline, shared: shared, limits: cfg.Limits, lp: recording.LocationParser{Endpoint: cfg.S3.Endpoint, ForcePathStyle: cfg.S3.ForcePathStyle},
+		cfg: cfg.Pipeline, shared: shared, limits: cfg.Limits, lp: recording.LocationParser{Endpoint: cfg.S3.Endpoint,
+			ForcePathStyle: cfg.S3.ForcePathStyle},
 		timeouts: to, metrics: d.metrics, log: d.log, now: d.now,
 		version: versionFromMetadata{key: cfg.Regression.VersionMetadataKey, prefix: regress.MetadataVersionTag}})
 	if err != nil {
@@ -269,7 +270,8 @@ func startPipeline(ctx context.Context, d pipelineDeps) (*pipeline, error) {
 		p.goLoop(func() { ret.run(bgCtx) })
 	}
 	if am := cfg.Alerts.Alertmanager; reg != nil && len(am.URLs) > 0 {
-		rs := &resender{kv: reg.kv, interval: am.ResendInterval, timeout: cfg.Alerts.Timeout, metrics: d.metrics.alertMetrics(), log: d.log, now: d.now}
+		rs := &resender{kv: reg.kv, interval: am.ResendInterval, timeout: cfg.Alerts.Timeout, metrics: d.metrics.alertMetrics(), log: d.log,
+			now: d.now}
 		for _, u := range am.URLs {
 			rs.ams = append(rs.ams, notify.NewAlertmanager(u, alertClient, cfg.Alerts.ExternalURL, 4*am.ResendInterval))
 		}

@@ -194,7 +194,8 @@ func timeline(items []scoring.Item) Timeline {
 	t.Duration = t1 - t0
 	scale := (t.W - tlLeft - 10) / math.Max(t.Duration, 1)
 	for _, v := range ivs {
-		t.Spans = append(t.Spans, Span{ID: fmt.Sprintf("tl-%d", v.item), Lane: v.lane, X: tlLeft + (v.start-t0)*scale, W: math.Max((v.end-v.start)*scale, 2),
+		t.Spans = append(t.Spans, Span{ID: fmt.Sprintf("tl-%d", v.item), Lane: v.lane, X: tlLeft + (v.start-t0)*scale,
+			W: math.Max((v.end-v.start)*scale, 2),
 			Y: float64(v.lane) * (laneH + laneGap), H: laneH, Class: v.class, Title: v.title})
 	}
 	stepS := niceStep(t.Duration)
@@ -244,7 +245,8 @@ func heardTimeline(au *scoring.Audio) Timeline {
 	scale := (t.W - tlLeft - 10) / math.Max(t.Duration, 1)
 	for lane, segs := range [][]scoring.AudioSegment{au.UserSegments, au.AgentSegments} {
 		for _, s := range segs {
-			t.Spans = append(t.Spans, Span{Lane: lane, X: tlLeft + float64(s.StartMs)/1000*scale, W: math.Max(float64(s.EndMs-s.StartMs)/1000*scale, 2),
+			t.Spans = append(t.Spans, Span{Lane: lane, X: tlLeft + float64(s.StartMs)/1000*scale, W: math.Max(float64(s.EndMs-s.StartMs)/1000*scale,
+				2),
 				Y: float64(lane) * (laneH + laneGap), H: laneH, Class: []string{"user", "agent"}[lane] + " heard",
 				Title: fmt.Sprintf("heard %s speech %d–%d ms", []string{"user", "agent"}[lane], s.StartMs, s.EndMs)})
 		}
@@ -254,7 +256,8 @@ func heardTimeline(au *scoring.Audio) Timeline {
 		t.Spans = append(t.Spans, Span{ID: fmt.Sprintf("heard-%d", i), Lane: 1, X: tlLeft + float64(tr.AgentStartMs)/1000*scale, W: 2,
 			Y: laneH + laneGap, H: laneH, Class: "turn-mark", Title: fmt.Sprintf("heard turn %d: latency %d ms", i, tr.HeardLatencyMs)})
 		if tr.HeardLatencyMs < 0 {
-			t.Spans = append(t.Spans, Span{Lane: 1, X: tlLeft + float64(tr.AgentStartMs)/1000*scale, W: math.Max(float64(-tr.HeardLatencyMs)/1000*scale, 2),
+			t.Spans = append(t.Spans, Span{Lane: 1, X: tlLeft + float64(tr.AgentStartMs)/1000*scale,
+				W: math.Max(float64(-tr.HeardLatencyMs)/1000*scale, 2),
 				Y: laneH + laneGap, H: laneH, Class: "agent interrupted", Title: fmt.Sprintf("talk-over: %d ms", -tr.HeardLatencyMs)})
 		}
 	}

@@ -93,7 +93,8 @@ func multipartBoundary(br *bufio.Reader, contentType string) (string, error) {
 		return "", parseErr(PartMultipart, -1, 0, fmt.Errorf("empty object: %w", err))
 	}
 	if !bytes.HasPrefix(line, []byte("--")) {
-		return "", parseErr(PartMultipart, -1, 0, fmt.Errorf("no content type and the object does not start with a multipart boundary: %w", ErrNotMultipart))
+		return "", parseErr(PartMultipart, -1, 0, fmt.Errorf("no content type and the object does not start with a multipart boundary: %w",
+			ErrNotMultipart))
 	}
 	end := bytes.IndexAny(line, "\r\n")
 	if end < 3 {

@@ -160,7 +160,8 @@ type CodeShare struct {
 func Compare(baseline, current []Sample, cfg Config) Comparison {
 	cfg = cfg.withDefaults()
 	if len(current) < cfg.MinSessions || len(baseline) < cfg.MinSessions {
-		return Comparison{Why: fmt.Sprintf("%d sessions against %d in the baseline; at least %d each are needed", len(current), len(baseline), cfg.MinSessions)}
+		return Comparison{Why: fmt.Sprintf("%d sessions against %d in the baseline; at least %d each are needed", len(current), len(baseline),
+			cfg.MinSessions)}
 	}
 	out := Comparison{Judged: true}
 	var ps []float64

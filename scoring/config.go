@@ -122,7 +122,8 @@ func (c Config) Validate() error {
 		"audio.yield_ms": c.Audio.YieldMs, "audio.disagreement_ms": c.Audio.DisagreementMs, "audio.awkward_silence_ms": c.Audio.AwkwardSilenceMs} {
 		nonneg(key, v)
 	}
-	for key, v := range map[string]float64{"transcript.low_confidence": c.Transcript.LowConfidence, "transcript.mean_confidence_min": c.Transcript.MeanConfidenceMin} {
+	for key, v := range map[string]float64{"transcript.low_confidence": c.Transcript.LowConfidence,
+		"transcript.mean_confidence_min": c.Transcript.MeanConfidenceMin} {
 		if v < 0 || v > 1 || math.IsNaN(v) {
 			add("scoring.%s: must be within 0..1, got %v", key, v)
 		}
@@ -131,7 +132,8 @@ func (c Config) Validate() error {
 	for _, p := range []struct {
 		name      string
 		good, bad float64
-	}{{"e2e", l.E2EGoodMs, l.E2EBadMs}, {"ttft", l.TTFTGoodMs, l.TTFTBadMs}, {"ttfb", l.TTFBGoodMs, l.TTFBBadMs}, {"stt_delay", l.STTDelayGoodMs, l.STTDelayBadMs}} {
+	}{{"e2e", l.E2EGoodMs, l.E2EBadMs}, {"ttft", l.TTFTGoodMs, l.TTFTBadMs}, {"ttfb", l.TTFBGoodMs, l.TTFBBadMs}, {"stt_delay",
+		l.STTDelayGoodMs, l.STTDelayBadMs}} {
 		nonneg("latency."+p.name+"_good_ms", p.good)
 		if !(p.bad > p.good) {
 			add("scoring.latency.%s_bad_ms: must be above %s_good_ms (%v), got %v", p.name, p.name, p.good, p.bad)

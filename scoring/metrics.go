@@ -83,7 +83,8 @@ func (a *analysis) metrics(cfg Config) Metrics {
 	m.InterruptionsPerMin = round(perMinute(m.Interruptions, a.duration))
 
 	e2e := a.e2e
-	m.E2ELatencyMs, m.E2ELatencyP50Ms, m.E2ELatencyP95Ms, m.E2ELatencyP99Ms, m.E2ELatencyMaxMs = e2e.mean(), e2e.stat(50), e2e.stat(95), e2e.stat(99), e2e.stat(100)
+	m.E2ELatencyMs, m.E2ELatencyP50Ms, m.E2ELatencyP95Ms, m.E2ELatencyP99Ms, m.E2ELatencyMaxMs = e2e.mean(), e2e.stat(50), e2e.stat(95),
+		e2e.stat(99), e2e.stat(100)
 	m.E2ELatencyOver = e2e.over(cfg.Latency.E2ETurnMs)
 	for _, i := range a.agents {
 		if items[i].E2ELatency == nil && a.prevUser[i] >= 0 {
@@ -95,9 +96,11 @@ func (a *analysis) metrics(cfg Config) Metrics {
 	ttfb := a.ttfb
 	m.TTFBMs, m.TTFBP50Ms, m.TTFBP95Ms, m.TTFBP99Ms, m.TTFBMaxMs = ttfb.mean(), ttfb.stat(50), ttfb.stat(95), ttfb.stat(99), ttfb.stat(100)
 	stt := a.stt
-	m.STTDelayMs, m.STTDelayP50Ms, m.STTDelayP95Ms, m.STTDelayP99Ms, m.STTDelayMaxMs = stt.mean(), stt.stat(50), stt.stat(95), stt.stat(99), stt.stat(100)
+	m.STTDelayMs, m.STTDelayP50Ms, m.STTDelayP95Ms, m.STTDelayP99Ms, m.STTDelayMaxMs = stt.mean(), stt.stat(50), stt.stat(95), stt.stat(99),
+		stt.stat(100)
 	eot := a.eot
-	m.EndOfTurnDelayP50Ms, m.EndOfTurnDelayP95Ms, m.EndOfTurnDelayP99Ms, m.EndOfTurnDelayMaxMs = eot.stat(50), eot.stat(95), eot.stat(99), eot.stat(100)
+	m.EndOfTurnDelayP50Ms, m.EndOfTurnDelayP95Ms, m.EndOfTurnDelayP99Ms, m.EndOfTurnDelayMaxMs = eot.stat(50), eot.stat(95), eot.stat(99),
+		eot.stat(100)
 	m.EndOfTurnDelayOver = eot.over(cfg.Turns.EndOfTurnDelayMs)
 
 	var confSum float64

@@ -42,7 +42,8 @@ func baselineCommand(getenv func(string) string, stdout io.Writer) *cli.Command 
 					key := regress.Key{Agent: c.String("agent"), Version: c.String("version"), ScoringVersion: sv}
 					e, err := kv.Get(ctx, consumer.HistoryKey(key))
 					if errors.Is(err, jetstream.ErrKeyNotFound) {
-						return exitError{code: 1, err: fmt.Errorf("no history for %s: no scorecard of this agent, version and scoring version yet", key)}
+						return exitError{code: 1, err: fmt.Errorf("no history for %s: no scorecard of this agent, version and scoring version yet",
+							key)}
 					}
 					if err != nil {
 						return exitError{code: 1, err: err}
@@ -56,7 +57,8 @@ func baselineCommand(getenv func(string) string, stdout io.Writer) *cli.Command 
 					if _, err := kv.Put(ctx, consumer.BaselineKey(key.Agent, sv), data); err != nil {
 						return exitError{code: 1, err: fmt.Errorf("seal: %w", err)}
 					}
-					_, err = fmt.Fprintf(stdout, "sealed %s: agent %s, version %s, %d sessions, scoring %s\n", b.ID, b.Agent, b.Version, len(b.Samples), sv)
+					_, err = fmt.Fprintf(stdout, "sealed %s: agent %s, version %s, %d sessions, scoring %s\n", b.ID, b.Agent, b.Version, len(b.Samples),
+						sv)
 					return err
 				},
 			},
@@ -131,7 +133,8 @@ func baselineKV(ctx context.Context, c *cli.Command, getenv func(string) string)
 	kv, err := js.KeyValue(ctx, subj.RegressionBucket())
 	if err != nil {
 		closeFn()
-		return nil, "", nil, exitError{code: 1, err: fmt.Errorf("regression bucket %s: %w (has a worker with regression.enabled run yet?)", subj.RegressionBucket(), err)}
+		return nil, "", nil, exitError{code: 1, err: fmt.Errorf("regression bucket %s: %w (has a worker with regression.enabled run yet?)",
+			subj.RegressionBucket(), err)}
 	}
 	return kv, sv, closeFn, nil
 }
@@ -144,7 +147,8 @@ func sealedBaseline(ctx context.Context, c *cli.Command, getenv func(string) str
 	defer closeFn()
 	e, err := kv.Get(ctx, consumer.BaselineKey(c.String("agent"), sv))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return regress.Baseline{}, exitError{code: 1, err: fmt.Errorf("no sealed baseline for agent %s (scoring %s): lkscore baseline seal first", c.String("agent"), sv)}
+		return regress.Baseline{}, exitError{code: 1, err: fmt.Errorf("no sealed baseline for agent %s (scoring %s): lkscore baseline seal first",
+			c.String("agent"), sv)}
 	}
 	if err != nil {
 		return regress.Baseline{}, exitError{code: 1, err: err}

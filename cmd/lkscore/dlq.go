@@ -46,7 +46,8 @@ func dlqCommand(getenv func(string) string, stdout io.Writer) *cli.Command {
 			},
 			{
 				Name: "replay", Usage: "re-publish dead letters to their original subject (after a fix), then delete them",
-				Flags: append(flags, &cli.Uint64SliceFlag{Name: "seq", Usage: "dead letter sequence numbers"}, &cli.BoolFlag{Name: "all", Usage: "every dead letter (of --stage)"}),
+				Flags: append(flags, &cli.Uint64SliceFlag{Name: "seq", Usage: "dead letter sequence numbers"}, &cli.BoolFlag{Name: "all",
+					Usage: "every dead letter (of --stage)"}),
 				Action: func(ctx context.Context, c *cli.Command) error {
 					admin, closeFn, err := dlqAdmin(ctx, c, getenv)
 					if err != nil {
@@ -141,7 +142,8 @@ func printDeadLetters(w io.Writer, dls []consumer.DeadLetter, asJSON bool) error
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SEQ\tSTAGE\tAT\tDELIVERIES\tSUBJECT\tSESSION\tERROR")
 	for _, dl := range dls {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\t%s\n", dl.Seq, dl.Stage, dl.At.Format(time.RFC3339), dl.Deliveries, dl.Subject, dl.SessionKey, dl.Error)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\t%s\n", dl.Seq, dl.Stage, dl.At.Format(time.RFC3339), dl.Deliveries, dl.Subject, dl.SessionKey,
+			dl.Error)
 	}
 	return tw.Flush()
 }

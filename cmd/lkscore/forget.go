@@ -30,7 +30,9 @@ func forgetCommand(getenv func(string) string, stdout io.Writer) *cli.Command {
 		),
 		Action: func(ctx context.Context, c *cli.Command) error {
 			if room, job, ok := strings.Cut(c.String("session"), "/"); !ok || room == "" || job == "" || strings.Contains(job, "/") {
-				return exitError{code: 2, err: fmt.Errorf("forget: --session %q is not a session key: want room_id/job_id, e.g. RM_xxx/AJ_yyy (as in a scorecard's session.key)", c.String("session"))}
+				return exitError{code: 2,
+					err: fmt.Errorf("forget: --session %q is not a session key: want room_id/job_id, e.g. RM_xxx/AJ_yyy (as in a scorecard's session.key)",
+						c.String("session"))}
 			}
 			asJSON, err := offline.WantJSON(c)
 			if err != nil {

@@ -30,7 +30,8 @@ func tailCommand(getenv func(string) string, stdout, stderr io.Writer) *cli.Comm
 			&cli.StringFlag{Name: "agent", Usage: "only this agent name"},
 			&cli.StringFlag{Name: "since", Usage: "replay from a point in time: a duration (1h) or an RFC 3339 time; default: only new scorecards"},
 			&cli.IntFlag{Name: "limit", Usage: "stop after this many scorecards (0: follow until interrupted)"},
-			&cli.BoolFlag{Name: "alerts", Usage: "follow regression, drift and failure alerts instead of scorecards (--agent, --json, --since and --limit apply)"},
+			&cli.BoolFlag{Name: "alerts",
+				Usage: "follow regression, drift and failure alerts instead of scorecards (--agent, --json, --since and --limit apply)"},
 		),
 		Action: func(ctx context.Context, c *cli.Command) error {
 			f, err := tailFilterFrom(c)

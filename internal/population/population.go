@@ -69,7 +69,8 @@ func session(rng *rand.Rand, p Params, key string) scoring.Session {
 		if p.ToolEvery > 0 && i%p.ToolEvery == 0 {
 			call := fmt.Sprintf("call_%d", i)
 			items = append(items,
-				scoring.Item{ID: next(), Type: scoring.TypeFunctionCall, CreatedAt: t + 0.1, CallID: call, Name: "lookup_booking", Arguments: `{"day":"friday"}`},
+				scoring.Item{ID: next(), Type: scoring.TypeFunctionCall, CreatedAt: t + 0.1, CallID: call, Name: "lookup_booking",
+					Arguments: `{"day":"friday"}`},
 				scoring.Item{ID: next(), Type: scoring.TypeFunctionCallOutput, CreatedAt: t + 0.4, CallID: call, Name: "lookup_booking",
 					Output: `{"slots":["14:00"]}`, IsError: rng.Float64() < p.ToolErrorRate})
 		}
@@ -78,7 +79,8 @@ func session(rng *rand.Rand, p Params, key string) scoring.Session {
 		end := start + 2 + rng.Float64()*2
 		items = append(items, scoring.Item{ID: next(), Type: scoring.TypeMessage, CreatedAt: start, Role: "assistant",
 			Text: "Friday afternoon has 14:00 free. Shall I book it?", Interrupted: rng.Float64() < p.InterruptRate,
-			HasMetrics: true, StartedSpeakingAt: f(start), StoppedSpeakingAt: f(end), LLMNodeTTFT: f(e2e * 0.4), TTSNodeTTFB: f(e2e * 0.2), E2ELatency: f(e2e)})
+			HasMetrics: true, StartedSpeakingAt: f(start), StoppedSpeakingAt: f(end), LLMNodeTTFT: f(e2e * 0.4), TTSNodeTTFB: f(e2e * 0.2),
+			E2ELatency: f(e2e)})
 		t = end + 0.5
 	}
 	reason := "CR_PARTICIPANT_DISCONNECTED"
