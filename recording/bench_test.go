@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"testing"
+
+	"github.com/lkscore/lkscore/scoring"
 )
 
 var updateFixture = flag.Bool("update-fixture", false, "rewrite "+historyFixture)
@@ -81,7 +83,7 @@ func TestRealisticHistoryParses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(data) < 200<<10 || h.Counts[TypeMessage] != 400 || h.Counts[TypeFunctionCall] != 50 || len(h.Problems) != 0 {
+	if len(data) < 200<<10 || h.Counts[scoring.TypeMessage] != 400 || h.Counts[scoring.TypeFunctionCall] != 50 || len(h.Problems) != 0 {
 		t.Fatalf("%d bytes, counts %v, problems %v", len(data), h.Counts, h.Problems)
 	}
 }

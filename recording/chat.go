@@ -14,15 +14,9 @@ const (
 	DefaultMaxChatItems = 100_000
 )
 
-// Item types of chat_history.json, from both SDKs.
-const (
-	TypeMessage            = "message"
-	TypeFunctionCall       = "function_call"
-	TypeFunctionCallOutput = "function_call_output"
-	TypeAgentHandoff       = "agent_handoff"
-	TypeAgentConfigUpdate  = "agent_config_update"
-	TypeUnknown            = "unknown"
-)
+// TypeUnknown is the type of a chat_history.json item neither SDK writes;
+// the known types are scoring's (scoring.TypeMessage…).
+const TypeUnknown = "unknown"
 
 // ChatLimits bound ParseChatHistory.
 type ChatLimits struct {

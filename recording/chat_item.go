@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+
+	"github.com/lkscore/lkscore/scoring"
 )
 
 // rawItem is one chat item as either SDK writes it. Numbers are float64
@@ -214,7 +216,7 @@ func (p *chatParser) add(i int, raw *rawItem) {
 		}
 	}
 	switch raw.Type {
-	case TypeMessage:
+	case scoring.TypeMessage:
 		content, ok := raw.contentList, true
 		if !raw.contentSet {
 			content, ok = contentStrings(raw.Content, p.unmarshal)
@@ -227,15 +229,15 @@ func (p *chatParser) add(i int, raw *rawItem) {
 		if c := pickNum(raw.TConf, raw.TConfC); !math.IsNaN(c) {
 			it.TranscriptConfidence = p.metrics.float(c)
 		}
-	case TypeFunctionCall:
+	case scoring.TypeFunctionCall:
 		it.CallID, it.Name = pick(raw.CallID, raw.CallIDC), raw.Name
 		it.Arguments, it.GroupID = pick(raw.Arguments, raw.Args), pick(raw.GroupID, raw.GroupIDC)
-	case TypeFunctionCallOutput:
+	case scoring.TypeFunctionCallOutput:
 		it.CallID, it.Name, it.Output = pick(raw.CallID, raw.CallIDC), raw.Name, raw.Output
 		it.IsError = raw.IsError || raw.IsErrorC
-	case TypeAgentHandoff:
+	case scoring.TypeAgentHandoff:
 		it.OldAgentID, it.NewAgentID = pick(raw.OldAgentID, raw.OldAgentIDC), pick(raw.NewAgentID, raw.NewAgentIDC)
-	case TypeAgentConfigUpdate:
+	case scoring.TypeAgentConfigUpdate:
 		it.Instructions = instructionsText(raw.Instructions, p.unmarshal)
 		it.ToolsAdded, it.ToolsRemoved = pickList(raw.ToolsAdded, raw.ToolsAddedC), pickList(raw.ToolsRemoved, raw.ToolsRemovedC)
 	default:

@@ -11,6 +11,8 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 	"unsafe"
+
+	"github.com/lkscore/lkscore/scoring"
 )
 
 // fastChat decodes a well-formed chat history in one pass over the bytes,
@@ -641,16 +643,16 @@ func (s *scanner) interned() (string, bool) {
 		return unescape(raw)
 	}
 	switch string(raw) {
-	case TypeMessage:
-		return TypeMessage, true
-	case TypeFunctionCall:
-		return TypeFunctionCall, true
-	case TypeFunctionCallOutput:
-		return TypeFunctionCallOutput, true
-	case TypeAgentHandoff:
-		return TypeAgentHandoff, true
-	case TypeAgentConfigUpdate:
-		return TypeAgentConfigUpdate, true
+	case scoring.TypeMessage:
+		return scoring.TypeMessage, true
+	case scoring.TypeFunctionCall:
+		return scoring.TypeFunctionCall, true
+	case scoring.TypeFunctionCallOutput:
+		return scoring.TypeFunctionCallOutput, true
+	case scoring.TypeAgentHandoff:
+		return scoring.TypeAgentHandoff, true
+	case scoring.TypeAgentConfigUpdate:
+		return scoring.TypeAgentConfigUpdate, true
 	case "user":
 		return "user", true
 	case "assistant":

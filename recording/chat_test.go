@@ -8,6 +8,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/lkscore/lkscore/scoring"
 )
 
 func mustRead(t testing.TB, path string) []byte {
@@ -40,7 +42,7 @@ func TestChatHistoryAllSDKForms(t *testing.T) {
 			if h.TimestampUnit != f.unit || h.KeyStyle != f.style {
 				t.Errorf("unit %q style %q, want %q %q", h.TimestampUnit, h.KeyStyle, f.unit, f.style)
 			}
-			want := map[string]int{TypeMessage: 3, TypeFunctionCall: 1, TypeFunctionCallOutput: 1, TypeAgentHandoff: 1, TypeAgentConfigUpdate: 1}
+			want := map[string]int{scoring.TypeMessage: 3, scoring.TypeFunctionCall: 1, scoring.TypeFunctionCallOutput: 1, scoring.TypeAgentHandoff: 1, scoring.TypeAgentConfigUpdate: 1}
 			if fmt.Sprint(h.Counts) != fmt.Sprint(want) {
 				t.Errorf("counts %v, want %v", h.Counts, want)
 			}
