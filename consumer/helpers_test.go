@@ -173,16 +173,10 @@ func labelsMatch(m *dto.Metric, want map[string]string) bool {
 	return true
 }
 
-// waitFor polls cond until it holds or the deadline passes.
+// waitFor is testenv.WaitFor with the consumer tests' 15 s.
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testenv.WaitFor(t, 15*time.Second, what, cond)
 }
 
 func bearer(tok string) string { return "Bearer " + strings.TrimSpace(tok) }

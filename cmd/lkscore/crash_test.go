@@ -593,7 +593,7 @@ func TestCrashS3Outage(t *testing.T) {
 	stoppedAt := time.Now()
 	// The worker notices within its up-probe interval (5 s), even with no
 	// work touching the store, and says so.
-	waitUntil(t, "the worker's /readyz to report the outage", 7*time.Second, func() bool {
+	testenv.WaitFor(t, 7*time.Second, "the worker's /readyz to report the outage", func() bool {
 		resp, err := http.Get("http://" + w.ops + "/readyz")
 		if err != nil {
 			return false
@@ -652,7 +652,7 @@ func TestCrashRestartMidWork(t *testing.T) {
 	}
 	w := c.startLkscore("worker-a", "worker")
 	var scored int
-	waitUntil(t, "some but not all sessions scored", 20*time.Second, func() bool {
+	testenv.WaitFor(t, 20*time.Second, "some but not all sessions scored", func() bool {
 		cards, _ := c.scorecards()
 		scored = len(cards)
 		return scored > 0
@@ -681,13 +681,3 @@ func TestCrashRestartMidWork(t *testing.T) {
 	}
 }
 
-func waitUntil(t *testing.T, what string, within time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}

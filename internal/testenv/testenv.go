@@ -275,3 +275,16 @@ func PublishCards(t testing.TB, js jetstream.JetStream, cards []scoring.Scorecar
 		}
 	}
 }
+
+// WaitFor polls cond every 10 ms until it holds, and fails the test when it
+// does not within the given time.
+func WaitFor(t testing.TB, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", within, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
