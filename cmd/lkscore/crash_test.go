@@ -680,4 +680,3 @@ func TestCrashRestartMidWork(t *testing.T) {
 		t.Errorf("the rest took %s after the restart, want within %s (ack_wait + settle + 5 s)", last.Sub(restartAt), bound)
 	}
 }
-
