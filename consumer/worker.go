@@ -77,9 +77,9 @@ func newWorker(o workerOptions) (*worker, error) {
 	if o.timeouts.publish <= 0 {
 		return nil, errors.New("worker: the publish timeout must be positive")
 	}
-	return &worker{privacy: o.privacy, facts: o.facts, deleted: o.deleted, js: o.js, store: o.store, scorer: o.scorer, lim: o.limits.Parser(),
-		maxUpload: o.limits.UploadBytes(),
-		audioCfg:  o.audio, audioBytes: o.limits.AudioBytes, analysis: audio.ForScoring(o.scoring, o.audio.MaxDuration),
+	return &worker{privacy: o.privacy, facts: o.facts, deleted: o.deleted, js: o.js, store: o.store, scorer: o.scorer,
+		lim: o.limits.Parser(), maxUpload: o.limits.UploadBytes(), audioCfg: o.audio, audioBytes: o.limits.AudioBytes,
+		analysis: audio.ForScoring(o.scoring, o.audio.MaxDuration),
 		subjects: o.subjects, timeouts: o.timeouts, quality: o.quality, log: o.log, agentResults: o.agentResults}, nil
 }
 

@@ -245,8 +245,8 @@ func heardTimeline(au *scoring.Audio) Timeline {
 	scale := (t.W - tlLeft - 10) / math.Max(t.Duration, 1)
 	for lane, segs := range [][]scoring.AudioSegment{au.UserSegments, au.AgentSegments} {
 		for _, s := range segs {
-			t.Spans = append(t.Spans, Span{Lane: lane, X: tlLeft + float64(s.StartMs)/1000*scale, W: math.Max(float64(s.EndMs-s.StartMs)/1000*scale,
-				2),
+			t.Spans = append(t.Spans, Span{Lane: lane, X: tlLeft + float64(s.StartMs)/1000*scale,
+				W: math.Max(float64(s.EndMs-s.StartMs)/1000*scale, 2),
 				Y: float64(lane) * (laneH + laneGap), H: laneH, Class: []string{"user", "agent"}[lane] + " heard",
 				Title: fmt.Sprintf("heard %s speech %d–%d ms", []string{"user", "agent"}[lane], s.StartMs, s.EndMs)})
 		}

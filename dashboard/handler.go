@@ -371,8 +371,8 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) error {
 		MetadataOnly bool
 		Playable     bool
 		NoAudio      string
-	}{page: h.page(r, "Session "+key, Filter{}, 0), Entry: e, Card: sc, Findings: findings(sc), Timeline: timeline(items),
-		Heard:      heardTimeline(sc.Audio),
+	}{page: h.page(r, "Session "+key, Filter{}, 0), Entry: e, Card: sc, Findings: findings(sc),
+		Timeline: timeline(items), Heard: heardTimeline(sc.Audio),
 		Transcript: transcript(items, sc), MetadataOnly: meta, Playable: playable, NoAudio: noAudio}
 	for i := range data.Findings {
 		tl := data.Timeline

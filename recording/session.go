@@ -75,7 +75,7 @@ const legacyJobPrefix = "h-"
 // itself, or "" for SessionKey's header-hash stand-in, whose session has no
 // job to key facts by.
 func FactsJobID(job string) string {
-	if strings.HasPrefix(job, legacyJobPrefix) {
+	if IsLegacyJobID(job) {
 		return ""
 	}
 	return job

@@ -42,8 +42,8 @@ func baselineCommand(getenv func(string) string, stdout io.Writer) *cli.Command 
 					key := regress.Key{Agent: c.String("agent"), Version: c.String("version"), ScoringVersion: sv}
 					e, err := kv.Get(ctx, consumer.HistoryKey(key))
 					if errors.Is(err, jetstream.ErrKeyNotFound) {
-						return exitError{code: 1, err: fmt.Errorf("no history for %s: no scorecard of this agent, version and scoring version yet",
-							key)}
+						return exitError{code: 1, err: fmt.Errorf(
+							"no history for %s: no scorecard of this agent, version and scoring version yet", key)}
 					}
 					if err != nil {
 						return exitError{code: 1, err: err}
@@ -57,8 +57,8 @@ func baselineCommand(getenv func(string) string, stdout io.Writer) *cli.Command 
 					if _, err := kv.Put(ctx, consumer.BaselineKey(key.Agent, sv), data); err != nil {
 						return exitError{code: 1, err: fmt.Errorf("seal: %w", err)}
 					}
-					_, err = fmt.Fprintf(stdout, "sealed %s: agent %s, version %s, %d sessions, scoring %s\n", b.ID, b.Agent, b.Version, len(b.Samples),
-						sv)
+					_, err = fmt.Fprintf(stdout, "sealed %s: agent %s, version %s, %d sessions, scoring %s\n",
+						b.ID, b.Agent, b.Version, len(b.Samples), sv)
 					return err
 				},
 			},

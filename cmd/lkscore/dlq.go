@@ -142,8 +142,8 @@ func printDeadLetters(w io.Writer, dls []consumer.DeadLetter, asJSON bool) error
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SEQ\tSTAGE\tAT\tDELIVERIES\tSUBJECT\tSESSION\tERROR")
 	for _, dl := range dls {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\t%s\n", dl.Seq, dl.Stage, dl.At.Format(time.RFC3339), dl.Deliveries, dl.Subject, dl.SessionKey,
-			dl.Error)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\t%s\n", dl.Seq, dl.Stage, dl.At.Format(time.RFC3339), dl.Deliveries,
+			dl.Subject, dl.SessionKey, dl.Error)
 	}
 	return tw.Flush()
 }
