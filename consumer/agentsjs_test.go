@@ -13,6 +13,7 @@ import (
 	"github.com/livekit/protocol/livekit"
 
 	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/wire"
 )
 
 // TestRealAgentsJS: the real agents-js SDK (npm @livekit/agents 1.9.0, in
@@ -113,7 +114,7 @@ func TestAgentsJSObserver(t *testing.T) {
 		t.Fatalf("agents-js: %v\n%s", err, out)
 	}
 	f := readFacts(t, ns.URL(), "RM_Observer", "AJ_Observer")
-	if !slices.ContainsFunc(f.Observations, func(o Observation) bool {
+	if !slices.ContainsFunc(f.Observations, func(o wire.Observation) bool {
 		return o.Field == fieldCloseReason && o.Evidence == "otlp_log: lk.close_reason=participant_disconnected"
 	}) {
 		t.Fatalf("the observer's record did not reach the facts: %+v", f.Observations)

@@ -16,9 +16,6 @@ import (
 	"github.com/lkscore/lkscore/wire"
 )
 
-// StageNotify is the alert delivery stage's name (metrics, dead letters).
-const StageNotify = "notify"
-
 // alertTarget is one delivery target: an Alertmanager or a webhook. Each
 // has its own durable consumer of the alerts stream (NotifyConsumer),
 // shared by every worker replica and holding one message at a time, so each
@@ -38,13 +35,6 @@ type alertMetrics struct {
 	duration   *prometheus.HistogramVec
 }
 
-// NotifyConsumer names the durable consumer of one delivery target, from
-// its URL: reordering the configuration keeps every target's place in the
-// stream.
-func NotifyConsumer(kind, u string) string {
-	return fmt.Sprintf("lkscore-notify-%s-%08x", kind, fnv32(u))
-}
-
 func (m *pipelineMetrics) alertMetrics() alertMetrics {
 	return alertMetrics{deliveries: m.deliveries, duration: m.deliveryDuration}
 }
@@ -54,7 +44,7 @@ func alertTargets(c config.Alerts, client *http.Client, m alertMetrics, log *slo
 	var out []*alertTarget
 	for _, u := range c.Alertmanager.URLs {
 		am := notify.NewAlertmanager(u, client, c.ExternalURL, 4*c.Alertmanager.ResendInterval)
-		out = append(out, &alertTarget{id: NotifyConsumer("am", u), name: am.Name(), timeout: c.Timeout, metrics: m, log: log,
+		out = append(out, &alertTarget{id: wire.NotifyConsumer("am", u), name: am.Name(), timeout: c.Timeout, metrics: m, log: log,
 			send: func(ctx context.Context, a wire.Alert, _ []byte) error { return am.Send(ctx, time.Now(), a) }})
 	}
 	for i, w := range c.Webhooks {
@@ -62,7 +52,7 @@ func alertTargets(c config.Alerts, client *http.Client, m alertMetrics, log *slo
 			w.Name = fmt.Sprintf("webhook-%d", i+1)
 		}
 		wh := notify.NewWebhook(w.Name, w.URL, w.Format, client, c.ExternalURL)
-		out = append(out, &alertTarget{id: NotifyConsumer("webhook", w.URL), name: wh.Name(), timeout: c.Timeout, metrics: m, log: log,
+		out = append(out, &alertTarget{id: wire.NotifyConsumer("webhook", w.URL), name: wh.Name(), timeout: c.Timeout, metrics: m, log: log,
 			send: wh.Send})
 	}
 	for _, t := range out {

@@ -119,7 +119,7 @@ func TestDriftAlertReachesAlertmanagerAndWebhooks(t *testing.T) {
 
 	// Healthy sessions within the hold time: the drift clears, nothing resolves.
 	publishCards(t, js, population.Generate(scorer, healthy, 23, cfg.Keep))
-	waitConsumerIdle(t, ns.URL(), "LKSCORE_RESULTS", RegressConsumer)
+	waitConsumerIdle(t, ns.URL(), "LKSCORE_RESULTS", wire.RegressConsumer)
 	first, last := fired[0].Since, fired[0].Since // the alerts fired in one evaluation or a few
 	for _, a := range fired {
 		first, last = minTime(first, a.Since), maxTime(last, a.Since)

@@ -94,28 +94,6 @@ func newCollector(o collectorOptions) (*collector, error) {
 	return c, nil
 }
 
-// UploadNotice is the message published on wire.Subjects.UploadStored once an
-// upload is committed to the recording store.
-type UploadNotice struct {
-	SessionKey string                  `json:"session_key"`
-	RoomID     string                  `json:"room_id"`
-	JobID      string                  `json:"job_id,omitempty"`
-	Dir        string                  `json:"dir"`      // store key prefix of the objects
-	Location   string                  `json:"location"` // Dir as a URL (file:// or s3://)
-	Objects    map[string]ObjectDigest `json:"objects"`
-	APIKey     string                  `json:"api_key"`
-	ReceivedAt time.Time               `json:"received_at"`
-	// Store is the identity of the store the upload is in (store.Identity):
-	// a worker that reads another store dead-letters it (store_not_shared).
-	Store string `json:"store,omitempty"`
-}
-
-// ObjectDigest describes one stored object.
-type ObjectDigest struct {
-	Size   int64  `json:"size"`
-	SHA256 string `json:"sha256"`
-}
-
 // idRE bounds what a room or job id may look like before it becomes a path.
 var idRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
 
@@ -235,7 +213,7 @@ func verifyObservabilityToken(header string, keys auth.KeyProvider) (string, err
 // header first (parsed and checked), then each part, then the header is
 // written last and the upload committed. written is called between the
 // two: the parts are written, only their durability is awaited.
-func (c *collector) receive(ctx context.Context, mr *multipart.Reader, written func()) (*UploadNotice, error) {
+func (c *collector) receive(ctx context.Context, mr *multipart.Reader, written func()) (*wire.UploadNotice, error) {
 	hdr, headerBytes, err := c.readHeader(mr)
 	if err != nil {
 		return nil, err
@@ -250,9 +228,9 @@ func (c *collector) receive(ctx context.Context, mr *multipart.Reader, written f
 	}
 	defer up.Abort(context.WithoutCancel(ctx)) // no-op after Commit
 
-	notice := &UploadNotice{
+	notice := &wire.UploadNotice{
 		SessionKey: key, RoomID: hdr.RoomId, JobID: hdr.JobId, Dir: dir,
-		Location: c.store.Location(dir), Objects: map[string]ObjectDigest{},
+		Location: c.store.Location(dir), Objects: map[string]wire.ObjectDigest{},
 		ReceivedAt: now, Store: c.store.Identity(),
 	}
 	if err := c.writeParts(ctx, mr, up, notice); err != nil {
@@ -303,7 +281,7 @@ func (c *collector) readHeader(mr *multipart.Reader) (*livekit.MetricsRecordingH
 
 // writeParts streams every remaining part into the upload, each within its
 // limit; parts lkscore does not know (a newer SDK) are read and dropped.
-func (c *collector) writeParts(ctx context.Context, mr *multipart.Reader, up store.Upload, notice *UploadNotice) error {
+func (c *collector) writeParts(ctx context.Context, mr *multipart.Reader, up store.Upload, notice *wire.UploadNotice) error {
 	for {
 		part, err := nextPart(mr)
 		if errors.Is(err, io.EOF) {
@@ -341,13 +319,13 @@ func (c *collector) objectFor(part string) (string, int64) {
 	return "", 0
 }
 
-func writeObject(ctx context.Context, up store.Upload, name string, r io.Reader, limit int64) (ObjectDigest, error) {
+func writeObject(ctx context.Context, up store.Upload, name string, r io.Reader, limit int64) (wire.ObjectDigest, error) {
 	h := sha256.New()
 	n, err := up.Write(ctx, name, io.TeeReader(r, h), limit)
 	if err != nil {
-		return ObjectDigest{}, err
+		return wire.ObjectDigest{}, err
 	}
-	return ObjectDigest{Size: n, SHA256: hexSum(h)}, nil
+	return wire.ObjectDigest{Size: n, SHA256: hexSum(h)}, nil
 }
 
 func hexSum(h hash.Hash) string { return hex.EncodeToString(h.Sum(nil)) }
@@ -389,7 +367,7 @@ func nextPart(mr *multipart.Reader) (*multipart.Part, error) {
 }
 
 // announce publishes the upload notice, keyed by session.
-func (c *collector) announce(ctx context.Context, n *UploadNotice) error {
+func (c *collector) announce(ctx context.Context, n *wire.UploadNotice) error {
 	if !c.connected() {
 		return errors.New("nats not connected")
 	}

@@ -25,6 +25,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/lkscore/lkscore/recording"
+	"github.com/lkscore/lkscore/wire"
 )
 
 // pythonToken mints the JWT the Python SDK sends (docs/formats.md, "Recording upload"): HS256,
@@ -120,7 +121,7 @@ func TestCollectorPythonUpload(t *testing.T) {
 	if len(msgs) != 1 {
 		t.Fatalf("%d upload notices, want 1", len(msgs))
 	}
-	var n UploadNotice
+	var n wire.UploadNotice
 	if err := json.Unmarshal(msgs[0].Data, &n); err != nil {
 		t.Fatal(err)
 	}

@@ -15,12 +15,6 @@ import (
 	"github.com/lkscore/lkscore/wire"
 )
 
-// Stages of the pipeline, as named in dead letters and metrics.
-const (
-	StageLocate = "locate"
-	StageScore  = "score"
-)
-
 // deadLetters publishes messages that could not be processed to
 // lkscore.dlq.<stage>, with why.
 type deadLetters struct {

@@ -6,27 +6,12 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lkscore/lkscore/wire"
 )
-
-// DeadLetter is one message in the dead-letter stream, for operators.
-type DeadLetter struct {
-	Seq        uint64    `json:"seq"`
-	Stage      string    `json:"stage"`
-	Error      string    `json:"error"`
-	Subject    string    `json:"subject"`
-	Stream     string    `json:"stream"`
-	StreamSeq  uint64    `json:"stream_seq"`
-	Deliveries uint64    `json:"deliveries"`
-	At         time.Time `json:"at"`
-	SessionKey string    `json:"session_key,omitempty"`
-	Bytes      int       `json:"bytes"`
-}
 
 // DeadLetterAdmin lists and re-drives dead letters (`lkscore dlq`).
 type DeadLetterAdmin struct {
@@ -40,7 +25,7 @@ func NewDeadLetterAdmin(js jetstream.JetStream, subjects wire.Subjects) *DeadLet
 }
 
 // List returns up to limit dead letters of stage ("" = all), oldest first.
-func (a *DeadLetterAdmin) List(ctx context.Context, stage string, limit int) ([]DeadLetter, error) {
+func (a *DeadLetterAdmin) List(ctx context.Context, stage string, limit int) ([]wire.DeadLetter, error) {
 	s, err := a.js.Stream(ctx, a.subjects.DLQStream())
 	if err != nil {
 		return nil, fmt.Errorf("dead-letter stream: %w", err)
@@ -49,7 +34,7 @@ func (a *DeadLetterAdmin) List(ctx context.Context, stage string, limit int) ([]
 	if err != nil {
 		return nil, fmt.Errorf("dead-letter stream: %w", err)
 	}
-	var out []DeadLetter
+	var out []wire.DeadLetter
 	for seq := info.State.FirstSeq; info.State.Msgs > 0 && seq <= info.State.LastSeq && len(out) < limit; seq++ {
 		raw, err := s.GetMsg(ctx, seq)
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
@@ -58,21 +43,12 @@ func (a *DeadLetterAdmin) List(ctx context.Context, stage string, limit int) ([]
 		if err != nil {
 			return nil, fmt.Errorf("get dead letter %d: %w", seq, err)
 		}
-		dl := parseDeadLetter(raw)
+		dl := wire.DeadLetterFrom(raw.Sequence, raw.Header.Get, len(raw.Data))
 		if stage == "" || dl.Stage == stage {
 			out = append(out, dl)
 		}
 	}
 	return out, nil
-}
-
-func parseDeadLetter(raw *jetstream.RawStreamMsg) DeadLetter {
-	h := raw.Header
-	u := func(k string) uint64 { v, _ := strconv.ParseUint(h.Get(k), 10, 64); return v }
-	at, _ := time.Parse(time.RFC3339Nano, h.Get(wire.HeaderDLQAt))
-	return DeadLetter{Seq: raw.Sequence, Stage: h.Get(wire.HeaderDLQStage), Error: h.Get(wire.HeaderDLQError), Subject: h.Get(wire.HeaderDLQSubject),
-		Stream: h.Get(wire.HeaderDLQStream), StreamSeq: u(wire.HeaderDLQSeq), Deliveries: u(wire.HeaderDLQDeliveries), At: at,
-		SessionKey: h.Get(wire.HeaderSessionKey), Bytes: len(raw.Data)}
 }
 
 // Replay re-publishes dead letter seq to its original subject, then deletes

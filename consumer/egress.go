@@ -12,6 +12,7 @@ import (
 	"github.com/livekit/protocol/livekit"
 
 	"github.com/lkscore/lkscore/recording"
+	"github.com/lkscore/lkscore/wire"
 )
 
 // EgressLink records an egress's output files for a room, in the
@@ -69,7 +70,7 @@ func (l *locator) egressEnded(ctx context.Context, ev *livekit.WebhookEvent) err
 	link := EgressLink{RoomID: info.GetRoomId(), RoomName: info.GetRoomName(), EgressID: info.GetEgressId(),
 		Status: info.GetStatus().String(), Locations: media, EndedAt: info.GetEndedAt()}
 	data, _ := json.Marshal(link)
-	if _, err := l.kv.Put(ctx, kvToken(link.RoomID)+"."+kvToken(link.EgressID), data); err != nil {
+	if _, err := l.kv.Put(ctx, wire.Token(link.RoomID)+"."+wire.Token(link.EgressID), data); err != nil {
 		return fmt.Errorf("store egress link: %w", err)
 	}
 	return nil
@@ -93,17 +94,7 @@ func (l *locator) multipartObject(ctx context.Context, loc recording.Location) e
 	if err != nil {
 		return err
 	}
-	ref := &RecordingRef{SessionKey: s.Key, RoomName: s.RoomName, Object: loc.Key, Bucket: loc.Bucket,
+	ref := &wire.RecordingRef{SessionKey: s.Key, RoomName: s.RoomName, Object: loc.Key, Bucket: loc.Bucket,
 		Location: "s3://" + loc.Bucket + "/" + loc.Key, Origin: "egress_ended", Problems: s.Problems}
 	return l.facts.add(ctx, l.recordingUpdate(s, ref, nil))
-}
-
-// kvToken makes a string safe as one key-value key token.
-func kvToken(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
-			return r
-		}
-		return '_'
-	}, s)
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/store"
+	"github.com/lkscore/lkscore/wire"
 )
 
 func TestClassify(t *testing.T) {
@@ -116,12 +117,12 @@ func TestWatchdogNamesTheStall(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	m := newPipelineMetrics(nil)
 	now := time.Now()
-	s := &stage{name: StageScore, consumerName: "score-default", concurrency: 4, metrics: m, log: log,
+	s := &stage{name: wire.StageScore, consumerName: "score-default", concurrency: 4, metrics: m, log: log,
 		health: newHealth(nil, nil, time.Second, time.Second, m.dependencyUp, log), now: func() time.Time { return now }}
 	s.progress.Store(now.Add(-2 * time.Minute).UnixNano())
 	info := &jetstream.ConsumerInfo{NumPending: 7, NumAckPending: 10, Config: jetstream.ConsumerConfig{MaxAckPending: 10}}
 	s.checkStall(info, time.Minute)
-	if v := testutil.ToFloat64(m.stalled.WithLabelValues(StageScore, "score-default")); v != 1 {
+	if v := testutil.ToFloat64(m.stalled.WithLabelValues(wire.StageScore, "score-default")); v != 1 {
 		t.Errorf("stalled gauge = %v, want 1", v)
 	}
 	if !strings.Contains(logs.String(), "stage making no progress") || !strings.Contains(logs.String(), "max_ack_pending reached") {
@@ -135,7 +136,7 @@ func TestWatchdogNamesTheStall(t *testing.T) {
 	}
 	s.progress.Store(now.UnixNano())
 	s.checkStall(info, time.Minute)
-	if v := testutil.ToFloat64(m.stalled.WithLabelValues(StageScore, "score-default")); v != 0 {
+	if v := testutil.ToFloat64(m.stalled.WithLabelValues(wire.StageScore, "score-default")); v != 0 {
 		t.Errorf("stalled gauge = %v after progress, want 0", v)
 	}
 }

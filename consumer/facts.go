@@ -1,14 +1,12 @@
 package consumer
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
-	"strings"
 	"time"
 
 	gojson "github.com/goccy/go-json"
@@ -72,56 +70,6 @@ var closeReasonRank = map[string]int{
 // fieldRank orders the sources of the other fields: higher wins.
 var fieldRank = map[string]int{sourceWebhook: 3, sourceHeader: 2, sourceOTLP: 1}
 
-// Observation is one fact one signal gave.
-type Observation struct {
-	Field    string `json:"field"`
-	Value    string `json:"value"`
-	Source   string `json:"source"`
-	Evidence string `json:"evidence,omitempty"`
-}
-
-func (o Observation) compare(p Observation) int {
-	return cmp.Or(strings.Compare(o.Field, p.Field), strings.Compare(o.Source, p.Source),
-		strings.Compare(o.Value, p.Value), strings.Compare(o.Evidence, p.Evidence))
-}
-
-// RecordingRef says where a session's recording is: the locator found it.
-type RecordingRef struct {
-	SessionKey string              `json:"session_key"`
-	RoomName   string              `json:"room_name,omitempty"`
-	Dir        string              `json:"dir,omitempty"`
-	Object     string              `json:"object,omitempty"`
-	Bucket     string              `json:"bucket,omitempty"`
-	Location   string              `json:"location"`
-	Origin     string              `json:"origin"`
-	Problems   []recording.Problem `json:"problems,omitempty"`
-}
-
-// SessionFacts is one KV entry.
-type SessionFacts struct {
-	RoomID       string        `json:"room_id"`
-	JobID        string        `json:"job_id,omitempty"`
-	Observations []Observation `json:"observations"`
-	Recording    *RecordingRef `json:"recording,omitempty"`
-	JobEnded     bool          `json:"job_ended,omitempty"`
-	// LastInputAt is when a signal last added something; the settle
-	// window counts from it.
-	LastInputAt time.Time `json:"last_input_at"`
-	// PublishedAt is set once the session's work was published.
-	PublishedAt *time.Time `json:"published_at,omitempty"`
-	// ContentDroppedAt is set when privacy.mode metadata_only removed the
-	// chat history and audio from the store after scoring.
-	ContentDroppedAt *time.Time `json:"content_dropped_at,omitempty"`
-	// RoomJoined is set once the session is listed in its room's entry and
-	// holds what the room's webhooks said before (factStore.joinRoom).
-	RoomJoined bool `json:"room_joined,omitempty"`
-	// Sessions are, in a room's own entry, the session keys of the room.
-	Sessions []string `json:"sessions,omitempty"`
-	// Spans are the session's voice-pipeline spans (spans.go), at most
-	// maxSpans, sorted by (start, id).
-	Spans []scoring.Span `json:"spans,omitempty"`
-}
-
 // maxObservations bounds one session's facts: a hostile or chatty agent
 // cannot grow an entry without limit.
 const maxObservations = 256
@@ -129,17 +77,17 @@ const maxObservations = 256
 // factUpdate is what one signal adds to a session's facts.
 type factUpdate struct {
 	roomID, jobID string
-	observations  []Observation
-	recording     *RecordingRef
+	observations  []wire.Observation
+	recording     *wire.RecordingRef
 	jobEnded      bool
 	spans         []scoring.Span
 }
 
 // merge adds u to f and reports whether anything changed.
-func (f *SessionFacts) merge(u factUpdate) bool {
+func mergeFacts(f *wire.SessionFacts, u factUpdate) bool {
 	changed := false
 	for _, o := range u.observations {
-		i, found := slices.BinarySearchFunc(f.Observations, o, Observation.compare)
+		i, found := slices.BinarySearchFunc(f.Observations, o, wire.Observation.Compare)
 		if found || len(f.Observations) >= maxObservations {
 			continue
 		}
@@ -164,24 +112,6 @@ func (f *SessionFacts) merge(u factUpdate) bool {
 	return changed
 }
 
-// Resolved are the facts as scored: each field from its best source. The
-// scoring model's Facts are embedded, so the worker hands them on as they are.
-type Resolved struct {
-	CloseReason         string `json:"close_reason"`
-	CloseReasonSource   string `json:"close_reason_source"`
-	CloseReasonEvidence string `json:"close_reason_evidence,omitempty"`
-	AgentName           string `json:"agent_name,omitempty"`
-	// Inputs are the signals beyond the recording that said something
-	// (scoring.InputTraces, scoring.InputLogs), sorted.
-	Inputs []string `json:"inputs,omitempty"`
-	// RecordingExpected is the session report's word: "true", "false", or
-	// "" when no report said.
-	RecordingExpected string `json:"recording_expected,omitempty"`
-	// Spans are the session's spans, as the facts entry keeps them.
-	Spans []scoring.Span `json:"spans,omitempty"`
-	scoring.Facts
-}
-
 // closeReasonOrder breaks ties between equally trusted close reasons: the
 // more serious one wins.
 var closeReasonOrder = map[string]int{agent.CloseReason_CR_ERROR.String(): 0, agent.CloseReason_CR_PARTICIPANT_DISCONNECTED.String(): 1,
@@ -190,11 +120,11 @@ var closeReasonOrder = map[string]int{agent.CloseReason_CR_ERROR.String(): 0, ag
 
 // resolve derives the facts from a set of observations. It is a pure
 // function of the set: the same observations in any order resolve alike.
-func resolve(obs []Observation) Resolved {
-	r := Resolved{CloseReason: agent.CloseReason_CR_UNKNOWN.String(), CloseReasonSource: sourceAbsent}
+func resolve(obs []wire.Observation) wire.Resolved {
+	r := wire.Resolved{CloseReason: agent.CloseReason_CR_UNKNOWN.String(), CloseReasonSource: sourceAbsent}
 	r.Provenance = map[string]string{}
-	best := map[string]Observation{}
-	better := func(o, cur Observation, rank map[string]int) bool {
+	best := map[string]wire.Observation{}
+	better := func(o, cur wire.Observation, rank map[string]int) bool {
 		if d := rank[o.Source] - rank[cur.Source]; d != 0 {
 			return d > 0
 		}
@@ -203,7 +133,7 @@ func resolve(obs []Observation) Resolved {
 				return d < 0
 			}
 		}
-		return o.compare(cur) < 0
+		return o.Compare(cur) < 0
 	}
 	tags := map[string]bool{}
 	for _, o := range obs {
@@ -250,7 +180,7 @@ func resolve(obs []Observation) Resolved {
 	story := storyOf(obs)
 	story.apply(&r)
 	if reason, evidence := story.closeReason(); reason != "" {
-		o := Observation{Field: fieldCloseReason, Value: reason, Source: sourceRoom, Evidence: evidence}
+		o := wire.Observation{Field: fieldCloseReason, Value: reason, Source: sourceRoom, Evidence: evidence}
 		if cur, ok := best[fieldCloseReason]; !ok || better(o, cur, closeReasonRank) {
 			best[fieldCloseReason] = o
 		}
@@ -280,7 +210,7 @@ func resolve(obs []Observation) Resolved {
 // unnamedEvidence says why no close reason was named where a signal said
 // something about the end: the agent left the room, by LiveKit's job status
 // or the room's webhooks.
-func unnamedEvidence(r Resolved, story roomStory) string {
+func unnamedEvidence(r wire.Resolved, story roomStory) string {
 	if d, ok := story.first(); ok && d.role == roleAgent {
 		return fmt.Sprintf("%s: the agent left first (disconnect_reason=%s): it ended the session, for a reason no signal named", sourceRoom, d.reason)
 	}
@@ -294,7 +224,7 @@ func unnamedEvidence(r Resolved, story roomStory) string {
 // stored, the job has ended, and a signal named the close reason outright
 // (a summary, a span or a log record that names it). Anything less waits
 // for the settle window, or for the room's (roomFinished).
-func (f *SessionFacts) complete() bool {
+func complete(f *wire.SessionFacts) bool {
 	if f.Recording == nil || !f.JobEnded {
 		return false
 	}
@@ -306,13 +236,13 @@ func (f *SessionFacts) complete() bool {
 // logs alone: no recording, spans kept under a job id, and no session report
 // saying a recording follows (one that does keeps the session waiting for
 // it, as a session without spans waits).
-func (f *SessionFacts) spansOnly() bool {
-	return f.Recording == nil && len(f.Spans) > 0 && f.JobID != "" && f.JobID != roomKeyJob && f.recordingExpected() != "true"
+func spansOnly(f *wire.SessionFacts) bool {
+	return f.Recording == nil && len(f.Spans) > 0 && f.JobID != "" && f.JobID != wire.RoomKeyJob && recordingExpected(f) != "true"
 }
 
 // recordingExpected is what the session reports said: "true" when any said
 // a recording follows, "false" when they said none does, "" when none said.
-func (f *SessionFacts) recordingExpected() string {
+func recordingExpected(f *wire.SessionFacts) string {
 	out := ""
 	for _, o := range f.Observations {
 		if o.Field == fieldRecordingExpected && out != "true" {
@@ -326,21 +256,13 @@ func (f *SessionFacts) recordingExpected() string {
 // came: LiveKit has nothing more to say about the room, and the SDKs send
 // their logs before the upload, so the settler waits only roomSettle for
 // signals still in flight (one room's webhooks are handled concurrently).
-func (f *SessionFacts) roomFinished() bool {
-	return f.Recording != nil && slices.ContainsFunc(f.Observations, func(o Observation) bool { return o.Field == fieldRoomEnd })
+func roomFinished(f *wire.SessionFacts) bool {
+	return f.Recording != nil && slices.ContainsFunc(f.Observations, func(o wire.Observation) bool { return o.Field == fieldRoomEnd })
 }
 
 // roomSettle is how long a finished room's session waits after its last
 // signal: enough for the room's other webhooks, handled in parallel, to land.
 const roomSettle = time.Second
-
-// factsKey is a session's KV key.
-func factsKey(roomID, jobID string) string {
-	if jobID == "" {
-		jobID = "_"
-	}
-	return kvToken(roomID) + "." + kvToken(jobID)
-}
 
 // factStore reads and merges session facts in the KV bucket.
 type factStore struct {
@@ -359,14 +281,14 @@ func (s *factStore) add(ctx context.Context, u factUpdate) error {
 	if u.roomID == "" {
 		return permanent(errors.New("session facts need a room id"))
 	}
-	key := factsKey(u.roomID, u.jobID)
+	key := wire.FactsKey(u.roomID, u.jobID)
 	joined := true
-	written, rev, err := s.modifyFrom(ctx, key, nil, 0, func(f *SessionFacts) bool {
+	written, rev, err := s.modifyFrom(ctx, key, nil, 0, func(f *wire.SessionFacts) bool {
 		if f.RoomID == "" {
 			f.RoomID, f.JobID = u.roomID, u.jobID
 		}
-		joined = f.RoomJoined || isRoomFactsKey(key)
-		if !f.merge(u) {
+		joined = f.RoomJoined || wire.IsRoomFactsKey(key)
+		if !mergeFacts(f, u) {
 			return false
 		}
 		f.LastInputAt = s.now().UTC()
@@ -383,12 +305,12 @@ func (s *factStore) add(ctx context.Context, u factUpdate) error {
 	}
 	// Continue from the entry just written: no read of it, unless another
 	// writer changed it meanwhile (the compare-and-set says so).
-	_, _, err = s.modifyFrom(ctx, key, written, rev, func(f *SessionFacts) bool {
+	_, _, err = s.modifyFrom(ctx, key, written, rev, func(f *wire.SessionFacts) bool {
 		if f.RoomID == "" || f.RoomJoined {
 			return false
 		}
 		f.RoomJoined = true
-		if f.merge(factUpdate{observations: obs}) {
+		if mergeFacts(f, factUpdate{observations: obs}) {
 			f.LastInputAt = s.now().UTC()
 		}
 		return true
@@ -404,12 +326,12 @@ const maxRoomSessions = 64
 // observations as of that write. Room webhooks (roomEvent) add to the same
 // entry with compare-and-swap and then copy to every session it lists, so
 // whichever of the two writes second sees the other: no room fact is missed.
-func (s *factStore) joinRoom(ctx context.Context, roomID, key string) ([]Observation, error) {
-	var obs []Observation
-	err := s.modify(ctx, roomFactsKey(roomID), func(f *SessionFacts) bool {
+func (s *factStore) joinRoom(ctx context.Context, roomID, key string) ([]wire.Observation, error) {
+	var obs []wire.Observation
+	err := s.modify(ctx, wire.RoomFactsKey(roomID), func(f *wire.SessionFacts) bool {
 		obs = slices.Clone(f.Observations)
 		if f.RoomID == "" {
-			f.RoomID, f.JobID = roomID, roomKeyJob
+			f.RoomID, f.JobID = roomID, wire.RoomKeyJob
 		}
 		i, found := slices.BinarySearch(f.Sessions, key)
 		if found || len(f.Sessions) >= maxRoomSessions {
@@ -422,9 +344,9 @@ func (s *factStore) joinRoom(ctx context.Context, roomID, key string) ([]Observa
 }
 
 // addTo adds observations to an existing entry; an absent one stays absent.
-func (s *factStore) addTo(ctx context.Context, key string, obs []Observation) error {
-	return s.modify(ctx, key, func(f *SessionFacts) bool {
-		if f.RoomID == "" || !f.merge(factUpdate{observations: obs}) {
+func (s *factStore) addTo(ctx context.Context, key string, obs []wire.Observation) error {
+	return s.modify(ctx, key, func(f *wire.SessionFacts) bool {
+		if f.RoomID == "" || !mergeFacts(f, factUpdate{observations: obs}) {
 			return false
 		}
 		f.LastInputAt = s.now().UTC()
@@ -437,7 +359,7 @@ func (s *factStore) addTo(ctx context.Context, key string, obs []Observation) er
 func (s *factStore) roomKeys(ctx context.Context, roomID string) ([]string, error) {
 	rctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	lister, err := s.kv.ListKeysFiltered(rctx, kvToken(roomID)+".*")
+	lister, err := s.kv.ListKeysFiltered(rctx, wire.Token(roomID)+".*")
 	if errors.Is(err, jetstream.ErrNoKeysFound) {
 		return nil, nil
 	}
@@ -446,7 +368,7 @@ func (s *factStore) roomKeys(ctx context.Context, roomID string) ([]string, erro
 	}
 	var keys []string
 	for k := range lister.Keys() {
-		if !isRoomFactsKey(k) {
+		if !wire.IsRoomFactsKey(k) {
 			keys = append(keys, k)
 		}
 	}
@@ -455,7 +377,7 @@ func (s *factStore) roomKeys(ctx context.Context, roomID string) ([]string, erro
 
 // modify applies change to the entry under key (a zero entry when absent)
 // and writes it if change returns true.
-func (s *factStore) modify(ctx context.Context, key string, change func(*SessionFacts) bool) error {
+func (s *factStore) modify(ctx context.Context, key string, change func(*wire.SessionFacts) bool) error {
 	_, _, err := s.modifyFrom(ctx, key, nil, 0, change)
 	return err
 }
@@ -465,8 +387,8 @@ func (s *factStore) modify(ctx context.Context, key string, change func(*Session
 // the entry as written (or as read, when change wrote nothing) and its
 // revision, so a caller's next change can start from there too. known is
 // the caller's to give away: change may modify it.
-func (s *factStore) modifyFrom(ctx context.Context, key string, known *SessionFacts, knownRev uint64,
-	change func(*SessionFacts) bool) (*SessionFacts, uint64, error) {
+func (s *factStore) modifyFrom(ctx context.Context, key string, known *wire.SessionFacts, knownRev uint64,
+	change func(*wire.SessionFacts) bool) (*wire.SessionFacts, uint64, error) {
 	for range maxCASAttempts {
 		f, rev := known, knownRev
 		known = nil // a conflict reads the entry afresh
@@ -505,20 +427,20 @@ func (s *factStore) modifyFrom(ctx context.Context, key string, known *SessionFa
 // and read several times a session (the store, the settler's watch), so
 // goccy/go-json decodes them: a quarter of encoding/json's CPU on an entry
 // with spans (BenchmarkFactsDecode, docs/performance.md).
-func decodeFacts(data []byte, f *SessionFacts) error { return gojson.Unmarshal(data, f) }
+func decodeFacts(data []byte, f *wire.SessionFacts) error { return gojson.Unmarshal(data, f) }
 
 // get returns the entry under key and its revision (0 when absent).
-func (s *factStore) get(ctx context.Context, key string) (*SessionFacts, uint64, error) {
+func (s *factStore) get(ctx context.Context, key string) (*wire.SessionFacts, uint64, error) {
 	rctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	e, err := s.kv.Get(rctx, key)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return &SessionFacts{}, 0, nil
+		return &wire.SessionFacts{}, 0, nil
 	}
 	if err != nil {
 		return nil, 0, fmt.Errorf("read session facts %s: %w", key, err)
 	}
-	var f SessionFacts
+	var f wire.SessionFacts
 	if err := decodeFacts(e.Value(), &f); err != nil {
 		return nil, 0, permanent(fmt.Errorf("session facts %s are not valid JSON: %w", key, err))
 	}
@@ -533,8 +455,8 @@ func (s *factStore) get(ctx context.Context, key string) (*SessionFacts, uint64,
 // lists none (entries written before sessions joined their room) is listed
 // with ListKeysFiltered, which under concurrent writes was seen to return
 // no keys although they existed.
-func (s *factStore) roomObservations(ctx context.Context, roomID, skip string) ([]Observation, error) {
-	room, _, err := s.get(ctx, roomFactsKey(roomID))
+func (s *factStore) roomObservations(ctx context.Context, roomID, skip string) ([]wire.Observation, error) {
+	room, _, err := s.get(ctx, wire.RoomFactsKey(roomID))
 	if err != nil {
 		return nil, err
 	}
@@ -544,7 +466,7 @@ func (s *factStore) roomObservations(ctx context.Context, roomID, skip string) (
 			return nil, err
 		}
 	}
-	var out []Observation
+	var out []wire.Observation
 	for _, k := range keys {
 		if k == skip {
 			continue

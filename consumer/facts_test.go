@@ -16,25 +16,27 @@ import (
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/lkscore/lkscore/wire"
 )
 
 func TestResolvePrecedence(t *testing.T) {
-	cr := func(value, source string) Observation {
-		return Observation{Field: fieldCloseReason, Value: value, Source: source, Evidence: source + ": x"}
+	cr := func(value, source string) wire.Observation {
+		return wire.Observation{Field: fieldCloseReason, Value: value, Source: source, Evidence: source + ": x"}
 	}
 	for _, tc := range []struct {
 		name       string
-		obs        []Observation
+		obs        []wire.Observation
 		want, from string
 	}{
 		{"nothing", nil, "CR_UNKNOWN", sourceAbsent},
-		{"job failed only", []Observation{cr("CR_ERROR", sourceJobStatus)}, "CR_ERROR", sourceJobStatus},
-		{"implied beats job status", []Observation{cr("CR_ERROR", sourceJobStatus), cr("CR_PARTICIPANT_DISCONNECTED", sourceOTLPLogImplied)}, "CR_PARTICIPANT_DISCONNECTED", sourceOTLPLogImplied},
-		{"named log beats implied", []Observation{cr("CR_PARTICIPANT_DISCONNECTED", sourceOTLPLogImplied), cr("CR_USER_INITIATED", sourceOTLPLog)}, "CR_USER_INITIATED", sourceOTLPLog},
-		{"span beats log", []Observation{cr("CR_USER_INITIATED", sourceOTLPLog), cr("CR_JOB_SHUTDOWN", sourceOTLPSpan)}, "CR_JOB_SHUTDOWN", sourceOTLPSpan},
-		{"summary beats all", []Observation{cr("CR_JOB_SHUTDOWN", sourceOTLPSpan), cr("CR_COMPLETED", sourceSummary), cr("CR_ERROR", sourceJobStatus)}, "CR_COMPLETED", sourceSummary},
-		{"unknown says nothing", []Observation{cr("CR_UNKNOWN", sourceSummary), cr("CR_ERROR", sourceJobStatus)}, "CR_ERROR", sourceJobStatus},
-		{"tie: the more serious", []Observation{cr("CR_PARTICIPANT_DISCONNECTED", sourceOTLPLogImplied), cr("CR_ERROR", sourceOTLPLogImplied)}, "CR_ERROR", sourceOTLPLogImplied},
+		{"job failed only", []wire.Observation{cr("CR_ERROR", sourceJobStatus)}, "CR_ERROR", sourceJobStatus},
+		{"implied beats job status", []wire.Observation{cr("CR_ERROR", sourceJobStatus), cr("CR_PARTICIPANT_DISCONNECTED", sourceOTLPLogImplied)}, "CR_PARTICIPANT_DISCONNECTED", sourceOTLPLogImplied},
+		{"named log beats implied", []wire.Observation{cr("CR_PARTICIPANT_DISCONNECTED", sourceOTLPLogImplied), cr("CR_USER_INITIATED", sourceOTLPLog)}, "CR_USER_INITIATED", sourceOTLPLog},
+		{"span beats log", []wire.Observation{cr("CR_USER_INITIATED", sourceOTLPLog), cr("CR_JOB_SHUTDOWN", sourceOTLPSpan)}, "CR_JOB_SHUTDOWN", sourceOTLPSpan},
+		{"summary beats all", []wire.Observation{cr("CR_JOB_SHUTDOWN", sourceOTLPSpan), cr("CR_COMPLETED", sourceSummary), cr("CR_ERROR", sourceJobStatus)}, "CR_COMPLETED", sourceSummary},
+		{"unknown says nothing", []wire.Observation{cr("CR_UNKNOWN", sourceSummary), cr("CR_ERROR", sourceJobStatus)}, "CR_ERROR", sourceJobStatus},
+		{"tie: the more serious", []wire.Observation{cr("CR_PARTICIPANT_DISCONNECTED", sourceOTLPLogImplied), cr("CR_ERROR", sourceOTLPLogImplied)}, "CR_ERROR", sourceOTLPLogImplied},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := resolve(tc.obs)
@@ -43,7 +45,7 @@ func TestResolvePrecedence(t *testing.T) {
 			}
 		})
 	}
-	r := resolve([]Observation{{Field: fieldAgentName, Value: "from-otlp", Source: sourceOTLP}, {Field: fieldAgentName, Value: "from-webhook", Source: sourceWebhook}})
+	r := resolve([]wire.Observation{{Field: fieldAgentName, Value: "from-otlp", Source: sourceOTLP}, {Field: fieldAgentName, Value: "from-webhook", Source: sourceWebhook}})
 	if r.AgentName != "from-webhook" || r.Provenance[fieldAgentName] != sourceWebhook {
 		t.Errorf("agent name %q from %q", r.AgentName, r.Provenance[fieldAgentName])
 	}
@@ -53,19 +55,19 @@ func TestResolvePrecedence(t *testing.T) {
 // duplicates, give the same facts.
 func TestMergeOrderIndependent(t *testing.T) {
 	updates := []factUpdate{
-		{observations: []Observation{{Field: fieldAgentName, Value: "a", Source: sourceOTLP}, {Field: fieldCloseReason, Value: "CR_ERROR", Source: sourceOTLPLogImplied, Evidence: "e1"}}},
-		{observations: []Observation{{Field: fieldAgentName, Value: "b", Source: sourceWebhook}, {Field: fieldJobStatus, Value: "JS_FAILED", Source: sourceWebhook}}, jobEnded: true},
-		{observations: []Observation{{Field: fieldCloseReason, Value: "CR_USER_INITIATED", Source: sourceOTLPLog, Evidence: "e2"}, {Field: fieldTag, Value: "t2", Source: sourceOTLP}}},
-		{observations: []Observation{{Field: fieldTag, Value: "t1", Source: sourceOTLP}, {Field: fieldSimulated, Value: "true", Source: sourceHeader}}, recording: &RecordingRef{SessionKey: "RM/AJ"}},
+		{observations: []wire.Observation{{Field: fieldAgentName, Value: "a", Source: sourceOTLP}, {Field: fieldCloseReason, Value: "CR_ERROR", Source: sourceOTLPLogImplied, Evidence: "e1"}}},
+		{observations: []wire.Observation{{Field: fieldAgentName, Value: "b", Source: sourceWebhook}, {Field: fieldJobStatus, Value: "JS_FAILED", Source: sourceWebhook}}, jobEnded: true},
+		{observations: []wire.Observation{{Field: fieldCloseReason, Value: "CR_USER_INITIATED", Source: sourceOTLPLog, Evidence: "e2"}, {Field: fieldTag, Value: "t2", Source: sourceOTLP}}},
+		{observations: []wire.Observation{{Field: fieldTag, Value: "t1", Source: sourceOTLP}, {Field: fieldSimulated, Value: "true", Source: sourceHeader}}, recording: &wire.RecordingRef{SessionKey: "RM/AJ"}},
 	}
-	var want *SessionFacts
+	var want *wire.SessionFacts
 	for i := range 200 {
 		order := slices.Clone(updates)
 		order = append(order, updates[i%len(updates)]) // a duplicate
 		rand.Shuffle(len(order), func(a, b int) { order[a], order[b] = order[b], order[a] })
-		f := &SessionFacts{}
+		f := &wire.SessionFacts{}
 		for _, u := range order {
-			f.merge(u)
+			mergeFacts(f, u)
 		}
 		if want == nil {
 			want = f
@@ -76,8 +78,8 @@ func TestMergeOrderIndependent(t *testing.T) {
 		}
 	}
 	r := resolve(want.Observations)
-	if r.CloseReason != "CR_USER_INITIATED" || r.AgentName != "b" || !r.Simulated || fmt.Sprint(r.Tags) != "[t1 t2]" || !want.complete() {
-		t.Errorf("resolved %+v, complete %v", r, want.complete())
+	if r.CloseReason != "CR_USER_INITIATED" || r.AgentName != "b" || !r.Simulated || fmt.Sprint(r.Tags) != "[t1 t2]" || !complete(want) {
+		t.Errorf("resolved %+v, complete %v", r, complete(want))
 	}
 }
 

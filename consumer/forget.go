@@ -44,9 +44,9 @@ func Forget(ctx context.Context, js jetstream.JetStream, s wire.Subjects, st for
 	}
 	factsJob := recording.FactsJobID(job)
 	var steps []ForgetStep
-	var ref *RecordingRef
+	var ref *wire.RecordingRef
 	kv, err := js.KeyValue(ctx, s.SessionFacts())
-	fkey := factsKey(room, factsJob)
+	fkey := wire.FactsKey(room, factsJob)
 	if err == nil {
 		fs := &factStore{kv: kv, timeout: requestTimeout, now: time.Now}
 		if f, _, gerr := fs.get(ctx, fkey); gerr == nil {

@@ -108,7 +108,7 @@ func (l *locator) handle(ctx context.Context, m jetstream.Msg) error {
 	subj := m.Subject()
 	switch {
 	case subj == l.subjects.UploadStored():
-		var n UploadNotice
+		var n wire.UploadNotice
 		if err := json.Unmarshal(m.Data(), &n); err != nil || n.Dir == "" {
 			return permanent(fmt.Errorf("upload notice is not valid: %v", err))
 		}
@@ -197,7 +197,7 @@ func (l *locator) jobStarted(ctx context.Context, ev *livekit.WebhookEvent) erro
 	if err != nil {
 		return err
 	}
-	obs := slices.DeleteFunc(l.jobObservations(job), func(o Observation) bool {
+	obs := slices.DeleteFunc(l.jobObservations(job), func(o wire.Observation) bool {
 		return o.Field == fieldJobStatus || o.Field == fieldCloseReason || o.Field == fieldJobError
 	})
 	return l.facts.add(ctx, factUpdate{roomID: room.GetSid(), jobID: job.GetId(), observations: obs})
@@ -207,33 +207,33 @@ func (l *locator) jobStarted(ctx context.Context, ev *livekit.WebhookEvent) erro
 // is CR_ERROR unless its error is the agent's normal departure
 // (isDepartureError): livekit-server ends every job whose agent left the
 // room that way, a clean one included.
-func (l *locator) jobObservations(job *livekit.Job) []Observation {
+func (l *locator) jobObservations(job *livekit.Job) []wire.Observation {
 	status := job.GetState().GetStatus()
 	jobErr := bounded(job.GetState().GetError(), maxEvidence)
-	obs := []Observation{
+	obs := []wire.Observation{
 		{Field: fieldAgentName, Value: job.GetAgentName(), Source: sourceWebhook},
 		{Field: fieldDeploymentID, Value: job.GetDeployment(), Source: sourceWebhook},
 		{Field: fieldJobStatus, Value: status.String(), Source: sourceWebhook},
 		{Field: fieldJobError, Value: jobErr, Source: sourceWebhook},
 	}
 	if id := job.GetState().GetParticipantIdentity(); id != "" {
-		obs = append(obs, Observation{Field: fieldAgentIdentity, Value: identityHash(id), Source: sourceWebhook})
+		obs = append(obs, wire.Observation{Field: fieldAgentIdentity, Value: identityHash(id), Source: sourceWebhook})
 	}
 	if job.GetEnableRedaction() {
-		obs = append(obs, Observation{Field: fieldRedaction, Value: "true", Source: sourceWebhook})
+		obs = append(obs, wire.Observation{Field: fieldRedaction, Value: "true", Source: sourceWebhook})
 	}
 	if tag := l.version.tag(job); tag != "" {
-		obs = append(obs, Observation{Field: fieldTag, Value: tag, Source: sourceWebhook, Evidence: "metadata " + l.version.key})
+		obs = append(obs, wire.Observation{Field: fieldTag, Value: tag, Source: sourceWebhook, Evidence: "metadata " + l.version.key})
 	}
 	if status == livekit.JobStatus_JS_FAILED && !isDepartureError(jobErr) {
 		evidence := "job_status: JS_FAILED"
 		if jobErr != "" {
 			evidence += " (" + jobErr + ")"
 		}
-		obs = append(obs, Observation{Field: fieldCloseReason, Value: agent.CloseReason_CR_ERROR.String(), Source: sourceJobStatus,
+		obs = append(obs, wire.Observation{Field: fieldCloseReason, Value: agent.CloseReason_CR_ERROR.String(), Source: sourceJobStatus,
 			Evidence: evidence})
 	}
-	return slices.DeleteFunc(obs, func(o Observation) bool { return o.Value == "" })
+	return slices.DeleteFunc(obs, func(o wire.Observation) bool { return o.Value == "" })
 }
 
 func (l *locator) roomFinished(ctx context.Context, ev *livekit.WebhookEvent) error {
@@ -281,32 +281,32 @@ func (l *locator) record(ctx context.Context, f located) error {
 	if err != nil {
 		return err
 	}
-	ref := &RecordingRef{SessionKey: s.Key, RoomName: s.RoomName, Dir: f.dir, Location: l.store.Location(f.dir),
+	ref := &wire.RecordingRef{SessionKey: s.Key, RoomName: s.RoomName, Dir: f.dir, Location: l.store.Location(f.dir),
 		Origin: f.origin, Problems: s.Problems}
 	return l.facts.add(ctx, l.recordingUpdate(s, ref, f.job))
 }
 
 // recordingUpdate is what a located recording adds to its session's facts:
 // where it is, what its header says, and the ended job when one came with it.
-func (l *locator) recordingUpdate(s *recording.Session, ref *RecordingRef, job *livekit.Job) factUpdate {
+func (l *locator) recordingUpdate(s *recording.Session, ref *wire.RecordingRef, job *livekit.Job) factUpdate {
 	u := factUpdate{roomID: s.RoomID, jobID: s.JobID, recording: ref}
 	if s.CloseReasonSource == recording.SourceSummary {
-		u.observations = append(u.observations, Observation{Field: fieldCloseReason, Value: s.CloseReason,
+		u.observations = append(u.observations, wire.Observation{Field: fieldCloseReason, Value: s.CloseReason,
 			Source: sourceSummary, Evidence: "summary: close_reason=" + s.CloseReason})
 	}
 	if v := s.Summary.SDK; v != "" {
-		u.observations = append(u.observations, Observation{Field: fieldSDKLanguage, Value: bounded(v, 32), Source: sourceHeader,
+		u.observations = append(u.observations, wire.Observation{Field: fieldSDKLanguage, Value: bounded(v, 32), Source: sourceHeader,
 			Evidence: "summary sdk"})
 	}
 	if v := s.Summary.SDKVersion; v != "" {
-		u.observations = append(u.observations, Observation{Field: fieldSDKVersion, Value: bounded(v, 32), Source: sourceHeader,
+		u.observations = append(u.observations, wire.Observation{Field: fieldSDKVersion, Value: bounded(v, 32), Source: sourceHeader,
 			Evidence: "summary sdk_version"})
 	}
 	if s.Simulated {
-		u.observations = append(u.observations, Observation{Field: fieldSimulated, Value: "true", Source: sourceHeader})
+		u.observations = append(u.observations, wire.Observation{Field: fieldSimulated, Value: "true", Source: sourceHeader})
 	}
 	if s.RedactionEnabled {
-		u.observations = append(u.observations, Observation{Field: fieldRedaction, Value: "true", Source: sourceHeader})
+		u.observations = append(u.observations, wire.Observation{Field: fieldRedaction, Value: "true", Source: sourceHeader})
 	}
 	if job != nil {
 		u.observations = append(u.observations, l.jobObservations(job)...)

@@ -25,6 +25,7 @@ import (
 
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/wire"
 )
 
 // The OTLP receiver reads the logs and traces both agents SDKs export to
@@ -253,7 +254,7 @@ func bounded(s string, n int) string {
 // collector gathers observations per session.
 type factCollector map[sessionID]*factUpdate
 
-func (c factCollector) add(id sessionID, o Observation) {
+func (c factCollector) add(id sessionID, o wire.Observation) {
 	if id.room == "" || o.Value == "" {
 		return
 	}
@@ -269,7 +270,7 @@ func (c factCollector) add(id sessionID, o Observation) {
 
 // span keeps one span of a session.
 func (c factCollector) span(id sessionID, s scoring.Span) {
-	c.add(id, Observation{Field: fieldInput, Value: scoring.InputTraces, Source: sourceOTLP})
+	c.add(id, wire.Observation{Field: fieldInput, Value: scoring.InputTraces, Source: sourceOTLP})
 	if u := c[id]; u != nil && len(u.spans) < maxSpans {
 		u.spans = append(u.spans, s)
 	}
@@ -277,17 +278,17 @@ func (c factCollector) span(id sessionID, s scoring.Span) {
 
 // common facts every record or span may carry.
 func (c factCollector) identity(id sessionID, a attrs) {
-	c.add(id, Observation{Field: fieldAgentName, Value: a.str("lk.agent_name"), Source: sourceOTLP})
-	c.add(id, Observation{Field: fieldCloudAgentID, Value: a.str("lk.cloud_agent_id"), Source: sourceOTLP})
-	c.add(id, Observation{Field: fieldDeploymentID, Value: a.str("lk.deployment_id"), Source: sourceOTLP})
+	c.add(id, wire.Observation{Field: fieldAgentName, Value: a.str("lk.agent_name"), Source: sourceOTLP})
+	c.add(id, wire.Observation{Field: fieldCloudAgentID, Value: a.str("lk.cloud_agent_id"), Source: sourceOTLP})
+	c.add(id, wire.Observation{Field: fieldDeploymentID, Value: a.str("lk.deployment_id"), Source: sourceOTLP})
 	if a.str("lk.simulation.enabled") == "true" {
-		c.add(id, Observation{Field: fieldSimulated, Value: "true", Source: sourceOTLP})
+		c.add(id, wire.Observation{Field: fieldSimulated, Value: "true", Source: sourceOTLP})
 	}
 	if a.str("lk.redaction.enabled") == "true" {
-		c.add(id, Observation{Field: fieldRedaction, Value: "true", Source: sourceOTLP})
+		c.add(id, wire.Observation{Field: fieldRedaction, Value: "true", Source: sourceOTLP})
 	}
 	if lang := a.str("telemetry.sdk.language"); lang != "" && a.str("service.name") != "" {
-		c.add(id, Observation{Field: fieldSDKLanguage, Value: lang, Source: sourceOTLP, Evidence: "resource telemetry.sdk.language"})
+		c.add(id, wire.Observation{Field: fieldSDKLanguage, Value: lang, Source: sourceOTLP, Evidence: "resource telemetry.sdk.language"})
 	}
 	if v, ok := a.get("lk.close_reason"); ok {
 		evidence := "lk.close_reason=" + bounded(anyString(v), 64)
@@ -297,7 +298,7 @@ func (c factCollector) identity(id sessionID, a attrs) {
 		c.closeReason(id, sourceOTLPLog, anyString(v), evidence)
 	}
 	if v := a.str(attrAgentVersion); v != "" {
-		c.add(id, Observation{Field: fieldTag, Value: bounded("version:"+v, 128), Source: sourceOTLP, Evidence: attrAgentVersion})
+		c.add(id, wire.Observation{Field: fieldTag, Value: bounded("version:"+v, 128), Source: sourceOTLP, Evidence: attrAgentVersion})
 	}
 }
 
@@ -312,7 +313,7 @@ const (
 // closeReason records a close reason a signal named.
 func (c factCollector) closeReason(id sessionID, source, raw, evidence string) {
 	name, _ := recording.NormalizeCloseReasonString(raw)
-	c.add(id, Observation{Field: fieldCloseReason, Value: name, Source: source, Evidence: source + ": " + bounded(evidence, maxEvidence)})
+	c.add(id, wire.Observation{Field: fieldCloseReason, Value: name, Source: source, Evidence: source + ": " + bounded(evidence, maxEvidence)})
 }
 
 // Log bodies that say how a session closed (agents-js 1.9.0
@@ -339,7 +340,7 @@ func logFacts(req *collogs.ExportLogsServiceRequest, isJSON bool) map[sessionID]
 				a := attrs{rec.GetAttributes(), sl.GetScope().GetAttributes(), rl.GetResource().GetAttributes()}
 				id := a.session()
 				c.identity(id, a)
-				c.add(id, Observation{Field: fieldInput, Value: scoring.InputLogs, Source: sourceOTLP})
+				c.add(id, wire.Observation{Field: fieldInput, Value: scoring.InputLogs, Source: sourceOTLP})
 				body := bounded(anyString(rec.GetBody()), 1024)
 				c.logRecord(id, a, body, isJSON)
 			}
@@ -356,29 +357,29 @@ func (c factCollector) logRecord(id sessionID, a attrs, body string, isJSON bool
 		}
 		if body == logSessionClosed && isJSON {
 			// Only agents-js exports its logs as OTLP/JSON.
-			c.add(id, Observation{Field: fieldSDKLanguage, Value: sdkLanguageFromJSONLog, Source: sourceOTLP, Evidence: "OTLP/JSON log export"})
+			c.add(id, wire.Observation{Field: fieldSDKLanguage, Value: sdkLanguageFromJSONLog, Source: sourceOTLP, Evidence: "OTLP/JSON log export"})
 		}
 	case strings.HasPrefix(body, logParticipantGone):
 		c.closeReason(id, sourceOTLPLogImplied, "participant_disconnected", logParticipantGone)
 	case strings.HasPrefix(body, logUnrecoverable) || strings.HasPrefix(body, logUnrecoverableJS):
 		c.closeReason(id, sourceOTLPLogImplied, "error", body)
 	case body == logSessionReport:
-		c.add(id, Observation{Field: fieldAgentName, Value: a.str("agent_name"), Source: sourceOTLP})
+		c.add(id, wire.Observation{Field: fieldAgentName, Value: a.str("agent_name"), Source: sourceOTLP})
 		if expected, known := recordingOptions(a); known {
-			c.add(id, Observation{Field: fieldRecordingExpected, Value: strconv.FormatBool(expected), Source: sourceOTLP,
+			c.add(id, wire.Observation{Field: fieldRecordingExpected, Value: strconv.FormatBool(expected), Source: sourceOTLP,
 				Evidence: "session report: recording options (transcript or audio on: a recording follows)"})
 		}
 		if v := a.str("sdk_version"); v != "" {
-			c.add(id, Observation{Field: fieldSDKVersion, Value: v, Source: sourceOTLP, Evidence: "session report sdk_version"})
+			c.add(id, wire.Observation{Field: fieldSDKVersion, Value: v, Source: sourceOTLP, Evidence: "session report sdk_version"})
 			lang := "python"
 			if isJSON { // only agents-js exports its logs as OTLP/JSON
 				lang = sdkLanguageFromJSONLog
 			}
-			c.add(id, Observation{Field: fieldSDKLanguage, Value: lang, Source: sourceOTLP, Evidence: "session report sdk_version"})
+			c.add(id, wire.Observation{Field: fieldSDKLanguage, Value: lang, Source: sourceOTLP, Evidence: "session report sdk_version"})
 		}
 		if v, ok := a.get("session.tags"); ok {
 			for _, t := range tagValues(v) {
-				c.add(id, Observation{Field: fieldTag, Value: bounded(t, 128), Source: sourceOTLP})
+				c.add(id, wire.Observation{Field: fieldTag, Value: bounded(t, 128), Source: sourceOTLP})
 			}
 		}
 	case body == logOutcome:
@@ -386,13 +387,13 @@ func (c factCollector) logRecord(id sessionID, a attrs, body string, isJSON bool
 		if v, ok := a.get("outcome"); ok && v.GetKvlistValue() != nil {
 			out = bounded(anyString(kvGet(v.GetKvlistValue().GetValues(), "outcome")), 64)
 		}
-		c.add(id, Observation{Field: fieldOutcome, Value: out, Source: sourceOTLP})
+		c.add(id, wire.Observation{Field: fieldOutcome, Value: out, Source: sourceOTLP})
 	case body == logEvaluation:
 		if v, ok := a.get("evaluation"); ok && v.GetKvlistValue() != nil {
 			kv := v.GetKvlistValue().GetValues()
 			name, verdict := anyString(kvGet(kv, "name")), anyString(kvGet(kv, "verdict"))
 			if name != "" {
-				c.add(id, Observation{Field: fieldEvaluation, Value: bounded(name, 64) + "=" + bounded(verdict, 32), Source: sourceOTLP})
+				c.add(id, wire.Observation{Field: fieldEvaluation, Value: bounded(name, 64) + "=" + bounded(verdict, 32), Source: sourceOTLP})
 			}
 		}
 	}

@@ -30,6 +30,7 @@ import (
 
 	"github.com/lkscore/lkscore/internal/testenv"
 	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/wire"
 )
 
 // jsLogs builds an OTLP/JSON logs body exactly as agents-js 1.9.0's pino
@@ -83,18 +84,18 @@ func postOTLP(t *testing.T, d *Daemon, signal, contentType string, body []byte, 
 	return resp, string(msg)
 }
 
-func readFacts(t *testing.T, url, roomID, jobID string) *SessionFacts {
+func readFacts(t *testing.T, url, roomID, jobID string) *wire.SessionFacts {
 	t.Helper()
 	js := testenv.JetStream(t, url)
 	kv, err := js.KeyValue(context.Background(), "LKSCORE_SESSION_FACTS")
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := kv.Get(context.Background(), factsKey(roomID, jobID))
+	e, err := kv.Get(context.Background(), wire.FactsKey(roomID, jobID))
 	if err != nil {
 		return nil
 	}
-	var f SessionFacts
+	var f wire.SessionFacts
 	if err := json.Unmarshal(e.Value(), &f); err != nil {
 		t.Fatal(err)
 	}

@@ -58,7 +58,7 @@ var locatorEvents = []string{"agent_job_started", "agent_job_ended", "participan
 // stageSpec is one row of the pipeline table: the stream and durable
 // consumer that feed a stage, and what handles and settles its messages.
 type stageSpec struct {
-	name     string // StageLocate, StageScore: dead letters and metrics
+	name     string // wire.StageLocate, StageScore: dead letters and metrics
 	role     string // the role that runs it (config.RoleWorker)
 	stream   string
 	consumer jetstream.ConsumerConfig
@@ -100,16 +100,16 @@ func stageTable(s wire.Subjects, p config.Pipeline, loc *locator, w *worker, reg
 	roomMayBeEmpty := func(m jetstream.Msg) bool { return m.Subject() != s.Webhook("room_finished") }
 	// participant_left and agent_job_started never wait for a recording.
 	table := []stageSpec{
-		{name: StageLocate, role: config.RoleWorker, stream: s.WebhookStream(), handle: loc.handle, onGiveUp: roomMayBeEmpty,
-			consumer: with(LocatorWebhooks, "lkscore locator: webhooks to session work", hooks)},
-		{name: StageLocate, role: config.RoleWorker, stream: s.UploadStream(), handle: loc.handle, onGiveUp: roomMayBeEmpty,
-			consumer: with(LocatorUploads, "lkscore locator: collector uploads to session work", []string{s.UploadStored()})},
-		{name: StageScore, role: config.RoleWorker, stream: s.SessionStream(), handle: w.handle,
-			consumer: with(ScoreConsumer(p.Pool), "lkscore scoring pool "+p.Pool, sessions)},
+		{name: wire.StageLocate, role: config.RoleWorker, stream: s.WebhookStream(), handle: loc.handle, onGiveUp: roomMayBeEmpty,
+			consumer: with(wire.LocatorWebhooks, "lkscore locator: webhooks to session work", hooks)},
+		{name: wire.StageLocate, role: config.RoleWorker, stream: s.UploadStream(), handle: loc.handle, onGiveUp: roomMayBeEmpty,
+			consumer: with(wire.LocatorUploads, "lkscore locator: collector uploads to session work", []string{s.UploadStored()})},
+		{name: wire.StageScore, role: config.RoleWorker, stream: s.SessionStream(), handle: w.handle,
+			consumer: with(wire.ScoreConsumer(p.Pool), "lkscore scoring pool "+p.Pool, sessions)},
 	}
 	if reg != nil { // regression.enabled
-		table = append(table, stageSpec{name: StageRegress, role: config.RoleWorker, stream: s.ResultStream(), handle: reg.handle,
-			consumer: with(RegressConsumer, "lkscore regression detection over every scorecard", nil)})
+		table = append(table, stageSpec{name: wire.StageRegress, role: config.RoleWorker, stream: s.ResultStream(), handle: reg.handle,
+			consumer: with(wire.RegressConsumer, "lkscore regression detection over every scorecard", nil)})
 	}
 	// Alert delivery: one message at a time per target, so each target sees
 	// firing before resolved; a target configured later starts with the
@@ -118,7 +118,7 @@ func stageTable(s wire.Subjects, p config.Pipeline, loc *locator, w *worker, reg
 	for _, t := range targets {
 		c := with(t.id, "lkscore alert delivery to "+t.name, nil)
 		c.MaxAckPending, c.DeliverPolicy = 1, jetstream.DeliverNewPolicy
-		table = append(table, stageSpec{name: StageNotify, role: config.RoleWorker, stream: s.AlertStream(), handle: t.handle,
+		table = append(table, stageSpec{name: wire.StageNotify, role: config.RoleWorker, stream: s.AlertStream(), handle: t.handle,
 			concurrency: 1, consumer: c})
 	}
 	return table

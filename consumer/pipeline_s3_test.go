@@ -40,15 +40,15 @@ func TestPipelineMaxDeliveries(t *testing.T) {
 	sendWebhook(t, d, jobEnded("EV_down", "RM_Down", "AJ_Down", "a", livekit.JobStatus_JS_SUCCESS))
 
 	admin := NewDeadLetterAdmin(js, wire.NewSubjects("lkscore.", "LKSCORE"))
-	var dls []DeadLetter
+	var dls []wire.DeadLetter
 	waitFor(t, "a max-deliveries dead letter", func() bool {
-		dls, _ = admin.List(context.Background(), StageLocate, 10)
+		dls, _ = admin.List(context.Background(), wire.StageLocate, 10)
 		return len(dls) == 1
 	})
 	if dl := dls[0]; !strings.Contains(dl.Error, "max deliveries (3)") || dl.Subject != "lkscore.webhook.agent_job_ended" || dl.Deliveries != 3 {
 		t.Fatalf("dead letter %+v", dl)
 	}
-	if v := counter(t, reg, "lkscore_pipeline_retried_total", map[string]string{"stage": StageLocate, "reason": "transient"}); v < 2 {
+	if v := counter(t, reg, "lkscore_pipeline_retried_total", map[string]string{"stage": wire.StageLocate, "reason": "transient"}); v < 2 {
 		t.Errorf("retries counted %v", v)
 	}
 }

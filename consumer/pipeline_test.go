@@ -114,14 +114,14 @@ func factsSettled(t *testing.T, js jetstream.JetStream) bool {
 		return false
 	}
 	for k := range lister.Keys() {
-		if k == SettlerLowWaterKey {
+		if k == wire.SettlerLowWaterKey {
 			continue
 		}
 		e, err := kv.Get(context.Background(), k)
 		if err != nil {
 			return false
 		}
-		var f SessionFacts
+		var f wire.SessionFacts
 		if err := json.Unmarshal(e.Value(), &f); err != nil {
 			t.Fatalf("facts %s: %v", k, err)
 		}
@@ -133,7 +133,7 @@ func factsSettled(t *testing.T, js jetstream.JetStream) bool {
 }
 
 var defaultConsumers = map[string]string{
-	LocatorWebhooks: "LKSCORE_WEBHOOKS", LocatorUploads: "LKSCORE_UPLOADS", ScoreConsumer("default"): "LKSCORE_SESSIONS",
+	wire.LocatorWebhooks: "LKSCORE_WEBHOOKS", wire.LocatorUploads: "LKSCORE_UPLOADS", wire.ScoreConsumer("default"): "LKSCORE_SESSIONS",
 }
 
 func results(t *testing.T, url string) []scoring.Scorecard {
@@ -255,19 +255,19 @@ func TestPipelineDeadLetters(t *testing.T) {
 	defer nc.Close()
 	js, _ := jetstream.New(nc)
 	admin := NewDeadLetterAdmin(js, wire.NewSubjects("lkscore.", "LKSCORE"))
-	var dls []DeadLetter
+	var dls []wire.DeadLetter
 	waitFor(t, "two dead letters", func() bool {
 		dls, _ = admin.List(context.Background(), "", 10)
 		return len(dls) == 2
 	})
-	byStage := map[string]DeadLetter{}
+	byStage := map[string]wire.DeadLetter{}
 	for _, dl := range dls {
 		byStage[dl.Stage] = dl
 	}
-	if l := byStage[StageLocate]; !strings.Contains(l.Error, "recording not found") || l.Subject != "lkscore.webhook.agent_job_ended" || l.Deliveries < 2 {
+	if l := byStage[wire.StageLocate]; !strings.Contains(l.Error, "recording not found") || l.Subject != "lkscore.webhook.agent_job_ended" || l.Deliveries < 2 {
 		t.Errorf("locate dead letter %+v", l)
 	}
-	s := byStage[StageScore]
+	s := byStage[wire.StageScore]
 	if !strings.Contains(s.Error, "chat_history") || s.Deliveries != 1 || s.SessionKey != "RM_SlowAgent02/AJ_SlowAgent02" {
 		t.Errorf("score dead letter %+v: a malformed recording must be dead-lettered at once", s)
 	}
@@ -284,7 +284,7 @@ func TestPipelineDeadLetters(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "the replayed session to be scored", func() bool { return len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")) == 1 })
-	if left, _ := admin.List(context.Background(), StageScore, 10); len(left) != 0 {
+	if left, _ := admin.List(context.Background(), wire.StageScore, 10); len(left) != 0 {
 		t.Errorf("replayed dead letter still listed: %+v", left)
 	}
 }

@@ -58,12 +58,12 @@ func TestRetentionDeletesOldKeepsFresh(t *testing.T) {
 			}
 		}
 		room, job := filepath.Dir(filepath.Dir(s.dir)), filepath.Base(s.dir)
-		u := factUpdate{roomID: room, jobID: job, recording: &RecordingRef{SessionKey: room + "/" + job, Dir: s.dir}}
+		u := factUpdate{roomID: room, jobID: job, recording: &wire.RecordingRef{SessionKey: room + "/" + job, Dir: s.dir}}
 		if err := facts.add(ctx, u); err != nil {
 			t.Fatal(err)
 		}
 		if s.published {
-			_ = facts.modify(ctx, factsKey(room, job), func(f *SessionFacts) bool { f.PublishedAt = &now; return true })
+			_ = facts.modify(ctx, wire.FactsKey(room, job), func(f *wire.SessionFacts) bool { f.PublishedAt = &now; return true })
 		}
 	}
 	m := newPipelineMetrics(nil)

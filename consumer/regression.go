@@ -3,7 +3,6 @@ package consumer
 import (
 	"context"
 
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,13 +23,6 @@ import (
 	"github.com/lkscore/lkscore/scoring"
 	"github.com/lkscore/lkscore/wire"
 )
-
-// StageRegress is the regression detector's stage name (metrics, dead letters).
-const StageRegress = "regress"
-
-// RegressConsumer is the durable consumer of the results stream that feeds
-// regression detection; every worker replica shares it.
-const RegressConsumer = "lkscore-regress"
 
 // alertState is what the detector remembers per agent/version/scoring
 // version: the alerts firing now, by kind/metric, and the outbox of state
@@ -76,24 +68,6 @@ type regressor struct {
 	cache   map[string]cachedHistory // by history key
 }
 
-func tok(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
-
-// HistoryKey, indexKey, stateKey and BaselineKey name the detector's KV entries.
-func HistoryKey(k regress.Key) string {
-	return "h." + tok(k.Agent) + "." + tok(k.Version) + "." + tok(k.ScoringVersion)
-}
-func indexKey(agent, scoringVersion string) string {
-	return "i." + tok(agent) + "." + tok(scoringVersion)
-}
-func stateKey(k regress.Key) string {
-	return "a." + tok(k.Agent) + "." + tok(k.Version) + "." + tok(k.ScoringVersion)
-}
-
-// BaselineKey is where `lkscore baseline seal` keeps an agent's sealed baseline.
-func BaselineKey(agent, scoringVersion string) string {
-	return "b." + tok(agent) + "." + tok(scoringVersion)
-}
-
 // OpenRegressionBucket creates or opens the detector's KV bucket.
 func OpenRegressionBucket(ctx context.Context, js jetstream.JetStream, s wire.Subjects, n config.NATS) (jetstream.KeyValue, error) {
 	ctx, cancel := context.WithTimeout(ctx, n.RequestTimeout) // the caller's deadline, if shorter, wins
@@ -120,7 +94,7 @@ func (r *regressor) handle(ctx context.Context, m jetstream.Msg) error {
 	}
 	seq := meta.Sequence.Stream
 	key := regress.KeyOf(&card, r.cfg.VersionTag)
-	stripe := &r.stripes[fnv32(HistoryKey(key))%uint32(len(r.stripes))]
+	stripe := &r.stripes[fnv32(wire.HistoryKey(key))%uint32(len(r.stripes))]
 	stripe.Lock()
 	defer stripe.Unlock()
 	sample := regress.SampleOf(&card, seq)
@@ -129,7 +103,7 @@ func (r *regressor) handle(ctx context.Context, m jetstream.Msg) error {
 		return fmt.Errorf("regression history %s: %w", key, err)
 	}
 	var idx versionIndex
-	if err := modifyJSON(ctx, r, indexKey(key.Agent, key.ScoringVersion), &idx, func() bool {
+	if err := modifyJSON(ctx, r, wire.VersionIndexKey(key.Agent, key.ScoringVersion), &idx, func() bool {
 		if idx.Versions == nil {
 			idx.Versions = map[string]versionSpan{}
 		}
@@ -172,7 +146,7 @@ func (r *regressor) handle(ctx context.Context, m jetstream.Msg) error {
 // process that handles an agent's sessions one after another decodes the
 // entry only when another replica wrote it since.
 func (r *regressor) addSample(ctx context.Context, key regress.Key, s regress.Sample) (*regress.History, bool, error) {
-	k := HistoryKey(key)
+	k := wire.HistoryKey(key)
 	for attempt := 0; ; attempt++ {
 		gctx, cancel := context.WithTimeout(ctx, r.timeouts.request)
 		e, err := r.kv.Get(gctx, k)
@@ -309,7 +283,7 @@ func (r *regressor) evaluate(ctx context.Context, key regress.Key, h *regress.Hi
 // version with enough sessions.
 func (r *regressor) baseline(ctx context.Context, key regress.Key, idx versionIndex) ([]regress.Sample, string, error) {
 	var sealed regress.Baseline
-	ok, err := getJSON(ctx, r, BaselineKey(key.Agent, key.ScoringVersion), &sealed)
+	ok, err := getJSON(ctx, r, wire.BaselineKey(key.Agent, key.ScoringVersion), &sealed)
 	if err != nil {
 		return nil, "", err
 	}
@@ -334,7 +308,7 @@ func (r *regressor) baseline(ctx context.Context, key regress.Key, idx versionIn
 		return nil, "", nil
 	}
 	var ph regress.History
-	if _, err := getJSON(ctx, r, HistoryKey(regress.Key{Agent: key.Agent, Version: prev, ScoringVersion: key.ScoringVersion}), &ph); err != nil {
+	if _, err := getJSON(ctx, r, wire.HistoryKey(regress.Key{Agent: key.Agent, Version: prev, ScoringVersion: key.ScoringVersion}), &ph); err != nil {
 		return nil, "", err
 	}
 	return ph.Recent(), "version " + prev, nil
@@ -350,7 +324,7 @@ func (r *regressor) baseline(ctx context.Context, key regress.Key, idx versionIn
 func (r *regressor) reconcile(ctx context.Context, key regress.Key, evals []evaluation, basis int, session string, seq uint64) error {
 	for attempt := 0; ; attempt++ {
 		var st alertState
-		rev, err := getJSONRev(ctx, r, stateKey(key), &st)
+		rev, err := getJSONRev(ctx, r, wire.AlertStateKey(key), &st)
 		if err != nil {
 			return err
 		}
@@ -427,7 +401,7 @@ func (r *regressor) casState(ctx context.Context, key regress.Key, st alertState
 	if err != nil {
 		return 0, permanent(err)
 	}
-	return r.put(ctx, stateKey(key), data, rev)
+	return r.put(ctx, wire.AlertStateKey(key), data, rev)
 }
 
 // put writes key with compare-and-set: created when rev is 0 (absent),

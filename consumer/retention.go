@@ -11,6 +11,7 @@ import (
 
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/store"
+	"github.com/lkscore/lkscore/wire"
 )
 
 // retention deletes uploads older than retention.recordings from the local
@@ -88,7 +89,7 @@ func (r *retention) sweep(ctx context.Context) (int, error) {
 			continue
 		}
 		v, _ := r.layout.Match(dir + recording.ObjectHeader)
-		f, _, err := r.facts.get(ctx, factsKey(v.RoomID, recording.FactsJobID(v.JobID)))
+		f, _, err := r.facts.get(ctx, wire.FactsKey(v.RoomID, recording.FactsJobID(v.JobID)))
 		if err != nil {
 			return n, err
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/wire"
 )
 
 // The room's own story: LiveKit's participant_left, participant_connection_aborted
@@ -41,15 +42,6 @@ const (
 // sourceRoom is the room's webhooks as a close-reason source: below the SDK's
 // logs and the job status, above absent.
 const sourceRoom = "webhook_room"
-
-// roomKeyJob is the job token of a room's own facts entry.
-const roomKeyJob = "_room"
-
-// roomFactsKey is the key of a room's own facts entry.
-func roomFactsKey(roomID string) string { return kvToken(roomID) + "." + roomKeyJob }
-
-// isRoomFactsKey reports whether key is a room's own entry, not a session's.
-func isRoomFactsKey(key string) bool { return strings.HasSuffix(key, "."+roomKeyJob) }
 
 // Participant roles in a departure.
 const (
@@ -86,7 +78,7 @@ func identityHash(identity string) string {
 // an end (a Cloud migration). orderNanos orders departures: the event's
 // created_at (seconds) first, then when the stream stored it (LiveKit's
 // notifier sends one room's events in order).
-func departureObservation(ev *livekit.WebhookEvent, storedNanos int64) *Observation {
+func departureObservation(ev *livekit.WebhookEvent, storedNanos int64) *wire.Observation {
 	p := ev.GetParticipant()
 	if p == nil {
 		return nil
@@ -105,14 +97,14 @@ func departureObservation(ev *livekit.WebhookEvent, storedNanos int64) *Observat
 		return nil
 	}
 	order := fmt.Sprintf("%012d.%019d", max(ev.GetCreatedAt(), 0), max(storedNanos, 0))
-	return &Observation{Field: fieldDeparture, Value: order + " " + role + " " + reason + " " + identityHash(p.GetIdentity()),
+	return &wire.Observation{Field: fieldDeparture, Value: order + " " + role + " " + reason + " " + identityHash(p.GetIdentity()),
 		Source: sourceRoom, Evidence: ev.GetEvent() + " kind=" + p.GetKind().String() + " disconnect_reason=" + reason}
 }
 
 // roomEndObservation is a finished room's end reason (the event's
 // room_end_reason; ROOM_END_UNKNOWN from servers that do not set it).
-func roomEndObservation(ev *livekit.WebhookEvent) Observation {
-	return Observation{Field: fieldRoomEnd, Value: ev.GetRoomEndReason().String(), Source: sourceRoom, Evidence: "room_finished"}
+func roomEndObservation(ev *livekit.WebhookEvent) wire.Observation {
+	return wire.Observation{Field: fieldRoomEnd, Value: ev.GetRoomEndReason().String(), Source: sourceRoom, Evidence: "room_finished"}
 }
 
 // departure is one parsed departure observation.
@@ -136,7 +128,7 @@ type roomStory struct {
 	finished   bool
 }
 
-func storyOf(obs []Observation) roomStory {
+func storyOf(obs []wire.Observation) roomStory {
 	var s roomStory
 	agents := map[string]bool{}
 	for _, o := range obs {
@@ -222,7 +214,7 @@ func (s roomStory) closeReason() (reason, evidence string) {
 }
 
 // apply sets the room's facts on r.
-func (s roomStory) apply(r *Resolved) {
+func (s roomStory) apply(r *wire.Resolved) {
 	if d, ok := s.first(); ok {
 		r.EndedBy = d.role
 	}
@@ -235,17 +227,17 @@ func (s roomStory) apply(r *Resolved) {
 // roomEvent records a room webhook's facts: in the room's own entry, then in
 // every session entry the room's entry lists. A duplicate event still copies
 // (a crash may have stopped the first copy half-way); copies add nothing twice.
-func (l *locator) roomEvent(ctx context.Context, roomID string, obs ...Observation) error {
+func (l *locator) roomEvent(ctx context.Context, roomID string, obs ...wire.Observation) error {
 	if roomID == "" {
 		return permanent(errors.New("room webhook without room.sid"))
 	}
 	var sessions []string
-	err := l.facts.modify(ctx, roomFactsKey(roomID), func(f *SessionFacts) bool {
+	err := l.facts.modify(ctx, wire.RoomFactsKey(roomID), func(f *wire.SessionFacts) bool {
 		if f.RoomID == "" {
-			f.RoomID, f.JobID = roomID, roomKeyJob
+			f.RoomID, f.JobID = roomID, wire.RoomKeyJob
 		}
 		sessions = slices.Clone(f.Sessions)
-		if !f.merge(factUpdate{observations: obs}) {
+		if !mergeFacts(f, factUpdate{observations: obs}) {
 			return false
 		}
 		f.LastInputAt = l.now().UTC()

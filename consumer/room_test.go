@@ -14,6 +14,7 @@ import (
 
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/wire"
 )
 
 // left is a participant_left (or _connection_aborted) webhook as livekit-server
@@ -28,7 +29,7 @@ func finished(id, roomSid string, end livekit.RoomEndReason) *livekit.WebhookEve
 		Room: &livekit.Room{Sid: roomSid, Name: "room-" + roomSid}, RoomEndReason: end}
 }
 
-func departureObs(t *testing.T, ev *livekit.WebhookEvent, storedNanos int64) Observation {
+func departureObs(t *testing.T, ev *livekit.WebhookEvent, storedNanos int64) wire.Observation {
 	t.Helper()
 	o := departureObservation(ev, storedNanos)
 	if o == nil {
@@ -41,45 +42,45 @@ func departureObs(t *testing.T, ev *livekit.WebhookEvent, storedNanos int64) Obs
 func TestRoomStory(t *testing.T) {
 	const caller, agentKind = livekit.ParticipantInfo_STANDARD, livekit.ParticipantInfo_AGENT
 	sip := livekit.ParticipantInfo_SIP
-	end := func(r livekit.RoomEndReason) Observation { return roomEndObservation(finished("EV_f", "RM", r)) }
-	dep := func(identity string, kind livekit.ParticipantInfo_Kind, reason livekit.DisconnectReason, at, stored int64) Observation {
+	end := func(r livekit.RoomEndReason) wire.Observation { return roomEndObservation(finished("EV_f", "RM", r)) }
+	dep := func(identity string, kind livekit.ParticipantInfo_Kind, reason livekit.DisconnectReason, at, stored int64) wire.Observation {
 		return departureObs(t, left("EV_"+identity, "RM", identity, kind, reason, at), stored)
 	}
 	for _, tc := range []struct {
 		name              string
-		obs               []Observation
+		obs               []wire.Observation
 		want, from, ended string
 	}{
-		{"caller hangs up first", []Observation{
+		{"caller hangs up first", []wire.Observation{
 			dep("caller", caller, livekit.DisconnectReason_CLIENT_INITIATED, 100, 5),
 			dep("agent-AJ", agentKind, livekit.DisconnectReason_CLIENT_INITIATED, 101, 1),
 			end(livekit.RoomEndReason_ROOM_END_IDLE_TIMEOUT)}, "CR_PARTICIPANT_DISCONNECTED", sourceRoom, roleCaller},
-		{"same second: the stream's order decides", []Observation{
+		{"same second: the stream's order decides", []wire.Observation{
 			dep("agent-AJ", agentKind, livekit.DisconnectReason_ROOM_CLOSED, 100, 9),
 			dep("caller", caller, livekit.DisconnectReason_CLIENT_INITIATED, 100, 8)}, "CR_PARTICIPANT_DISCONNECTED", sourceRoom, roleCaller},
-		{"agent leaves first: nothing more", []Observation{
+		{"agent leaves first: nothing more", []wire.Observation{
 			dep("agent-AJ", agentKind, livekit.DisconnectReason_CLIENT_INITIATED, 100, 1),
 			dep("caller", caller, livekit.DisconnectReason_CLIENT_INITIATED, 104, 2),
 			end(livekit.RoomEndReason_ROOM_END_IDLE_TIMEOUT)}, "CR_UNKNOWN", sourceAbsent, roleAgent},
-		{"room deleted via the API", []Observation{
+		{"room deleted via the API", []wire.Observation{
 			dep("caller", caller, livekit.DisconnectReason_ROOM_DELETED, 100, 1),
 			dep("agent-AJ", agentKind, livekit.DisconnectReason_ROOM_DELETED, 100, 2),
 			end(livekit.RoomEndReason_ROOM_END_API_DELETE)}, "CR_JOB_SHUTDOWN", sourceRoom, roleCaller},
-		{"room deleted, no departures seen", []Observation{end(livekit.RoomEndReason_ROOM_END_API_DELETE)}, "CR_JOB_SHUTDOWN", sourceRoom, ""},
-		{"server shutdown", []Observation{dep("caller", caller, livekit.DisconnectReason_SERVER_SHUTDOWN, 100, 1)}, "CR_JOB_SHUTDOWN", sourceRoom, roleCaller},
-		{"SIP callee unavailable", []Observation{dep("+15550100", sip, livekit.DisconnectReason_USER_UNAVAILABLE, 100, 1)}, "CR_PARTICIPANT_DISCONNECTED", sourceRoom, roleCaller},
-		{"caller's connection aborted", []Observation{departureObs(t, &livekit.WebhookEvent{Event: "participant_connection_aborted", Id: "EV_ab", CreatedAt: 100,
+		{"room deleted, no departures seen", []wire.Observation{end(livekit.RoomEndReason_ROOM_END_API_DELETE)}, "CR_JOB_SHUTDOWN", sourceRoom, ""},
+		{"server shutdown", []wire.Observation{dep("caller", caller, livekit.DisconnectReason_SERVER_SHUTDOWN, 100, 1)}, "CR_JOB_SHUTDOWN", sourceRoom, roleCaller},
+		{"SIP callee unavailable", []wire.Observation{dep("+15550100", sip, livekit.DisconnectReason_USER_UNAVAILABLE, 100, 1)}, "CR_PARTICIPANT_DISCONNECTED", sourceRoom, roleCaller},
+		{"caller's connection aborted", []wire.Observation{departureObs(t, &livekit.WebhookEvent{Event: "participant_connection_aborted", Id: "EV_ab", CreatedAt: 100,
 			Room: &livekit.Room{Sid: "RM"}, Participant: &livekit.ParticipantInfo{Identity: "caller"}}, 1)}, "CR_PARTICIPANT_DISCONNECTED", sourceRoom, roleCaller},
-		{"caller removed by the app", []Observation{dep("caller", caller, livekit.DisconnectReason_PARTICIPANT_REMOVED, 100, 1)}, "CR_UNKNOWN", sourceAbsent, roleCaller},
-		{"caller removed for an agent error", []Observation{dep("caller", caller, livekit.DisconnectReason_AGENT_ERROR, 100, 1)}, "CR_ERROR", sourceRoom, roleCaller},
-		{"the job's identity marks the agent, whatever its kind", []Observation{
+		{"caller removed by the app", []wire.Observation{dep("caller", caller, livekit.DisconnectReason_PARTICIPANT_REMOVED, 100, 1)}, "CR_UNKNOWN", sourceAbsent, roleCaller},
+		{"caller removed for an agent error", []wire.Observation{dep("caller", caller, livekit.DisconnectReason_AGENT_ERROR, 100, 1)}, "CR_ERROR", sourceRoom, roleCaller},
+		{"the job's identity marks the agent, whatever its kind", []wire.Observation{
 			{Field: fieldAgentIdentity, Value: identityHash("bot"), Source: sourceWebhook},
 			dep("bot", caller, livekit.DisconnectReason_CLIENT_INITIATED, 100, 1),
 			dep("caller", caller, livekit.DisconnectReason_CLIENT_INITIATED, 101, 1)}, "CR_UNKNOWN", sourceAbsent, roleAgent},
-		{"the SDK's log outranks the room", []Observation{
+		{"the SDK's log outranks the room", []wire.Observation{
 			{Field: fieldCloseReason, Value: "CR_USER_INITIATED", Source: sourceOTLPLog, Evidence: "otlp_log: x"},
 			dep("caller", caller, livekit.DisconnectReason_ROOM_DELETED, 100, 1)}, "CR_USER_INITIATED", sourceOTLPLog, roleCaller},
-		{"a crashed job outranks the room", []Observation{
+		{"a crashed job outranks the room", []wire.Observation{
 			{Field: fieldCloseReason, Value: "CR_ERROR", Source: sourceJobStatus, Evidence: "job_status: x"},
 			dep("caller", caller, livekit.DisconnectReason_CLIENT_INITIATED, 100, 1)}, "CR_ERROR", sourceJobStatus, roleCaller},
 	} {
@@ -92,8 +93,8 @@ func TestRoomStory(t *testing.T) {
 			for range 50 { // any arrival order, any duplicate
 				obs := append(slices.Clone(tc.obs), tc.obs[rand.IntN(len(tc.obs))])
 				rand.Shuffle(len(obs), func(a, b int) { obs[a], obs[b] = obs[b], obs[a] })
-				f := &SessionFacts{}
-				f.merge(factUpdate{observations: obs})
+				f := &wire.SessionFacts{}
+				mergeFacts(f, factUpdate{observations: obs})
 				if got := resolve(f.Observations); !reflect.DeepEqual(got, resolve(sortedObs(tc.obs))) {
 					t.Fatalf("order changed the facts:\n%+v\n%+v", got, want)
 				}
@@ -110,9 +111,9 @@ func TestRoomStory(t *testing.T) {
 	}
 }
 
-func sortedObs(obs []Observation) []Observation {
-	f := &SessionFacts{}
-	f.merge(factUpdate{observations: obs})
+func sortedObs(obs []wire.Observation) []wire.Observation {
+	f := &wire.SessionFacts{}
+	mergeFacts(f, factUpdate{observations: obs})
 	return f.Observations
 }
 

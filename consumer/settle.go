@@ -54,15 +54,6 @@ type settler struct {
 	watchedFrom atomic.Uint64
 }
 
-// SettlerLowWaterKey holds the settlers' low-water mark in the facts bucket:
-// a revision below which every entry is published or has no recording. A
-// settler that starts (or re-watches after a reconnect) watches from it, so
-// start-up does not replay and decode a week of sessions. Any mark a settler
-// computed stays true (entries only ever get newer revisions), so replicas
-// store the highest (compare-and-swap). Without one (the first start after an
-// upgrade) the settler replays the whole bucket once.
-const SettlerLowWaterKey = "_lkscore.settler_low_water"
-
 // lowWaterEvery is how often a settler stores its mark.
 const lowWaterEvery = 5 * time.Second
 
@@ -99,7 +90,7 @@ func (s *settler) run(ctx context.Context) {
 func (s *settler) loadLowWater(ctx context.Context) uint64 {
 	rctx, cancel := context.WithTimeout(ctx, s.timeouts.request)
 	defer cancel()
-	e, err := s.facts.kv.Get(rctx, SettlerLowWaterKey)
+	e, err := s.facts.kv.Get(rctx, wire.SettlerLowWaterKey)
 	if err != nil {
 		if !errors.Is(err, jetstream.ErrKeyNotFound) {
 			s.log.Warn("settler: low-water mark not read; watching every session's facts", "err", err)
@@ -138,7 +129,7 @@ func (s *settler) saveLowWater(ctx context.Context) {
 	}
 	for range 3 {
 		rctx, cancel := context.WithTimeout(ctx, s.timeouts.request)
-		e, err := s.facts.kv.Get(rctx, SettlerLowWaterKey)
+		e, err := s.facts.kv.Get(rctx, wire.SettlerLowWaterKey)
 		var rev uint64
 		switch {
 		case err == nil:
@@ -154,9 +145,9 @@ func (s *settler) saveLowWater(ctx context.Context) {
 		}
 		val := []byte(strconv.FormatUint(low, 10))
 		if rev == 0 {
-			_, err = s.facts.kv.Create(rctx, SettlerLowWaterKey, val)
+			_, err = s.facts.kv.Create(rctx, wire.SettlerLowWaterKey, val)
 		} else {
-			_, err = s.facts.kv.Update(rctx, SettlerLowWaterKey, val, rev)
+			_, err = s.facts.kv.Update(rctx, wire.SettlerLowWaterKey, val, rev)
 		}
 		cancel()
 		if err == nil {
@@ -207,7 +198,7 @@ func (s *settler) reconnects() uint64 {
 func (s *settler) consider(ctx context.Context, e jetstream.KeyValueEntry) {
 	key := e.Key()
 	s.lastRev = max(s.lastRev, e.Revision())
-	if key == SettlerLowWaterKey {
+	if key == wire.SettlerLowWaterKey {
 		return
 	}
 	if e.Operation() != jetstream.KeyValuePut {
@@ -215,14 +206,14 @@ func (s *settler) consider(ctx context.Context, e jetstream.KeyValueEntry) {
 		delete(s.revs, key)
 		return
 	}
-	var f SessionFacts
+	var f wire.SessionFacts
 	if err := decodeFacts(e.Value(), &f); err != nil {
 		s.log.Error("settler: session facts are not valid JSON", "key", key, "err", err)
 		delete(s.pending, key)
 		delete(s.revs, key)
 		return
 	}
-	scoreable := f.Recording != nil || f.spansOnly()
+	scoreable := f.Recording != nil || spansOnly(&f)
 	if f.PublishedAt != nil || !scoreable {
 		delete(s.revs, key)
 	} else {
@@ -233,9 +224,9 @@ func (s *settler) consider(ctx context.Context, e jetstream.KeyValueEntry) {
 		delete(s.pending, key) // done, or nothing to score yet
 	case f.Recording == nil: // spans and logs only: no recording follows, or none came yet
 		s.pending[key] = f.LastInputAt.Add(s.spansSettle(&f))
-	case f.complete():
+	case complete(&f):
 		s.publish(ctx, key, &f, e.Revision()) // the watch delivered the latest entry: no need to read it again
-	case f.roomFinished():
+	case roomFinished(&f):
 		s.pending[key] = f.LastInputAt.Add(min(roomSettle, s.window))
 	default:
 		s.pending[key] = f.LastInputAt.Add(s.window)
@@ -255,7 +246,7 @@ func (s *settler) publishDue(ctx context.Context) {
 // publish publishes one session's work and marks its facts published. On
 // failure the session stays pending and is tried again on the next tick.
 // f is the entry when the caller has it fresh, with its revision, else nil.
-func (s *settler) publish(ctx context.Context, key string, f *SessionFacts, rev uint64) {
+func (s *settler) publish(ctx context.Context, key string, f *wire.SessionFacts, rev uint64) {
 	if err := s.publishKey(ctx, key, f, rev); err != nil {
 		if inProcess(err) {
 			// Another replica's settler is publishing the same session at this
@@ -272,14 +263,14 @@ func (s *settler) publish(ctx context.Context, key string, f *SessionFacts, rev 
 	delete(s.pending, key)
 }
 
-func (s *settler) publishKey(ctx context.Context, key string, f *SessionFacts, rev uint64) error {
+func (s *settler) publishKey(ctx context.Context, key string, f *wire.SessionFacts, rev uint64) error {
 	if f == nil {
 		var err error
 		if f, rev, err = s.facts.get(ctx, key); err != nil {
 			return err
 		}
 	}
-	if f.PublishedAt != nil || (f.Recording == nil && !f.spansOnly()) {
+	if f.PublishedAt != nil || (f.Recording == nil && !spansOnly(f)) {
 		return nil
 	}
 	obs := f.Observations
@@ -290,7 +281,7 @@ func (s *settler) publishKey(ctx context.Context, key string, f *SessionFacts, r
 		if err != nil {
 			return err
 		}
-		obs = append(append([]Observation(nil), obs...), more...)
+		obs = append(append([]wire.Observation(nil), obs...), more...)
 	}
 	r := resolve(obs)
 	item := workItemFrom(f, r, s.now())
@@ -315,7 +306,7 @@ func (s *settler) publishKey(ctx context.Context, key string, f *SessionFacts, r
 	// Marked published from the entry just read: a compare-and-set on its
 	// revision, re-read only if it changed meanwhile.
 	published := s.now().UTC()
-	_, _, err = s.facts.modifyFrom(ctx, key, f, rev, func(f *SessionFacts) bool {
+	_, _, err = s.facts.modifyFrom(ctx, key, f, rev, func(f *wire.SessionFacts) bool {
 		if f.PublishedAt != nil {
 			return false
 		}
@@ -343,8 +334,8 @@ const originSpans = "spans"
 // settle window once the session report said no recording follows, a
 // second once the agent_session span (it ends when the session closes) has
 // come too, and pipeline.recording_deadline when no report said.
-func (s *settler) spansSettle(f *SessionFacts) time.Duration {
-	if f.recordingExpected() == "" {
+func (s *settler) spansSettle(f *wire.SessionFacts) time.Duration {
+	if recordingExpected(f) == "" {
 		return max(s.noReport, s.window)
 	}
 	if slices.ContainsFunc(f.Spans, func(sp scoring.Span) bool { return sp.Name == scoring.SpanAgentSession }) {
@@ -354,18 +345,13 @@ func (s *settler) spansSettle(f *SessionFacts) time.Duration {
 }
 
 // workItemFrom is the work for a session with settled facts.
-func workItemFrom(f *SessionFacts, r Resolved, now time.Time) WorkItem {
+func workItemFrom(f *wire.SessionFacts, r wire.Resolved, now time.Time) wire.WorkItem {
 	r.Spans = f.Spans
-	ref := f.Recording
-	if ref == nil { // scored from its spans and logs
-		return WorkItem{SessionKey: f.RoomID + "/" + f.JobID, RoomID: f.RoomID, JobID: f.JobID, AgentName: r.AgentName,
-			CloseReason: r.CloseReason, CloseReasonSource: r.CloseReasonSource, Origin: originSpans, MetadataOnly: true,
-			LocatedAt: now.UTC(), Facts: &r}
+	if f.Recording == nil { // scored from its spans and logs
+		return wire.WorkItem{RecordingRef: wire.RecordingRef{SessionKey: f.RoomID + "/" + f.JobID, Origin: originSpans},
+			RoomID: f.RoomID, JobID: f.JobID, AgentName: r.AgentName, CloseReason: r.CloseReason,
+			CloseReasonSource: r.CloseReasonSource, MetadataOnly: true, LocatedAt: now.UTC(), Facts: &r}
 	}
-	return WorkItem{
-		SessionKey: ref.SessionKey, RoomID: f.RoomID, RoomName: ref.RoomName, JobID: f.JobID,
-		AgentName: r.AgentName, CloseReason: r.CloseReason, CloseReasonSource: r.CloseReasonSource,
-		Dir: ref.Dir, Object: ref.Object, Bucket: ref.Bucket, Location: ref.Location, Origin: ref.Origin,
-		Problems: ref.Problems, LocatedAt: now.UTC(), Facts: &r,
-	}
+	return wire.WorkItem{RecordingRef: *f.Recording, RoomID: f.RoomID, JobID: f.JobID, AgentName: r.AgentName,
+		CloseReason: r.CloseReason, CloseReasonSource: r.CloseReasonSource, LocatedAt: now.UTC(), Facts: &r}
 }

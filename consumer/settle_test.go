@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lkscore/lkscore/internal/testenv"
+	"github.com/lkscore/lkscore/wire"
 )
 
 // TestSettlerInProcess: only nats-server's 409 "duplicate message id is in
@@ -53,7 +54,7 @@ func TestSettlerResumesFromLowWater(t *testing.T) {
 	}
 	var mark uint64
 	waitFor(t, "the low-water mark past both sessions", func() bool {
-		e, err := kv.Get(context.Background(), SettlerLowWaterKey)
+		e, err := kv.Get(context.Background(), wire.SettlerLowWaterKey)
 		if err != nil {
 			return false
 		}

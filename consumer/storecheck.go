@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/lkscore/lkscore/wire"
 )
 
 // storeCheck catches a misplaced store: an ingest process that stores
@@ -41,7 +43,7 @@ func (e *storeNotSharedError) Error() string {
 }
 
 // check compares a notice's store with this process's.
-func (c *storeCheck) check(n *UploadNotice) error {
+func (c *storeCheck) check(n *wire.UploadNotice) error {
 	if c == nil || n.Store == "" { // notices from before stores had identities
 		return nil
 	}

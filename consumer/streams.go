@@ -10,15 +10,6 @@ import (
 	"github.com/lkscore/lkscore/wire"
 )
 
-// LocatorConsumers names the locator's durable consumers.
-const (
-	LocatorWebhooks = "locator-webhooks"
-	LocatorUploads  = "locator-uploads"
-)
-
-// ScoreConsumer names a worker pool's durable consumer.
-func ScoreConsumer(pool string) string { return "score-" + pool }
-
 // streamConfigs returns lkscore's streams, with explicit settings.
 func streamConfigs(s wire.Subjects, c config.Config) []jetstream.StreamConfig {
 	n, p := c.NATS, c.Pipeline

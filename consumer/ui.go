@@ -16,6 +16,7 @@ import (
 	"github.com/lkscore/lkscore/dashboard"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/wire"
 )
 
 // uiServer is the dashboard on the ops listener: it answers 503 until the
@@ -218,14 +219,14 @@ func redactItems(items []scoring.Item) {
 }
 
 // factsOf returns the facts of a scorecard's session key.
-func factsOf(ctx context.Context, facts *factStore, key string) (*SessionFacts, error) {
+func factsOf(ctx context.Context, facts *factStore, key string) (*wire.SessionFacts, error) {
 	room, job, _ := strings.Cut(key, "/")
-	f, _, err := facts.get(ctx, factsKey(room, recording.FactsJobID(job)))
+	f, _, err := facts.get(ctx, wire.FactsKey(room, recording.FactsJobID(job)))
 	return f, err
 }
 
 // recordingOf returns a session's facts, which say where its recording is.
-func recordingOf(ctx context.Context, facts *factStore, key string) (*SessionFacts, error) {
+func recordingOf(ctx context.Context, facts *factStore, key string) (*wire.SessionFacts, error) {
 	f, err := factsOf(ctx, facts, key)
 	if err != nil {
 		return nil, err
@@ -238,7 +239,7 @@ func recordingOf(ctx context.Context, facts *factStore, key string) (*SessionFac
 
 // loadSession reads a located session: a directory upload or a raw
 // multipart object.
-func loadSession(ctx context.Context, st sessionReader, ref *RecordingRef, lim recording.Limits, maxUpload int64) (*recording.Session, error) {
+func loadSession(ctx context.Context, st sessionReader, ref *wire.RecordingRef, lim recording.Limits, maxUpload int64) (*recording.Session, error) {
 	if ref.Dir != "" {
 		return recording.Load(ctx, st, ref.Dir, lim)
 	}

@@ -85,11 +85,11 @@ func newWorker(o workerOptions) (*worker, error) {
 
 // handle scores one work item; the caller acks only when it returns nil.
 func (w *worker) handle(ctx context.Context, m jetstream.Msg) error {
-	var item WorkItem
+	var item wire.WorkItem
 	if err := json.Unmarshal(m.Data(), &item); err != nil {
 		return permanent(fmt.Errorf("work item is not valid JSON: %w", err))
 	}
-	if err := item.validate(); err != nil {
+	if err := validateItem(item); err != nil {
 		return permanent(err)
 	}
 	in, err := w.input(ctx, item)
@@ -142,7 +142,7 @@ func (w *worker) handle(ctx context.Context, m jetstream.Msg) error {
 
 // input is the scoring input of one work item: its recording (unless it
 // has none), its facts from every signal, and its spans.
-func (w *worker) input(ctx context.Context, item WorkItem) (scoring.Session, error) {
+func (w *worker) input(ctx context.Context, item wire.WorkItem) (scoring.Session, error) {
 	in := scoring.Session{Key: item.SessionKey, RoomID: item.RoomID, RoomName: item.RoomName, JobID: item.JobID,
 		AgentName: item.AgentName, Source: "spans://" + item.SessionKey}
 	if !item.MetadataOnly {
@@ -175,7 +175,7 @@ func (w *worker) input(ctx context.Context, item WorkItem) (scoring.Session, err
 // store (privacy.mode metadata_only): the header, the facts and the
 // scorecard stay. An error retries the message; the scorecard is not
 // published twice (its msg id dedups it).
-func (w *worker) dropContent(ctx context.Context, item WorkItem) error {
+func (w *worker) dropContent(ctx context.Context, item wire.WorkItem) error {
 	if item.Dir == "" {
 		w.log.Warn("metadata_only: a raw multipart object cannot be trimmed; it is kept whole", "session_key", item.SessionKey,
 			"object", item.Object, "bucket", item.Bucket)
@@ -190,7 +190,7 @@ func (w *worker) dropContent(ctx context.Context, item WorkItem) error {
 	w.log.Info("transcript and audio dropped after scoring (privacy.mode metadata_only)", "session_key", item.SessionKey, "dir", item.Dir)
 	room, job := item.RoomID, item.JobID
 	now := time.Now().UTC()
-	return w.facts.modify(ctx, factsKey(room, job), func(f *SessionFacts) bool {
+	return w.facts.modify(ctx, wire.FactsKey(room, job), func(f *wire.SessionFacts) bool {
 		if f.RoomID == "" || f.ContentDroppedAt != nil {
 			return false
 		}
@@ -203,7 +203,7 @@ func (w *worker) dropContent(ctx context.Context, item WorkItem) error {
 // layout; a raw multipart object's audio is not read) and audio.enabled.
 // A recording that cannot be measured is a finding, not an error; a store
 // failure is retried.
-func (w *worker) audio(ctx context.Context, item WorkItem) (*scoring.Audio, error) {
+func (w *worker) audio(ctx context.Context, item wire.WorkItem) (*scoring.Audio, error) {
 	if !w.audioCfg.Enabled || item.Dir == "" {
 		return nil, nil
 	}
@@ -225,7 +225,7 @@ func (w *worker) audio(ctx context.Context, item WorkItem) (*scoring.Audio, erro
 }
 
 // load reads the session the item points at, directory layout or multipart object.
-func (w *worker) load(ctx context.Context, item WorkItem) (*recording.Session, error) {
+func (w *worker) load(ctx context.Context, item wire.WorkItem) (*recording.Session, error) {
 	if item.Dir != "" {
 		s, err := recording.Load(ctx, w.store, item.Dir, w.lim)
 		if errors.Is(err, recording.ErrNotFound) {

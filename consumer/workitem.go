@@ -3,41 +3,12 @@ package consumer
 import (
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/lkscore/lkscore/config"
-	"github.com/lkscore/lkscore/recording"
+	"github.com/lkscore/lkscore/wire"
 )
 
-// WorkItem is one session's work on lkscore.session.<CLOSE_REASON>: where
-// its recording is and what the locator learned, never the recording itself.
-type WorkItem struct {
-	SessionKey        string `json:"session_key"`
-	RoomID            string `json:"room_id"`
-	RoomName          string `json:"room_name,omitempty"`
-	JobID             string `json:"job_id,omitempty"`
-	AgentName         string `json:"agent_name,omitempty"`
-	CloseReason       string `json:"close_reason"`
-	CloseReasonSource string `json:"close_reason_source"`
-	// Dir is the store key prefix of a directory-layout upload ("RM_x/AJ_y/").
-	Dir string `json:"dir,omitempty"`
-	// Object is the key of a raw multipart upload object, instead of Dir;
-	// Bucket names its S3 bucket when it is not the store's own.
-	Object string `json:"object,omitempty"`
-	Bucket string `json:"bucket,omitempty"`
-	// Location points back at the recording (file://…, s3://…) for the scorecard.
-	Location string              `json:"location"`
-	Origin   string              `json:"origin"` // upload, agent_job_ended, room_finished, egress_ended, sweep
-	Problems []recording.Problem `json:"problems,omitempty"`
-	// MetadataOnly is set for a session scored from its spans and logs: it
-	// uploaded no recording (Dir and Object are empty).
-	MetadataOnly bool      `json:"metadata_only,omitempty"`
-	LocatedAt    time.Time `json:"located_at"`
-	// Facts are the session's settled facts, each from its best source.
-	Facts *Resolved `json:"facts,omitempty"`
-}
-
-func (w WorkItem) validate() error {
+func validateItem(w wire.WorkItem) error {
 	switch {
 	case w.SessionKey == "" || w.RoomID == "":
 		return errors.New("work item lacks session_key or room_id")

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/lkscore/lkscore/wire"
 )
 
 // Parts of a recording upload, as named in errors and problems.
@@ -61,13 +63,9 @@ func limitErr(part string, item int, offset int64, limit string) *ParseError {
 }
 
 // Problem is something wrong with a session that does not stop it from
-// being parsed (and scored): it is recorded and reported.
-type Problem struct {
-	Part    string `json:"part"`
-	Code    string `json:"code"`
-	Item    int    `json:"item,omitempty"`
-	Message string `json:"message"`
-}
+// being parsed (and scored): it is recorded and reported. Work items carry
+// it, so its type is the wire contract's.
+type Problem = wire.Problem
 
 // LimitReader returns a reader that fails with ErrLimit once r holds more
 // than n bytes. Unlike io.LimitReader it never truncates silently.

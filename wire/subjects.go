@@ -73,11 +73,11 @@ func (s Subjects) DLQAll() string { return s.prefix + "dlq.>" }
 
 // Alert is the subject of an alert of kind about agent.
 func (s Subjects) Alert(kind, agent string) string {
-	return s.prefix + "alert." + kind + "." + SubjectToken(agent)
+	return s.prefix + "alert." + kind + "." + Token(agent)
 }
 
 // AlertsOf matches every alert about agent.
-func (s Subjects) AlertsOf(agent string) string { return s.prefix + "alert.*." + SubjectToken(agent) }
+func (s Subjects) AlertsOf(agent string) string { return s.prefix + "alert.*." + Token(agent) }
 
 // AlertAll matches every alert.
 func (s Subjects) AlertAll() string { return s.prefix + "alert.>" }
@@ -113,11 +113,13 @@ func (s Subjects) EgressLinks() string { return s.streamPrefix + "_EGRESS_LINKS"
 // RegressionBucket is the key-value bucket of the regression detector.
 func (s Subjects) RegressionBucket() string { return s.streamPrefix + "_REGRESSION" }
 
-// SubjectToken makes a name usable as one subject token in alert subjects:
-// anything but letters, digits, '-' and '_' becomes '_'. It is readable but
-// not one-to-one ("a.b" and "a_b" share a token); the Lk-Agent-Name header
-// carries the exact name.
-func SubjectToken(name string) string {
+// Token makes a name usable as one subject or key-value key token, the one
+// mapping alert subjects and the facts and egress keys use: anything but
+// letters, digits, '-' and '_' becomes '_', and the empty name is "_". It is
+// readable but not one-to-one ("a.b" and "a_b" share a token): the
+// Lk-Agent-Name header and the entries themselves carry the exact name.
+// AgentToken is the one-to-one mapping.
+func Token(name string) string {
 	if name == "" {
 		return "_"
 	}

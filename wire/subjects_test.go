@@ -30,9 +30,9 @@ func TestAgentTokenOneToOne(t *testing.T) {
 			t.Errorf("AgentName(%q) = %q, %v; want %q", got, back, ok, name)
 		}
 	}
-	// SubjectToken, the alert subjects' readable mapping, is not one-to-one.
-	if SubjectToken("a.b") != SubjectToken("a_b") {
-		t.Error("SubjectToken is documented to map a.b and a_b alike")
+	// Token, the alert subjects' readable mapping, is not one-to-one.
+	if Token("a.b") != Token("a_b") {
+		t.Error("Token is documented to map a.b and a_b alike")
 	}
 }
 
@@ -54,7 +54,7 @@ func TestSubjectsUnderTheirStreams(t *testing.T) {
 		s.Webhook("room_finished"):                     s.WebhookAll(),
 		s.Session("CR_ERROR"):                          s.SessionAll(),
 	} {
-		if !strings.HasPrefix(subject, strings.TrimSuffix(strings.TrimSuffix(all, ">"), "*."+SubjectToken("support-bot"))) {
+		if !strings.HasPrefix(subject, strings.TrimSuffix(strings.TrimSuffix(all, ">"), "*."+Token("support-bot"))) {
 			t.Errorf("%s is not matched by %s", subject, all)
 		}
 	}

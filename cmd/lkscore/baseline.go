@@ -13,9 +13,9 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/lkscore/lkscore/cmd/lkscore/offline"
-	"github.com/lkscore/lkscore/consumer"
 	"github.com/lkscore/lkscore/regress"
 	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/wire"
 )
 
 func baselineCommand(getenv func(string) string, stdout io.Writer) *cli.Command {
@@ -40,7 +40,7 @@ func baselineCommand(getenv func(string) string, stdout io.Writer) *cli.Command 
 					}
 					defer closeFn()
 					key := regress.Key{Agent: c.String("agent"), Version: c.String("version"), ScoringVersion: sv}
-					e, err := kv.Get(ctx, consumer.HistoryKey(key))
+					e, err := kv.Get(ctx, wire.HistoryKey(key))
 					if errors.Is(err, jetstream.ErrKeyNotFound) {
 						return exitError{code: 1, err: fmt.Errorf(
 							"no history for %s: no scorecard of this agent, version and scoring version yet", key)}
@@ -54,7 +54,7 @@ func baselineCommand(getenv func(string) string, stdout io.Writer) *cli.Command 
 					}
 					b := regress.NewBaseline(key.Agent, key.Version, sv, h.Recent())
 					data, _ := json.Marshal(b)
-					if _, err := kv.Put(ctx, consumer.BaselineKey(key.Agent, sv), data); err != nil {
+					if _, err := kv.Put(ctx, wire.BaselineKey(key.Agent, sv), data); err != nil {
 						return exitError{code: 1, err: fmt.Errorf("seal: %w", err)}
 					}
 					_, err = fmt.Fprintf(stdout, "sealed %s: agent %s, version %s, %d sessions, scoring %s\n",
@@ -145,7 +145,7 @@ func sealedBaseline(ctx context.Context, c *cli.Command, getenv func(string) str
 		return regress.Baseline{}, err
 	}
 	defer closeFn()
-	e, err := kv.Get(ctx, consumer.BaselineKey(c.String("agent"), sv))
+	e, err := kv.Get(ctx, wire.BaselineKey(c.String("agent"), sv))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return regress.Baseline{}, exitError{code: 1, err: fmt.Errorf("no sealed baseline for agent %s (scoring %s): lkscore baseline seal first",
 			c.String("agent"), sv)}

@@ -13,7 +13,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/lkscore/lkscore/consumer"
 	"github.com/lkscore/lkscore/internal/population"
 	"github.com/lkscore/lkscore/internal/testenv"
 	"github.com/lkscore/lkscore/regress"
@@ -108,7 +107,7 @@ func TestBaselineSealFromDaemon(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key := consumer.HistoryKey(regress.Key{Agent: "booking-agent", Version: "1.0", ScoringVersion: scorer.Version()})
+	key := wire.HistoryKey(regress.Key{Agent: "booking-agent", Version: "1.0", ScoringVersion: scorer.Version()})
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		var h regress.History

@@ -129,7 +129,7 @@ func toolNATS(c *cli.Command, getenv func(string) string) (jetstream.JetStream, 
 	return js, wire.NewSubjects(cfg.NATS.SubjectPrefix, cfg.NATS.StreamPrefix), cfg, nc.Close, nil
 }
 
-func printDeadLetters(w io.Writer, dls []consumer.DeadLetter, asJSON bool) error {
+func printDeadLetters(w io.Writer, dls []wire.DeadLetter, asJSON bool) error {
 	if asJSON {
 		enc := json.NewEncoder(w)
 		for _, dl := range dls {

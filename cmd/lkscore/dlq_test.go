@@ -29,7 +29,7 @@ func TestDLQListAndReplay(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A dead letter as the score stage writes it.
-	msg := nats.NewMsg(subj.DLQ(consumer.StageScore))
+	msg := nats.NewMsg(subj.DLQ(wire.StageScore))
 	msg.Data = []byte(`{"session_key":"RM_a/AJ_b"}`)
 	for k, v := range map[string]string{wire.HeaderDLQStage: "score", wire.HeaderDLQError: "chat_history: item 3: unexpected EOF",
 		wire.HeaderDLQSubject: subj.Session("CR_COMPLETED"), wire.HeaderDLQStream: subj.SessionStream(), wire.HeaderDLQSeq: "7",

@@ -23,7 +23,7 @@ func TestExampleConsumer(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", bin, "../../examples/scorecards").CombinedOutput(); err != nil {
 		t.Fatalf("build the example: %v\n%s", err, out)
 	}
-	if wire.SubjectToken("support.bot") != wire.SubjectToken("support_bot") {
+	if wire.Token("support.bot") != wire.Token("support_bot") {
 		t.Fatal("the two agents must share an alert subject token for this test to mean anything")
 	}
 	d, snd, _ := startTestDaemonIn(t, t.TempDir(), func(c *config.Config) { c.Pipeline.AgentResults = true })

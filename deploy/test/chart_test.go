@@ -21,7 +21,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/lkscore/lkscore/config"
-	"github.com/lkscore/lkscore/consumer"
 	"github.com/lkscore/lkscore/wire"
 )
 
@@ -405,8 +404,8 @@ func checkChart(t *testing.T, r rendered, serveHelp string) {
 		}
 		tr := so.Spec.Triggers[0]
 		// The consumer the workers create, named by the code that creates it.
-		if tr.Type != "nats-jetstream" || tr.Metadata["stream"] != subjects.SessionStream() || tr.Metadata["consumer"] != consumer.ScoreConsumer(cfg.Pipeline.Pool) {
-			t.Errorf("ScaledObject trigger %+v, want stream %s consumer %s", tr, subjects.SessionStream(), consumer.ScoreConsumer(cfg.Pipeline.Pool))
+		if tr.Type != "nats-jetstream" || tr.Metadata["stream"] != subjects.SessionStream() || tr.Metadata["consumer"] != wire.ScoreConsumer(cfg.Pipeline.Pool) {
+			t.Errorf("ScaledObject trigger %+v, want stream %s consumer %s", tr, subjects.SessionStream(), wire.ScoreConsumer(cfg.Pipeline.Pool))
 		}
 	}
 	for _, sm := range r.monitors {

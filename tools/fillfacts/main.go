@@ -7,7 +7,7 @@
 // The bucket must exist (start lkscore serve against the server once). Each
 // entry is a session lkscore has scored: its observations from a webhook and
 // OTLP logs, its recording's place, published_at set. Like a running lkscore,
-// it leaves the settler's low-water mark past them (consumer.SettlerLowWaterKey).
+// it leaves the settler's low-water mark past them (wire.SettlerLowWaterKey).
 package main
 
 import (
@@ -22,7 +22,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/lkscore/lkscore/consumer"
 	"github.com/lkscore/lkscore/wire"
 )
 
@@ -58,7 +57,7 @@ func fill(url, prefix string, n int) error {
 		return fmt.Errorf("bucket %s (start lkscore serve once first): %w", bucket, err)
 	}
 	if n < 0 {
-		return kv.Purge(ctx, consumer.SettlerLowWaterKey)
+		return kv.Purge(ctx, wire.SettlerLowWaterKey)
 	}
 	start := time.Now()
 	run := start.UnixNano()
@@ -66,8 +65,8 @@ func fill(url, prefix string, n int) error {
 	var bytes int
 	for i := range n {
 		room, job := fmt.Sprintf("RM_fill%d_%08d", run%100000, i), fmt.Sprintf("AJ_fill%d_%08d", run%100000, i)
-		f := consumer.SessionFacts{RoomID: room, JobID: job, RoomJoined: true,
-			Observations: []consumer.Observation{
+		f := wire.SessionFacts{RoomID: room, JobID: job, RoomJoined: true,
+			Observations: []wire.Observation{
 				{Field: "agent_name", Value: "booking-agent", Source: "webhook"},
 				{Field: "close_reason", Value: "CR_USER_INITIATED", Source: "otlp_log", Evidence: "otlp_log: AgentSession closed reason=user_initiated"},
 				{Field: "deployment_id", Value: "dep_2026_11_25", Source: "webhook"},
@@ -76,7 +75,7 @@ func fill(url, prefix string, n int) error {
 				{Field: "sdk_version", Value: "1.9.0", Source: "otlp", Evidence: "session report sdk_version"},
 				{Field: "tag", Value: "version:1.4.2", Source: "otlp"},
 			},
-			Recording: &consumer.RecordingRef{SessionKey: room + "/" + job, Dir: room + "/" + job + "/",
+			Recording: &wire.RecordingRef{SessionKey: room + "/" + job, Dir: room + "/" + job + "/",
 				Location: "s3://recordings/lkscore/" + room + "/" + job + "/", Origin: "upload"},
 			JobEnded: true, LastInputAt: published.Add(-20 * time.Second), PublishedAt: &published,
 		}
@@ -104,7 +103,7 @@ func fill(url, prefix string, n int) error {
 		return err
 	}
 	info := st.(*jetstream.KeyValueBucketStatus).StreamInfo()
-	if _, err := kv.Put(ctx, consumer.SettlerLowWaterKey, []byte(strconv.FormatUint(info.State.LastSeq+1, 10))); err != nil {
+	if _, err := kv.Put(ctx, wire.SettlerLowWaterKey, []byte(strconv.FormatUint(info.State.LastSeq+1, 10))); err != nil {
 		return err
 	}
 	fmt.Printf("%d entries (%.0f MB) in %s in %.1f s\n", n, float64(bytes)/1e6, bucket, time.Since(start).Seconds())
