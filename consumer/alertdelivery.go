@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/lkscore/lkscore/config"
+	"github.com/lkscore/lkscore/consumer/internal/failure"
 	"github.com/lkscore/lkscore/notify"
 	"github.com/lkscore/lkscore/wire"
 )
@@ -69,7 +70,7 @@ func alertTargets(c config.Alerts, client *http.Client, m alertMetrics, log *slo
 func (t *alertTarget) handle(ctx context.Context, m jetstream.Msg) error {
 	var a wire.Alert
 	if err := json.Unmarshal(m.Data(), &a); err != nil {
-		return permanent(fmt.Errorf("alert is not valid JSON: %w", err))
+		return failure.Permanent(fmt.Errorf("alert is not valid JSON: %w", err))
 	}
 	sctx, cancel := context.WithTimeout(ctx, t.timeout)
 	defer cancel()
@@ -86,7 +87,7 @@ func (t *alertTarget) handle(ctx context.Context, m jetstream.Msg) error {
 		return err
 	default:
 		t.metrics.deliveries.WithLabelValues(t.name, "refused").Inc()
-		return permanent(err)
+		return failure.Permanent(err)
 	}
 }
 

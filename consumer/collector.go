@@ -25,6 +25,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lkscore/lkscore/config"
+	"github.com/lkscore/lkscore/consumer/internal/failure"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/store"
 	"github.com/lkscore/lkscore/wire"
@@ -154,21 +155,21 @@ func (c *collector) release() {
 func (c *collector) serve(w http.ResponseWriter, r *http.Request, release func()) error {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		return refuse(http.StatusMethodNotAllowed, "use POST")
+		return failure.Refuse(http.StatusMethodNotAllowed, "use POST")
 	}
 	apiKey, err := verifyObservabilityToken(r.Header.Get("Authorization"), c.keys)
 	if err != nil {
 		c.log.Debug("upload refused", "err", err)
-		return refuse(http.StatusUnauthorized, "invalid token")
+		return failure.Refuse(http.StatusUnauthorized, "invalid token")
 	}
 	mt, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || mt != "multipart/form-data" || params["boundary"] == "" {
-		return refuse(http.StatusBadRequest, "content type must be multipart/form-data with a boundary")
+		return failure.Refuse(http.StatusBadRequest, "content type must be multipart/form-data with a boundary")
 	}
 	// The whole body may not exceed the sum of the part limits plus room for part headers.
 	maxTotal := c.limits.HeaderBytes + c.limits.ChatHistoryBytes + c.limits.AudioBytes + 64<<10
 	if r.ContentLength > maxTotal {
-		return refuse(http.StatusRequestEntityTooLarge, "body exceeds the upload size limit")
+		return failure.Refuse(http.StatusRequestEntityTooLarge, "body exceeds the upload size limit")
 	}
 	body := http.MaxBytesReader(w, r.Body, maxTotal)
 	notice, err := c.receive(r.Context(), multipart.NewReader(body, params["boundary"]), release)
@@ -254,13 +255,13 @@ func (c *collector) receive(ctx context.Context, mr *multipart.Reader, written f
 func (c *collector) readHeader(mr *multipart.Reader) (*livekit.MetricsRecordingHeader, []byte, error) {
 	part, err := nextPart(mr)
 	if errors.Is(err, io.EOF) {
-		return nil, nil, refuse(http.StatusBadRequest, "no parts in the upload")
+		return nil, nil, failure.Refuse(http.StatusBadRequest, "no parts in the upload")
 	}
 	if err != nil {
 		return nil, nil, readErr("header", err)
 	}
 	if part.FormName() != "header" {
-		return nil, nil, refuse(http.StatusBadRequest, "first part is %q, want \"header\"", part.FormName())
+		return nil, nil, failure.Refuse(http.StatusBadRequest, "first part is %q, want \"header\"", part.FormName())
 	}
 	headerBytes, err := io.ReadAll(recording.LimitReader(bodyReader{part}, c.limits.HeaderBytes))
 	if err != nil {
@@ -268,13 +269,13 @@ func (c *collector) readHeader(mr *multipart.Reader) (*livekit.MetricsRecordingH
 	}
 	hdr, err := recording.ParseHeader(headerBytes, int(c.limits.HeaderBytes))
 	if err != nil {
-		return nil, nil, refuse(http.StatusBadRequest, "%v", err)
+		return nil, nil, failure.Refuse(http.StatusBadRequest, "%v", err)
 	}
 	if !idRE.MatchString(hdr.RoomId) {
-		return nil, nil, refuse(http.StatusBadRequest, "header room_id %q is missing or invalid", hdr.RoomId)
+		return nil, nil, failure.Refuse(http.StatusBadRequest, "header room_id %q is missing or invalid", hdr.RoomId)
 	}
 	if hdr.JobId != "" && !idRE.MatchString(hdr.JobId) {
-		return nil, nil, refuse(http.StatusBadRequest, "header job_id %q is invalid", hdr.JobId)
+		return nil, nil, failure.Refuse(http.StatusBadRequest, "header job_id %q is invalid", hdr.JobId)
 	}
 	return hdr, headerBytes, nil
 }
@@ -298,7 +299,7 @@ func (c *collector) writeParts(ctx context.Context, mr *multipart.Reader, up sto
 			continue
 		}
 		if _, dup := notice.Objects[name]; dup {
-			return refuse(http.StatusBadRequest, "part %q appears twice", part.FormName())
+			return failure.Refuse(http.StatusBadRequest, "part %q appears twice", part.FormName())
 		}
 		d, err := writeObject(ctx, up, name, bodyReader{part}, limit)
 		if err != nil {
@@ -334,14 +335,13 @@ func hexSum(h hash.Hash) string { return hex.EncodeToString(h.Sum(nil)) }
 // (over a limit, a broken body) become refusals; anything else (the store)
 // stays as it is and classify calls it transient.
 func readErr(part string, err error) error {
-	var ce *clientError
-	switch f := classify(err); {
-	case errors.As(err, &ce):
+	switch f := failure.Classify(err); {
+	case failure.IsRefusal(err):
 		return err
-	case f.status == http.StatusRequestEntityTooLarge:
-		return refuse(http.StatusRequestEntityTooLarge, "part %q exceeds its size limit", part)
-	case errors.As(err, new(*bodyError)):
-		return refuse(http.StatusBadRequest, "read part %q: %v", part, err)
+	case f.Status == http.StatusRequestEntityTooLarge:
+		return failure.Refuse(http.StatusRequestEntityTooLarge, "part %q exceeds its size limit", part)
+	case errors.As(err, new(*failure.BodyError)):
+		return failure.Refuse(http.StatusBadRequest, "read part %q: %v", part, err)
 	}
 	return fmt.Errorf("store part %q: %w", part, err)
 }
@@ -352,7 +352,7 @@ type bodyReader struct{ r io.Reader }
 func (b bodyReader) Read(p []byte) (int, error) {
 	n, err := b.r.Read(p)
 	if err != nil && err != io.EOF {
-		err = &bodyError{err: err}
+		err = &failure.BodyError{Err: err}
 	}
 	return n, err
 }
@@ -361,7 +361,7 @@ func (b bodyReader) Read(p []byte) (int, error) {
 func nextPart(mr *multipart.Reader) (*multipart.Part, error) {
 	p, err := mr.NextPart()
 	if err != nil && !errors.Is(err, io.EOF) {
-		return nil, &bodyError{err: err}
+		return nil, &failure.BodyError{Err: err}
 	}
 	return p, err
 }
@@ -392,15 +392,15 @@ func (c *collector) announce(ctx context.Context, n *wire.UploadNotice) error {
 // fail answers an error as classify sorts it. Refusals get their status;
 // anything else gets the google.rpc.Status with RetryInfo the SDK retries on.
 func (c *collector) fail(w http.ResponseWriter, err error) string {
-	f := classify(err)
-	reason := httpReason(f.status)
+	f := failure.Classify(err)
+	reason := failure.HTTPReason(f.Status)
 	c.metrics.rejected.WithLabelValues("recordings", reason).Inc()
-	if f.status != http.StatusServiceUnavailable {
+	if f.Status != http.StatusServiceUnavailable {
 		// Never mention "disabled" here: the Python SDK stops uploading for good on it.
-		http.Error(w, err.Error(), f.status)
+		http.Error(w, err.Error(), f.Status)
 		return reason
 	}
 	c.log.Warn("upload not stored", "err", err)
-	writeRetryableStatus(w, "upload not stored, retry later", 2*time.Second)
+	failure.WriteRetryableStatus(w, "upload not stored, retry later", 2*time.Second)
 	return reason
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/lkscore/lkscore/consumer/internal/failure"
 	"github.com/lkscore/lkscore/wire"
 )
 
@@ -53,7 +54,7 @@ func (d *deadLetters) send(ctx context.Context, l letter) error {
 		}
 	}
 	msg.Header.Set(wire.HeaderDLQStage, l.stage)
-	msg.Header.Set(wire.HeaderDLQError, truncateHeader(l.reason))
+	msg.Header.Set(wire.HeaderDLQError, failure.TruncateHeader(l.reason))
 	msg.Header.Set(wire.HeaderDLQSubject, l.subject)
 	msg.Header.Set(wire.HeaderDLQStream, l.stream)
 	msg.Header.Set(wire.HeaderDLQSeq, strconv.FormatUint(l.seq, 10))

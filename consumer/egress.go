@@ -11,6 +11,7 @@ import (
 
 	"github.com/livekit/protocol/livekit"
 
+	"github.com/lkscore/lkscore/consumer/internal/failure"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/wire"
 )
@@ -35,7 +36,7 @@ var mediaExt = map[string]bool{".ogg": true, ".oga": true, ".opus": true, ".mp4"
 func (l *locator) egressEnded(ctx context.Context, ev *livekit.WebhookEvent) error {
 	info := ev.GetEgressInfo()
 	if info.GetEgressId() == "" || info.GetRoomId() == "" {
-		return permanent(errors.New("egress_ended without egress_id or room_id"))
+		return failure.Permanent(errors.New("egress_ended without egress_id or room_id"))
 	}
 	var locs []string
 	for _, f := range info.GetFileResults() {
@@ -80,7 +81,7 @@ func (l *locator) egressEnded(ctx context.Context, ev *livekit.WebhookEvent) err
 func (l *locator) multipartObject(ctx context.Context, loc recording.Location) error {
 	rc, err := l.store.OpenBucket(ctx, loc.Bucket, loc.Key, l.maxUpload)
 	if errors.Is(err, recording.ErrNotFound) {
-		return errNotYet
+		return failure.ErrNotYet
 	}
 	if err != nil {
 		return err

@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lkscore/lkscore/config"
+	"github.com/lkscore/lkscore/consumer/internal/failure"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/scoring"
 	"github.com/lkscore/lkscore/wire"
@@ -279,7 +280,7 @@ const maxCASAttempts = 16
 // facts. An update that adds nothing writes nothing.
 func (s *factStore) add(ctx context.Context, u factUpdate) error {
 	if u.roomID == "" {
-		return permanent(errors.New("session facts need a room id"))
+		return failure.Permanent(errors.New("session facts need a room id"))
 	}
 	key := wire.FactsKey(u.roomID, u.jobID)
 	joined := true
@@ -442,7 +443,7 @@ func (s *factStore) get(ctx context.Context, key string) (*wire.SessionFacts, ui
 	}
 	var f wire.SessionFacts
 	if err := decodeFacts(e.Value(), &f); err != nil {
-		return nil, 0, permanent(fmt.Errorf("session facts %s are not valid JSON: %w", key, err))
+		return nil, 0, failure.Permanent(fmt.Errorf("session facts %s are not valid JSON: %w", key, err))
 	}
 	return &f, e.Revision(), nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lkscore/lkscore/config"
+	"github.com/lkscore/lkscore/consumer/internal/failure"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/store"
 	"github.com/lkscore/lkscore/wire"
@@ -102,7 +103,7 @@ type located struct {
 // handle processes one message: it records where each session's recording
 // is, with what the header and webhooks say, in the session facts. The
 // settler publishes the work once the facts are complete or settled. It
-// returns nil when done, errNotYet to retry later, a permanent error to
+// returns nil when done, failure.ErrNotYet to retry later, a permanent error to
 // dead-letter, or any other error to retry.
 func (l *locator) handle(ctx context.Context, m jetstream.Msg) error {
 	subj := m.Subject()
@@ -110,7 +111,7 @@ func (l *locator) handle(ctx context.Context, m jetstream.Msg) error {
 	case subj == l.subjects.UploadStored():
 		var n wire.UploadNotice
 		if err := json.Unmarshal(m.Data(), &n); err != nil || n.Dir == "" {
-			return permanent(fmt.Errorf("upload notice is not valid: %v", err))
+			return failure.Permanent(fmt.Errorf("upload notice is not valid: %v", err))
 		}
 		if err := l.shared.check(&n); err != nil {
 			return err
@@ -119,7 +120,7 @@ func (l *locator) handle(ctx context.Context, m jetstream.Msg) error {
 	case strings.HasPrefix(subj, l.subjects.Webhook("")):
 		var ev livekit.WebhookEvent
 		if err := unmarshalEvent.Unmarshal(m.Data(), &ev); err != nil {
-			return permanent(fmt.Errorf("stored webhook is not a WebhookEvent: %w", err))
+			return failure.Permanent(fmt.Errorf("stored webhook is not a WebhookEvent: %w", err))
 		}
 		switch ev.Event {
 		case "agent_job_ended":
@@ -135,7 +136,7 @@ func (l *locator) handle(ctx context.Context, m jetstream.Msg) error {
 		}
 		return nil // an event the locator does not use
 	}
-	return permanent(fmt.Errorf("locator: unexpected subject %s", subj))
+	return failure.Permanent(fmt.Errorf("locator: unexpected subject %s", subj))
 }
 
 func (l *locator) jobEnded(ctx context.Context, ev *livekit.WebhookEvent) error {
@@ -173,7 +174,7 @@ func (l *locator) jobEnded(ctx context.Context, ev *livekit.WebhookEvent) error 
 	if len(legacy) > 0 {
 		return nil
 	}
-	return errNotYet
+	return failure.ErrNotYet
 }
 
 // jobAndRoom is an agent_job_* event's job and its room: job.room first,
@@ -185,7 +186,7 @@ func jobAndRoom(ev *livekit.WebhookEvent) (*livekit.Job, *livekit.Room, error) {
 		room = ev.GetRoom()
 	}
 	if job.GetId() == "" || room.GetSid() == "" {
-		return nil, nil, permanent(fmt.Errorf("%s without job.id or room.sid", ev.GetEvent()))
+		return nil, nil, failure.Permanent(fmt.Errorf("%s without job.id or room.sid", ev.GetEvent()))
 	}
 	return job, room, nil
 }
@@ -239,7 +240,7 @@ func (l *locator) jobObservations(job *livekit.Job) []wire.Observation {
 func (l *locator) roomFinished(ctx context.Context, ev *livekit.WebhookEvent) error {
 	room := ev.GetRoom()
 	if room.GetSid() == "" {
-		return permanent(errors.New("room_finished without room.sid"))
+		return failure.Permanent(errors.New("room_finished without room.sid"))
 	}
 	if err := l.roomEvent(ctx, room.GetSid(), roomEndObservation(ev)); err != nil {
 		return err
@@ -249,7 +250,7 @@ func (l *locator) roomFinished(ctx context.Context, ev *livekit.WebhookEvent) er
 		return err
 	}
 	if len(found) == 0 {
-		return errNotYet
+		return failure.ErrNotYet
 	}
 	for _, f := range found {
 		f.origin = "room_finished"
@@ -318,7 +319,7 @@ func (l *locator) recordingUpdate(s *recording.Session, ref *wire.RecordingRef, 
 func (l *locator) readHeader(ctx context.Context, dir string) (*recording.Session, error) {
 	s, err := recording.LoadHeader(ctx, l.store, dir, l.lim)
 	if errors.Is(err, recording.ErrNotFound) {
-		return nil, errNotYet
+		return nil, failure.ErrNotYet
 	}
 	return s, err // parse errors and limits are permanent (classify)
 }

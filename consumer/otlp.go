@@ -23,6 +23,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/lkscore/lkscore/consumer/internal/failure"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/scoring"
 	"github.com/lkscore/lkscore/wire"
@@ -59,16 +60,16 @@ type otlpReceiver struct {
 func (o *otlpReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	outcome := "stored"
 	if err := o.serve(w, r); err != nil {
-		f := classify(err)
-		outcome = httpReason(f.status)
+		f := failure.Classify(err)
+		outcome = failure.HTTPReason(f.Status)
 		o.metrics.rejected.WithLabelValues("otlp", outcome).Inc()
-		if f.status == http.StatusServiceUnavailable {
+		if f.Status == http.StatusServiceUnavailable {
 			o.log.Warn("otlp facts not stored", "signal", o.signal, "err", err)
 			w.Header().Set("Retry-After", "2")
-			http.Error(w, "facts not stored, retry later", f.status)
+			http.Error(w, "facts not stored, retry later", f.Status)
 		} else {
 			// Never mention "disabled": the Python SDK stops exporting for good on it.
-			http.Error(w, err.Error(), f.status)
+			http.Error(w, err.Error(), f.Status)
 		}
 	}
 	o.metrics.requests.WithLabelValues("otlp", outcome).Inc()
@@ -77,15 +78,15 @@ func (o *otlpReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (o *otlpReceiver) serve(w http.ResponseWriter, r *http.Request) error {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		return refuse(http.StatusMethodNotAllowed, "use POST")
+		return failure.Refuse(http.StatusMethodNotAllowed, "use POST")
 	}
 	if _, err := verifyObservabilityToken(r.Header.Get("Authorization"), o.keys); err != nil {
 		o.log.Debug("otlp refused", "err", err)
-		return refuse(http.StatusUnauthorized, "invalid token")
+		return failure.Refuse(http.StatusUnauthorized, "invalid token")
 	}
 	if o.facts == nil { // metrics: read within the limit and dropped, never decoded
 		if _, err := io.Copy(io.Discard, http.MaxBytesReader(w, r.Body, o.maxBody)); err != nil {
-			return refuse(http.StatusRequestEntityTooLarge, "body exceeds %d bytes", o.maxBody)
+			return failure.Refuse(http.StatusRequestEntityTooLarge, "body exceeds %d bytes", o.maxBody)
 		}
 		o.metrics.otlpDiscarded.WithLabelValues(o.signal).Inc()
 		w.WriteHeader(http.StatusOK)
@@ -100,13 +101,13 @@ func (o *otlpReceiver) serve(w http.ResponseWriter, r *http.Request) error {
 	case "logs":
 		var req collogs.ExportLogsServiceRequest
 		if err := decodeOTLP(body, isJSON, &req); err != nil {
-			return refuse(http.StatusBadRequest, "OTLP logs: %v", err)
+			return failure.Refuse(http.StatusBadRequest, "OTLP logs: %v", err)
 		}
 		updates = logFacts(&req, isJSON)
 	case "traces":
 		var req coltrace.ExportTraceServiceRequest
 		if err := decodeOTLP(body, isJSON, &req); err != nil {
-			return refuse(http.StatusBadRequest, "OTLP traces: %v", err)
+			return failure.Refuse(http.StatusBadRequest, "OTLP traces: %v", err)
 		}
 		updates = traceFacts(&req)
 	}
@@ -133,23 +134,23 @@ func readOTLPBody(r *http.Request, w http.ResponseWriter, maxBody int64) ([]byte
 	var isJSON bool
 	switch {
 	case err != nil:
-		return nil, false, refuse(http.StatusUnsupportedMediaType, "Content-Type must be application/x-protobuf or application/json")
+		return nil, false, failure.Refuse(http.StatusUnsupportedMediaType, "Content-Type must be application/x-protobuf or application/json")
 	case mt == "application/x-protobuf" || mt == "application/protobuf":
 	case mt == "application/json":
 		isJSON = true
 	default:
-		return nil, false, refuse(http.StatusUnsupportedMediaType, "Content-Type %q is not application/x-protobuf or application/json", mt)
+		return nil, false, failure.Refuse(http.StatusUnsupportedMediaType, "Content-Type %q is not application/x-protobuf or application/json", mt)
 	}
 	if r.ContentLength > maxBody {
-		return nil, false, refuse(http.StatusRequestEntityTooLarge, "body exceeds %d bytes", maxBody)
+		return nil, false, failure.Refuse(http.StatusRequestEntityTooLarge, "body exceeds %d bytes", maxBody)
 	}
 	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			return nil, false, refuse(http.StatusRequestEntityTooLarge, "body exceeds %d bytes", maxBody)
+			return nil, false, failure.Refuse(http.StatusRequestEntityTooLarge, "body exceeds %d bytes", maxBody)
 		}
-		return nil, false, refuse(http.StatusBadRequest, "read body: %v", err)
+		return nil, false, failure.Refuse(http.StatusBadRequest, "read body: %v", err)
 	}
 	switch enc := strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding"))); enc {
 	case "", "identity":
@@ -158,7 +159,7 @@ func readOTLPBody(r *http.Request, w http.ResponseWriter, maxBody int64) ([]byte
 		body, err := gunzip(raw, maxBody)
 		return body, isJSON, err
 	default:
-		return nil, false, refuse(http.StatusUnsupportedMediaType, "Content-Encoding %q is not gzip", enc)
+		return nil, false, failure.Refuse(http.StatusUnsupportedMediaType, "Content-Encoding %q is not gzip", enc)
 	}
 }
 
@@ -167,14 +168,14 @@ func readOTLPBody(r *http.Request, w http.ResponseWriter, maxBody int64) ([]byte
 func gunzip(b []byte, max int64) ([]byte, error) {
 	zr, err := gzip.NewReader(bytes.NewReader(b))
 	if err != nil {
-		return nil, refuse(http.StatusBadRequest, "gzip: %v", err)
+		return nil, failure.Refuse(http.StatusBadRequest, "gzip: %v", err)
 	}
 	out, err := io.ReadAll(io.LimitReader(zr, max+1))
 	if err != nil {
-		return nil, refuse(http.StatusBadRequest, "gzip: %v", err)
+		return nil, failure.Refuse(http.StatusBadRequest, "gzip: %v", err)
 	}
 	if int64(len(out)) > max {
-		return nil, refuse(http.StatusRequestEntityTooLarge, "decompressed body exceeds %d bytes", max)
+		return nil, failure.Refuse(http.StatusRequestEntityTooLarge, "decompressed body exceeds %d bytes", max)
 	}
 	return out, nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/livekit/protocol/livekit"
 	lksdk "github.com/livekit/server-sdk-go/v2"
 
+	"github.com/lkscore/lkscore/consumer/internal/failure"
 	"github.com/lkscore/lkscore/recording"
 )
 
@@ -73,7 +74,7 @@ func (s *sweeper) sweep(ctx context.Context) (int, error) {
 		}
 		n++
 		err := s.loc.record(ctx, located{dir: recording.SessionDir(o.Key), origin: "sweep"})
-		if err != nil && !errors.Is(err, errNotYet) {
+		if err != nil && !errors.Is(err, failure.ErrNotYet) {
 			s.log.Warn("sweep: session not submitted", "dir", recording.SessionDir(o.Key), "err", err)
 		}
 	}
@@ -134,7 +135,7 @@ func (r *reconciler) reconcile(ctx context.Context) (int, error) {
 		}
 		n++
 		ev := &livekit.WebhookEvent{Event: "egress_ended", Id: "reconcile/" + info.GetEgressId(), EgressInfo: info}
-		if err := r.loc.egressEnded(ctx, ev); err != nil && !errors.Is(err, errNotYet) {
+		if err := r.loc.egressEnded(ctx, ev); err != nil && !errors.Is(err, failure.ErrNotYet) {
 			r.log.Warn("reconcile: egress not handled", "egress_id", info.GetEgressId(), "err", err)
 		}
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/lkscore/lkscore/config"
+	"github.com/lkscore/lkscore/consumer/internal/failure"
 	"github.com/lkscore/lkscore/regress"
 	"github.com/lkscore/lkscore/scoring"
 	"github.com/lkscore/lkscore/wire"
@@ -86,11 +87,11 @@ func OpenRegressionBucket(ctx context.Context, js jetstream.JetStream, s wire.Su
 func (r *regressor) handle(ctx context.Context, m jetstream.Msg) error {
 	var card scoring.Scorecard
 	if err := gojson.Unmarshal(m.Data(), &card); err != nil { // the workers' own bytes: goccy, 4x encoding/json
-		return permanent(fmt.Errorf("scorecard is not valid JSON: %w", err))
+		return failure.Permanent(fmt.Errorf("scorecard is not valid JSON: %w", err))
 	}
 	meta, err := m.Metadata()
 	if err != nil {
-		return permanent(fmt.Errorf("scorecard without stream metadata: %w", err))
+		return failure.Permanent(fmt.Errorf("scorecard without stream metadata: %w", err))
 	}
 	seq := meta.Sequence.Stream
 	key := regress.KeyOf(&card, r.cfg.VersionTag)
@@ -165,7 +166,7 @@ func (r *regressor) addSample(ctx context.Context, key regress.Key, s regress.Sa
 			if ok && c.rev == rev {
 				h = c.h.Clone()
 			} else if err := gojson.Unmarshal(e.Value(), &h); err != nil {
-				return nil, false, permanent(fmt.Errorf("%s is not valid JSON: %w", k, err))
+				return nil, false, failure.Permanent(fmt.Errorf("%s is not valid JSON: %w", k, err))
 			}
 		}
 		h.Key = key
@@ -174,7 +175,7 @@ func (r *regressor) addSample(ctx context.Context, key regress.Key, s regress.Sa
 		}
 		data, err := gojson.Marshal(&h)
 		if err != nil {
-			return nil, false, permanent(err)
+			return nil, false, failure.Permanent(err)
 		}
 		if rev, err = r.put(ctx, k, data, rev); err == nil {
 			r.remember(k, rev, &h)
@@ -399,7 +400,7 @@ func (r *regressor) reconcile(ctx context.Context, key regress.Key, evals []eval
 func (r *regressor) casState(ctx context.Context, key regress.Key, st alertState, rev uint64) (uint64, error) {
 	data, err := json.Marshal(st)
 	if err != nil {
-		return 0, permanent(err)
+		return 0, failure.Permanent(err)
 	}
 	return r.put(ctx, wire.AlertStateKey(key), data, rev)
 }
@@ -474,7 +475,7 @@ func latestN(samples []regress.Sample, n int) []regress.Sample {
 func (r *regressor) publish(ctx context.Context, a wire.Alert) error {
 	data, err := json.Marshal(a)
 	if err != nil {
-		return permanent(err)
+		return failure.Permanent(err)
 	}
 	msg := nats.NewMsg(r.subjects.Alert(a.Kind, a.Agent))
 	msg.Data = data
@@ -510,7 +511,7 @@ func modifyJSON[T any](ctx context.Context, r *regressor, key string, v *T, chan
 		}
 		data, err := json.Marshal(v)
 		if err != nil {
-			return permanent(err)
+			return failure.Permanent(err)
 		}
 		if _, err = r.put(ctx, key, data, rev); err == nil {
 			return nil
@@ -538,7 +539,7 @@ func getJSONRev(ctx context.Context, r *regressor, key string, v any) (uint64, e
 		return 0, fmt.Errorf("read %s: %w", key, err)
 	}
 	if err := json.Unmarshal(e.Value(), v); err != nil {
-		return 0, permanent(fmt.Errorf("%s is not valid JSON: %w", key, err))
+		return 0, failure.Permanent(fmt.Errorf("%s is not valid JSON: %w", key, err))
 	}
 	return e.Revision(), nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/livekit/protocol/livekit/agent"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/lkscore/lkscore/consumer/internal/failure"
 	"github.com/lkscore/lkscore/scoring"
 	"github.com/lkscore/lkscore/wire"
 )
@@ -229,7 +230,7 @@ func (s roomStory) apply(r *wire.Resolved) {
 // (a crash may have stopped the first copy half-way); copies add nothing twice.
 func (l *locator) roomEvent(ctx context.Context, roomID string, obs ...wire.Observation) error {
 	if roomID == "" {
-		return permanent(errors.New("room webhook without room.sid"))
+		return failure.Permanent(errors.New("room webhook without room.sid"))
 	}
 	var sessions []string
 	err := l.facts.modify(ctx, wire.RoomFactsKey(roomID), func(f *wire.SessionFacts) bool {

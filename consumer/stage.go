@@ -11,6 +11,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/lkscore/lkscore/consumer/internal/failure"
 )
 
 // stage runs one durable pull consumer: it fetches only as many messages
@@ -24,10 +26,10 @@ type stage struct {
 	concurrency  int
 	ackWait      time.Duration
 	pullWait     time.Duration // how long one fetch waits for messages
-	deadline     time.Duration // kindNotYet: how long after storage to keep retrying
+	deadline     time.Duration // failure.KindNotYet: how long after storage to keep retrying
 	retryBase    time.Duration
 	handle       func(ctx context.Context, m jetstream.Msg) error
-	// onGiveUp decides what happens when errNotYet outlives the deadline:
+	// onGiveUp decides what happens when failure.ErrNotYet outlives the deadline:
 	// true dead-letters the message, false acks it (nothing was expected).
 	onGiveUp func(m jetstream.Msg) bool
 	health   *health
@@ -195,11 +197,11 @@ func (s *stage) dependencyDown(ctx context.Context, err error) bool {
 	if err == nil {
 		return false
 	}
-	switch classify(err).kind {
-	case kindStoreDown:
+	switch failure.Classify(err).Kind {
+	case failure.KindStoreDown:
 		s.health.storeDown(err)
 		return true
-	case kindTransient:
+	case failure.KindTransient:
 		return s.health.status() != "" // NATS dropped while we worked
 	}
 	return false
@@ -217,16 +219,16 @@ func (s *stage) settle(ctx context.Context, m jetstream.Msg, err error) {
 	if merr == nil {
 		delivered = meta.NumDelivered
 	}
-	f := classify(err)
-	switch f.kind {
-	case kindNotYet:
+	f := failure.Classify(err)
+	switch f.Kind {
+	case failure.KindNotYet:
 		age := time.Duration(0)
 		if merr == nil {
 			age = s.now().Sub(meta.Timestamp)
 		}
 		if age < s.deadline {
 			s.metrics.retried.WithLabelValues(s.name, "recording_not_found").Inc()
-			_ = m.NakWithDelay(min(backoff(s.retryBase, delivered), s.deadline-age+time.Second))
+			_ = m.NakWithDelay(min(failure.Backoff(s.retryBase, delivered), s.deadline-age+time.Second))
 			return
 		}
 		if s.onGiveUp != nil && !s.onGiveUp(m) {
@@ -234,16 +236,16 @@ func (s *stage) settle(ctx context.Context, m jetstream.Msg, err error) {
 			s.ack(m, "no_recording")
 			return
 		}
-		s.deadLetter(ctx, m, f.label, fmt.Sprintf("recording not found after %s", age.Round(time.Second)))
-	case kindPermanent:
-		s.deadLetter(ctx, m, f.label, err.Error())
-	case kindStoreDown: // process holds these; reached only if the store fails between probes
+		s.deadLetter(ctx, m, f.Label, fmt.Sprintf("recording not found after %s", age.Round(time.Second)))
+	case failure.KindPermanent:
+		s.deadLetter(ctx, m, f.Label, err.Error())
+	case failure.KindStoreDown: // process holds these; reached only if the store fails between probes
 		s.health.storeDown(err)
 		_ = m.NakWithDelay(s.health.interval)
 	default:
 		s.log.Warn("retrying", "stage", s.name, "subject", m.Subject(), "deliveries", delivered, "err", err)
 		s.metrics.retried.WithLabelValues(s.name, "transient").Inc()
-		_ = m.NakWithDelay(backoff(s.retryBase, delivered))
+		_ = m.NakWithDelay(failure.Backoff(s.retryBase, delivered))
 	}
 }
 
@@ -260,10 +262,10 @@ func (s *stage) ack(m jetstream.Msg, outcome string) {
 func (s *stage) deadLetter(ctx context.Context, m jetstream.Msg, kind, reason string) {
 	if err := s.dlq.send(ctx, letterFrom(s.name, m, kind, reason)); err != nil {
 		s.log.Error("dead letter failed; retrying the message", "err", err)
-		_ = m.NakWithDelay(backoff(s.retryBase, 1))
+		_ = m.NakWithDelay(failure.Backoff(s.retryBase, 1))
 		return
 	}
-	_ = m.TermWithReason(truncateHeader(reason))
+	_ = m.TermWithReason(failure.TruncateHeader(reason))
 	s.metrics.done.WithLabelValues(s.name, "dead_lettered").Inc()
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/lkscore/lkscore/consumer/internal/failure"
 	"github.com/lkscore/lkscore/wire"
 )
 
@@ -34,14 +35,6 @@ type storeCheck struct {
 // storeMismatchShown is how long /readyz reports the last mismatch.
 const storeMismatchShown = 10 * time.Minute
 
-// storeNotSharedError is a notice from another store: permanent.
-type storeNotSharedError struct{ ingest, worker string }
-
-func (e *storeNotSharedError) Error() string {
-	return fmt.Sprintf("store_not_shared: upload stored in %s, but this worker reads %s: ingest and worker must share one recording store "+
-		"(set s3.bucket / LKSCORE_S3_BUCKET on both, or run --role all on one data_dir)", e.ingest, e.worker)
-}
-
 // check compares a notice's store with this process's.
 func (c *storeCheck) check(n *wire.UploadNotice) error {
 	if c == nil || n.Store == "" { // notices from before stores had identities
@@ -55,7 +48,7 @@ func (c *storeCheck) check(n *wire.UploadNotice) error {
 	}
 	c.other, c.at = n.Store, c.now()
 	c.metric.Inc()
-	err := &storeNotSharedError{ingest: n.Store, worker: c.own}
+	err := &failure.StoreNotSharedError{Ingest: n.Store, Worker: c.own}
 	c.log.Error("recording store not shared: upload dead-lettered (store_not_shared); replay it with `lkscore dlq replay` once fixed",
 		"session_key", n.SessionKey, "ingest_store", n.Store, "worker_store", c.own, "err", err)
 	return err

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/lkscore/lkscore/config"
+	"github.com/lkscore/lkscore/consumer/internal/failure"
 	"github.com/lkscore/lkscore/wire"
 )
 
@@ -199,9 +200,9 @@ func (h *webhookHandler) store(w http.ResponseWriter, ctx context.Context, ev *l
 }
 
 // reject writes a short plain-text error and counts it under the status's
-// reason (httpReason).
+// reason (failure.HTTPReason).
 func (h *webhookHandler) reject(w http.ResponseWriter, code int, msg string) string {
-	reason := httpReason(code)
+	reason := failure.HTTPReason(code)
 	h.metrics.rejected.WithLabelValues("webhook", reason).Inc()
 	http.Error(w, msg, code)
 	return reason

@@ -14,6 +14,7 @@ import (
 
 	"github.com/lkscore/lkscore/audio"
 	"github.com/lkscore/lkscore/config"
+	"github.com/lkscore/lkscore/consumer/internal/failure"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/scoring"
 	"github.com/lkscore/lkscore/store"
@@ -87,10 +88,10 @@ func newWorker(o workerOptions) (*worker, error) {
 func (w *worker) handle(ctx context.Context, m jetstream.Msg) error {
 	var item wire.WorkItem
 	if err := json.Unmarshal(m.Data(), &item); err != nil {
-		return permanent(fmt.Errorf("work item is not valid JSON: %w", err))
+		return failure.Permanent(fmt.Errorf("work item is not valid JSON: %w", err))
 	}
 	if err := validateItem(item); err != nil {
-		return permanent(err)
+		return failure.Permanent(err)
 	}
 	in, err := w.input(ctx, item)
 	if err != nil {
@@ -99,7 +100,7 @@ func (w *worker) handle(ctx context.Context, m jetstream.Msg) error {
 	card := w.scorer.Score(in)
 	data, err := json.Marshal(card)
 	if err != nil {
-		return permanent(fmt.Errorf("encode scorecard: %w", err))
+		return failure.Permanent(fmt.Errorf("encode scorecard: %w", err))
 	}
 	msg := nats.NewMsg(w.subjects.Result(item.CloseReason))
 	msg.Data = data
@@ -229,13 +230,13 @@ func (w *worker) load(ctx context.Context, item wire.WorkItem) (*recording.Sessi
 	if item.Dir != "" {
 		s, err := recording.Load(ctx, w.store, item.Dir, w.lim)
 		if errors.Is(err, recording.ErrNotFound) {
-			return nil, permanent(fmt.Errorf("recording gone from the store: %w", err))
+			return nil, failure.Permanent(fmt.Errorf("recording gone from the store: %w", err))
 		}
 		return s, err
 	}
 	rc, err := w.store.OpenBucket(ctx, item.Bucket, item.Object, w.maxUpload)
 	if errors.Is(err, recording.ErrNotFound) {
-		return nil, permanent(fmt.Errorf("recording gone from the store: %w", err))
+		return nil, failure.Permanent(fmt.Errorf("recording gone from the store: %w", err))
 	}
 	if err != nil {
 		return nil, err

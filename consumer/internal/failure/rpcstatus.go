@@ -1,4 +1,4 @@
-package consumer
+package failure
 
 import (
 	"net/http"
@@ -13,10 +13,10 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 )
 
-// writeRetryableStatus answers 503 with a protobuf google.rpc.Status carrying
+// WriteRetryableStatus answers 503 with a protobuf google.rpc.Status carrying
 // a google.rpc.RetryInfo detail: the only error the Python agents SDK retries
 // (docs/formats.md, "Recording upload").
-func writeRetryableStatus(w http.ResponseWriter, msg string, delay time.Duration) {
+func WriteRetryableStatus(w http.ResponseWriter, msg string, delay time.Duration) {
 	st := &status.Status{Code: int32(code.Code_UNAVAILABLE), Message: msg}
 	if d, err := anypb.New(&errdetails.RetryInfo{RetryDelay: durationpb.New(delay)}); err == nil {
 		st.Details = append(st.Details, d)
