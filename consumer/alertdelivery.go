@@ -9,10 +9,10 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/consumer/internal/failure"
+	"github.com/lkscore/lkscore/consumer/internal/metrics"
 	"github.com/lkscore/lkscore/notify"
 	"github.com/lkscore/lkscore/wire"
 )
@@ -27,21 +27,12 @@ type alertTarget struct {
 	name    string // for metrics and logs
 	send    func(ctx context.Context, a wire.Alert, raw []byte) error
 	timeout time.Duration
-	metrics alertMetrics
+	metrics metrics.AlertDelivery
 	log     *slog.Logger
 }
 
-type alertMetrics struct {
-	deliveries *prometheus.CounterVec
-	duration   *prometheus.HistogramVec
-}
-
-func (m *pipelineMetrics) alertMetrics() alertMetrics {
-	return alertMetrics{deliveries: m.deliveries, duration: m.deliveryDuration}
-}
-
 // alertTargets builds a target per configured Alertmanager and webhook.
-func alertTargets(c config.Alerts, client *http.Client, m alertMetrics, log *slog.Logger) []*alertTarget {
+func alertTargets(c config.Alerts, client *http.Client, m metrics.AlertDelivery, log *slog.Logger) []*alertTarget {
 	var out []*alertTarget
 	for _, u := range c.Alertmanager.URLs {
 		am := notify.NewAlertmanager(u, client, c.ExternalURL, 4*c.Alertmanager.ResendInterval)
@@ -58,7 +49,7 @@ func alertTargets(c config.Alerts, client *http.Client, m alertMetrics, log *slo
 	}
 	for _, t := range out {
 		for _, o := range []string{"delivered", "retry", "refused"} {
-			m.deliveries.WithLabelValues(t.name, o).Add(0)
+			m.Deliveries.WithLabelValues(t.name, o).Add(0)
 		}
 	}
 	return out
@@ -76,17 +67,17 @@ func (t *alertTarget) handle(ctx context.Context, m jetstream.Msg) error {
 	defer cancel()
 	start := time.Now()
 	err := t.send(sctx, a, m.Data())
-	t.metrics.duration.WithLabelValues(t.name).Observe(time.Since(start).Seconds())
+	t.metrics.Duration.WithLabelValues(t.name).Observe(time.Since(start).Seconds())
 	switch {
 	case err == nil:
-		t.metrics.deliveries.WithLabelValues(t.name, "delivered").Inc()
+		t.metrics.Deliveries.WithLabelValues(t.name, "delivered").Inc()
 		t.log.Info("alert delivered", "target", t.name, "alert", a.ID, "status", a.Status)
 		return nil
 	case notify.Retryable(err):
-		t.metrics.deliveries.WithLabelValues(t.name, "retry").Inc()
+		t.metrics.Deliveries.WithLabelValues(t.name, "retry").Inc()
 		return err
 	default:
-		t.metrics.deliveries.WithLabelValues(t.name, "refused").Inc()
+		t.metrics.Deliveries.WithLabelValues(t.name, "refused").Inc()
 		return failure.Permanent(err)
 	}
 }
@@ -102,7 +93,7 @@ type resender struct {
 	ams      []*notify.Alertmanager
 	interval time.Duration
 	timeout  time.Duration
-	metrics  alertMetrics
+	metrics  metrics.AlertDelivery
 	log      *slog.Logger
 	now      func() time.Time
 }
@@ -139,11 +130,11 @@ func (r *resender) resend(ctx context.Context) error {
 		err := am.Send(sctx, r.now(), alerts...)
 		cancel()
 		if err != nil {
-			r.metrics.deliveries.WithLabelValues(am.Name(), "retry").Inc()
+			r.metrics.Deliveries.WithLabelValues(am.Name(), "retry").Inc()
 			r.log.Warn("resend to alertmanager", "target", am.Name(), "alerts", len(alerts), "err", err)
 			continue
 		}
-		r.metrics.deliveries.WithLabelValues(am.Name(), "resent").Add(float64(len(alerts)))
+		r.metrics.Deliveries.WithLabelValues(am.Name(), "resent").Add(float64(len(alerts)))
 	}
 	still, err := r.firing(ctx)
 	if err != nil {

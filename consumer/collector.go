@@ -26,6 +26,7 @@ import (
 
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/consumer/internal/failure"
+	"github.com/lkscore/lkscore/consumer/internal/metrics"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/store"
 	"github.com/lkscore/lkscore/wire"
@@ -51,7 +52,7 @@ type collector struct {
 	layout    recording.Layout
 	timeout   time.Duration
 	now       func() time.Time
-	metrics   *metrics
+	metrics   *metrics.Ingest
 	log       *slog.Logger
 	inflight  chan struct{} // one token per upload being stored (http.max_inflight_uploads)
 	maxWait   time.Duration // for a token (http.upload_wait)
@@ -70,7 +71,7 @@ type collectorOptions struct {
 	inflight  int           // uploads stored at once; 0: no bound
 	maxWait   time.Duration // how long an upload waits for a slot
 	now       func() time.Time
-	metrics   *metrics
+	metrics   *metrics.Ingest
 	log       *slog.Logger
 }
 
@@ -102,7 +103,7 @@ func (c *collector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	outcome := "stored"
 	if err := c.admit(r.Context()); err != nil {
 		outcome = c.fail(w, err)
-		c.metrics.requests.WithLabelValues("recordings", outcome).Inc()
+		c.metrics.Requests.WithLabelValues("recordings", outcome).Inc()
 		return
 	}
 	var once sync.Once
@@ -111,7 +112,7 @@ func (c *collector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err := c.serve(w, r, release); err != nil {
 		outcome = c.fail(w, err)
 	}
-	c.metrics.requests.WithLabelValues("recordings", outcome).Inc()
+	c.metrics.Requests.WithLabelValues("recordings", outcome).Inc()
 }
 
 // admit waits for one of http.max_inflight_uploads slots. Uploads beyond it
@@ -129,8 +130,8 @@ func (c *collector) admit(ctx context.Context) error {
 		return nil
 	default:
 	}
-	c.metrics.uploadsWaiting.Inc()
-	defer c.metrics.uploadsWaiting.Dec()
+	c.metrics.UploadsWaiting.Inc()
+	defer c.metrics.UploadsWaiting.Dec()
 	timer := time.NewTimer(c.maxWait)
 	defer timer.Stop()
 	select {
@@ -242,7 +243,7 @@ func (c *collector) receive(ctx context.Context, mr *multipart.Reader, written f
 		return nil, fmt.Errorf("store header: %w", err)
 	}
 	notice.Objects[recording.ObjectHeader] = d
-	c.metrics.bytesStored.WithLabelValues("header").Add(float64(d.Size))
+	c.metrics.BytesStored.WithLabelValues("header").Add(float64(d.Size))
 	written()
 	if err := up.Commit(ctx); err != nil {
 		return nil, fmt.Errorf("store upload: %w", err)
@@ -306,7 +307,7 @@ func (c *collector) writeParts(ctx context.Context, mr *multipart.Reader, up sto
 			return readErr(part.FormName(), err)
 		}
 		notice.Objects[name] = d
-		c.metrics.bytesStored.WithLabelValues(part.FormName()).Add(float64(d.Size))
+		c.metrics.BytesStored.WithLabelValues(part.FormName()).Add(float64(d.Size))
 	}
 }
 
@@ -382,7 +383,7 @@ func (c *collector) announce(ctx context.Context, n *wire.UploadNotice) error {
 	defer cancel()
 	start := time.Now()
 	_, err = c.pub.PublishMsg(ctx, msg, jetstream.WithMsgID(n.SessionKey), jetstream.WithExpectStream(c.subjects.UploadStream()))
-	c.metrics.publishLatency.WithLabelValues(c.subjects.UploadStream()).Observe(time.Since(start).Seconds())
+	c.metrics.PublishLatency.WithLabelValues(c.subjects.UploadStream()).Observe(time.Since(start).Seconds())
 	if err != nil {
 		return fmt.Errorf("publish upload notice %s: %w", n.SessionKey, err)
 	}
@@ -394,7 +395,7 @@ func (c *collector) announce(ctx context.Context, n *wire.UploadNotice) error {
 func (c *collector) fail(w http.ResponseWriter, err error) string {
 	f := failure.Classify(err)
 	reason := failure.HTTPReason(f.Status)
-	c.metrics.rejected.WithLabelValues("recordings", reason).Inc()
+	c.metrics.Rejected.WithLabelValues("recordings", reason).Inc()
 	if f.Status != http.StatusServiceUnavailable {
 		// Never mention "disabled" here: the Python SDK stops uploading for good on it.
 		http.Error(w, err.Error(), f.Status)

@@ -27,6 +27,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/lkscore/lkscore/config"
+	"github.com/lkscore/lkscore/consumer/internal/metrics"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/store"
 	"github.com/lkscore/lkscore/wire"
@@ -40,8 +41,8 @@ type Daemon struct {
 	log      *slog.Logger
 	reg      prometheus.Registerer
 	gatherer prometheus.Gatherer
-	metrics  *metrics
-	pmetrics *pipelineMetrics
+	metrics  *metrics.Ingest
+	pmetrics *metrics.Pipeline
 	subjects wire.Subjects
 	pipeline *pipeline
 
@@ -68,8 +69,8 @@ func New(cfg config.Config, log *slog.Logger, reg prometheus.Registerer, gathere
 	}
 	return &Daemon{
 		cfg: cfg, log: log, reg: reg, gatherer: gatherer,
-		metrics:  newMetrics(reg),
-		pmetrics: newPipelineMetrics(reg),
+		metrics:  metrics.NewIngest(reg),
+		pmetrics: metrics.NewPipeline(reg),
 		subjects: wire.NewSubjects(cfg.NATS.SubjectPrefix, cfg.NATS.StreamPrefix),
 		serveErr: make(chan error, 2),
 	}, nil

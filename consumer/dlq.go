@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lkscore/lkscore/consumer/internal/failure"
+	"github.com/lkscore/lkscore/consumer/internal/metrics"
 	"github.com/lkscore/lkscore/wire"
 )
 
@@ -22,7 +23,7 @@ type deadLetters struct {
 	js       jetstream.JetStream
 	subjects wire.Subjects
 	timeouts timeouts
-	metrics  *pipelineMetrics
+	metrics  *metrics.Pipeline
 	log      *slog.Logger
 	now      func() time.Time
 }
@@ -66,7 +67,7 @@ func (d *deadLetters) send(ctx context.Context, l letter) error {
 	if _, err := d.js.PublishMsg(ctx, msg, jetstream.WithMsgID(id)); err != nil {
 		return fmt.Errorf("publish dead letter: %w", err)
 	}
-	d.metrics.deadLettered.WithLabelValues(l.stage, l.kind).Inc()
+	d.metrics.DeadLettered.WithLabelValues(l.stage, l.kind).Inc()
 	d.log.Warn("dead-lettered", "stage", l.stage, "subject", l.subject, "stream_seq", l.seq, "deliveries", l.deliveries, "reason", l.reason)
 	return nil
 }

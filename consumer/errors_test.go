@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/lkscore/lkscore/consumer/internal/metrics"
 	"github.com/lkscore/lkscore/wire"
 )
 
@@ -50,14 +51,14 @@ func TestPipelineStopWaitsForLoops(t *testing.T) {
 func TestWatchdogNamesTheStall(t *testing.T) {
 	var logs strings.Builder
 	log := slog.New(slog.NewTextHandler(&logs, nil))
-	m := newPipelineMetrics(nil)
+	m := metrics.NewPipeline(nil)
 	now := time.Now()
 	s := &stage{name: wire.StageScore, consumerName: "score-default", concurrency: 4, metrics: m, log: log,
-		health: newHealth(nil, nil, time.Second, time.Second, m.dependencyUp, log), now: func() time.Time { return now }}
+		health: newHealth(nil, nil, time.Second, time.Second, m.DependencyUp, log), now: func() time.Time { return now }}
 	s.progress.Store(now.Add(-2 * time.Minute).UnixNano())
 	info := &jetstream.ConsumerInfo{NumPending: 7, NumAckPending: 10, Config: jetstream.ConsumerConfig{MaxAckPending: 10}}
 	s.checkStall(info, time.Minute)
-	if v := testutil.ToFloat64(m.stalled.WithLabelValues(wire.StageScore, "score-default")); v != 1 {
+	if v := testutil.ToFloat64(m.Stalled.WithLabelValues(wire.StageScore, "score-default")); v != 1 {
 		t.Errorf("stalled gauge = %v, want 1", v)
 	}
 	if !strings.Contains(logs.String(), "stage making no progress") || !strings.Contains(logs.String(), "max_ack_pending reached") {
@@ -71,7 +72,7 @@ func TestWatchdogNamesTheStall(t *testing.T) {
 	}
 	s.progress.Store(now.UnixNano())
 	s.checkStall(info, time.Minute)
-	if v := testutil.ToFloat64(m.stalled.WithLabelValues(wire.StageScore, "score-default")); v != 0 {
+	if v := testutil.ToFloat64(m.Stalled.WithLabelValues(wire.StageScore, "score-default")); v != 0 {
 		t.Errorf("stalled gauge = %v after progress, want 0", v)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lkscore/lkscore/config"
+	"github.com/lkscore/lkscore/consumer/internal/metrics"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/store"
 	"github.com/lkscore/lkscore/wire"
@@ -53,7 +54,7 @@ func FuzzWebhookHandler(f *testing.F) {
 	h, err := newWebhookHandler(webhookOptions{
 		keys: auth.NewSimpleKeyProvider(testKey, testSecret), publisher: js, subjects: subj,
 		maxBodyBytes: 4096, events: config.Default().Webhook.Events, publishTimeout: 2 * time.Second,
-	}, newMetrics(nil), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	}, metrics.NewIngest(nil), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -108,7 +109,7 @@ func FuzzCollectorMultipart(f *testing.F) {
 	c, err := newCollector(collectorOptions{
 		keys: auth.NewSimpleKeyProvider(testKey, testSecret), store: st, pub: js,
 		subjects: subj, limits: limits, timeout: 2 * time.Second,
-		layout: mustLayout(f), now: time.Now, metrics: newMetrics(nil), log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		layout: mustLayout(f), now: time.Now, metrics: metrics.NewIngest(nil), log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err != nil {
 		f.Fatal(err)

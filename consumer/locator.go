@@ -17,6 +17,7 @@ import (
 
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/consumer/internal/failure"
+	"github.com/lkscore/lkscore/consumer/internal/metrics"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/store"
 	"github.com/lkscore/lkscore/wire"
@@ -51,7 +52,7 @@ type locator struct {
 	selected  map[string]bool // close reasons this deployment's pool scores
 	version   versionFromMetadata
 	shared    *storeCheck // nil: no check
-	metrics   *pipelineMetrics
+	metrics   *metrics.Pipeline
 	log       *slog.Logger
 	now       func() time.Time
 }
@@ -70,7 +71,7 @@ type locatorOptions struct {
 	timeouts timeouts
 	version  versionFromMetadata
 	shared   *storeCheck
-	metrics  *pipelineMetrics
+	metrics  *metrics.Pipeline
 	log      *slog.Logger
 	now      func() time.Time
 }

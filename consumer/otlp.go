@@ -24,6 +24,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/lkscore/lkscore/consumer/internal/failure"
+	"github.com/lkscore/lkscore/consumer/internal/metrics"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/scoring"
 	"github.com/lkscore/lkscore/wire"
@@ -53,7 +54,7 @@ type otlpReceiver struct {
 	keys    auth.KeyProvider
 	facts   factSink // nil for metrics
 	maxBody int64    // both compressed and decompressed
-	metrics *metrics
+	metrics *metrics.Ingest
 	log     *slog.Logger
 }
 
@@ -62,7 +63,7 @@ func (o *otlpReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err := o.serve(w, r); err != nil {
 		f := failure.Classify(err)
 		outcome = failure.HTTPReason(f.Status)
-		o.metrics.rejected.WithLabelValues("otlp", outcome).Inc()
+		o.metrics.Rejected.WithLabelValues("otlp", outcome).Inc()
 		if f.Status == http.StatusServiceUnavailable {
 			o.log.Warn("otlp facts not stored", "signal", o.signal, "err", err)
 			w.Header().Set("Retry-After", "2")
@@ -72,7 +73,7 @@ func (o *otlpReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, err.Error(), f.Status)
 		}
 	}
-	o.metrics.requests.WithLabelValues("otlp", outcome).Inc()
+	o.metrics.Requests.WithLabelValues("otlp", outcome).Inc()
 }
 
 func (o *otlpReceiver) serve(w http.ResponseWriter, r *http.Request) error {
@@ -88,7 +89,7 @@ func (o *otlpReceiver) serve(w http.ResponseWriter, r *http.Request) error {
 		if _, err := io.Copy(io.Discard, http.MaxBytesReader(w, r.Body, o.maxBody)); err != nil {
 			return failure.Refuse(http.StatusRequestEntityTooLarge, "body exceeds %d bytes", o.maxBody)
 		}
-		o.metrics.otlpDiscarded.WithLabelValues(o.signal).Inc()
+		o.metrics.OTLPDiscarded.WithLabelValues(o.signal).Inc()
 		w.WriteHeader(http.StatusOK)
 		return nil
 	}
@@ -115,7 +116,7 @@ func (o *otlpReceiver) serve(w http.ResponseWriter, r *http.Request) error {
 		if err := o.facts.add(r.Context(), *u); err != nil {
 			return err
 		}
-		o.metrics.otlpFacts.WithLabelValues(o.signal).Add(float64(len(u.observations)))
+		o.metrics.OTLPFacts.WithLabelValues(o.signal).Add(float64(len(u.observations)))
 	}
 	if isJSON {
 		w.Header().Set("Content-Type", "application/json")

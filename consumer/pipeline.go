@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lkscore/lkscore/config"
+	"github.com/lkscore/lkscore/consumer/internal/metrics"
 	"github.com/lkscore/lkscore/notify"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/regress"
@@ -131,7 +132,7 @@ type pipelineDeps struct {
 	js      jetstream.JetStream
 	store   recordings
 	facts   *factStore
-	metrics *pipelineMetrics
+	metrics *metrics.Pipeline
 	log     *slog.Logger
 	now     func() time.Time
 }
@@ -159,8 +160,8 @@ func startPipeline(ctx context.Context, d pipelineDeps) (*pipeline, error) {
 	if err != nil {
 		return nil, err
 	}
-	d.metrics.quality.setMaxAgents(cfg.Metrics.MaxAgents)
-	shared := &storeCheck{own: d.store.Identity(), metric: d.metrics.storeNotShared, log: d.log, now: d.now}
+	d.metrics.Quality.SetMaxAgents(cfg.Metrics.MaxAgents)
+	shared := &storeCheck{own: d.store.Identity(), metric: d.metrics.StoreNotShared, log: d.log, now: d.now}
 	loc, err := newLocator(locatorOptions{js: d.js, facts: d.facts, kv: kv, store: d.store, layout: layout, subjects: subj,
 		cfg: cfg.Pipeline, shared: shared, limits: cfg.Limits, lp: recording.LocationParser{Endpoint: cfg.S3.Endpoint,
 			ForcePathStyle: cfg.S3.ForcePathStyle},
@@ -169,9 +170,9 @@ func startPipeline(ctx context.Context, d pipelineDeps) (*pipeline, error) {
 	if err != nil {
 		return nil, err
 	}
-	w, err := newWorker(workerOptions{privacy: cfg.Privacy, facts: d.facts, deleted: d.metrics.recordingsDeleted, js: d.js,
+	w, err := newWorker(workerOptions{privacy: cfg.Privacy, facts: d.facts, deleted: d.metrics.RecordingsDeleted, js: d.js,
 		store: d.store, scorer: scorer, limits: cfg.Limits, audio: cfg.Audio, scoring: cfg.Scoring.Audio, subjects: subj,
-		timeouts: to, quality: d.metrics.quality, log: d.log, agentResults: cfg.Pipeline.AgentResults})
+		timeouts: to, quality: d.metrics.Quality, log: d.log, agentResults: cfg.Pipeline.AgentResults})
 	if err != nil {
 		return nil, err
 	}
@@ -188,11 +189,11 @@ func startPipeline(ctx context.Context, d pipelineDeps) (*pipeline, error) {
 		}
 		for _, kind := range []string{"regression", "drift", "failures"} {
 			for _, status := range []string{"firing", "resolved"} {
-				d.metrics.alerts.WithLabelValues(kind, status).Add(0)
+				d.metrics.Alerts.WithLabelValues(kind, status).Add(0)
 			}
 		}
 		reg = &regressor{kv: rkv, js: d.js, subjects: subj, cfg: cfg.Regression, timeouts: to,
-			alerts: d.metrics.alerts, sessions: d.metrics.agentSessions, log: d.log, now: d.now}
+			alerts: d.metrics.Alerts, sessions: d.metrics.AgentSessions, log: d.log, now: d.now}
 	}
 
 	workCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -205,7 +206,7 @@ func startPipeline(ctx context.Context, d pipelineDeps) (*pipeline, error) {
 		}
 		return err
 	}
-	h := newHealth(d.nc, probe, cfg.Pipeline.HealthInterval, cfg.S3.RequestTimeout, d.metrics.dependencyUp, d.log)
+	h := newHealth(d.nc, probe, cfg.Pipeline.HealthInterval, cfg.S3.RequestTimeout, d.metrics.DependencyUp, d.log)
 	p := &pipeline{cancel: cancel, background: bgCancel, health: h, shared: shared}
 	fail := func(err error) (*pipeline, error) {
 		_ = p.stop(context.Background())
@@ -216,7 +217,7 @@ func startPipeline(ctx context.Context, d pipelineDeps) (*pipeline, error) {
 	// to each; every POST is bounded by alerts.timeout.
 	alertClient := &http.Client{Timeout: cfg.Alerts.Timeout}
 	if reg != nil {
-		targets = alertTargets(cfg.Alerts, alertClient, d.metrics.alertMetrics(), d.log)
+		targets = alertTargets(cfg.Alerts, alertClient, d.metrics.AlertDelivery(), d.log)
 	}
 	for _, spec := range stageTable(subj, cfg.Pipeline, loc, w, reg, targets) {
 		if !cfg.Runs(spec.role) {
@@ -224,10 +225,10 @@ func startPipeline(ctx context.Context, d pipelineDeps) (*pipeline, error) {
 		}
 		// Every dead-letter reason from zero, so increase() sees the first one.
 		for _, reason := range deadLetterReasons {
-			d.metrics.deadLettered.WithLabelValues(spec.name, reason).Add(0)
+			d.metrics.DeadLettered.WithLabelValues(spec.name, reason).Add(0)
 		}
 		for _, reason := range retryReasons {
-			d.metrics.retried.WithLabelValues(spec.name, reason).Add(0)
+			d.metrics.Retried.WithLabelValues(spec.name, reason).Add(0)
 		}
 		concurrency := cfg.Pipeline.Concurrency
 		if spec.concurrency > 0 {
@@ -266,11 +267,11 @@ func startPipeline(ctx context.Context, d pipelineDeps) (*pipeline, error) {
 	p.goLoop(func() { set.run(bgCtx) })
 	if r := cfg.Retention; r.Recordings > 0 && cfg.S3.Bucket == "" {
 		ret := &retention{store: d.store, facts: d.facts, layout: layout, keep: r.Recordings, interval: r.SweepInterval,
-			deleted: d.metrics.recordingsDeleted, log: d.log, now: d.now}
+			deleted: d.metrics.RecordingsDeleted, log: d.log, now: d.now}
 		p.goLoop(func() { ret.run(bgCtx) })
 	}
 	if am := cfg.Alerts.Alertmanager; reg != nil && len(am.URLs) > 0 {
-		rs := &resender{kv: reg.kv, interval: am.ResendInterval, timeout: cfg.Alerts.Timeout, metrics: d.metrics.alertMetrics(), log: d.log,
+		rs := &resender{kv: reg.kv, interval: am.ResendInterval, timeout: cfg.Alerts.Timeout, metrics: d.metrics.AlertDelivery(), log: d.log,
 			now: d.now}
 		for _, u := range am.URLs {
 			rs.ams = append(rs.ams, notify.NewAlertmanager(u, alertClient, cfg.Alerts.ExternalURL, 4*am.ResendInterval))

@@ -21,6 +21,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/lkscore/lkscore/config"
+	"github.com/lkscore/lkscore/consumer/internal/metrics"
 	"github.com/lkscore/lkscore/internal/testenv"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/store"
@@ -66,10 +67,10 @@ func TestRetentionDeletesOldKeepsFresh(t *testing.T) {
 			_ = facts.modify(ctx, wire.FactsKey(room, job), func(f *wire.SessionFacts) bool { f.PublishedAt = &now; return true })
 		}
 	}
-	m := newPipelineMetrics(nil)
+	m := metrics.NewPipeline(nil)
 	layout, _ := recording.NewLayout("", cfg.Recordings.KeyTemplate)
 	r := &retention{store: st, facts: facts, layout: layout, keep: 30 * 24 * time.Hour, interval: time.Hour,
-		deleted: m.recordingsDeleted, log: slog.New(slog.NewTextHandler(io.Discard, nil)), now: func() time.Time { return now }}
+		deleted: m.RecordingsDeleted, log: slog.New(slog.NewTextHandler(io.Discard, nil)), now: func() time.Time { return now }}
 	n, err := r.sweep(ctx)
 	if err != nil || n != 1 {
 		t.Fatalf("sweep deleted %d sessions, %v; want 1", n, err)

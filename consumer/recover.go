@@ -46,7 +46,7 @@ func periodically(ctx context.Context, interval time.Duration, kind string, l *l
 			l.log.Warn(kind+" failed", "err", err)
 			continue
 		}
-		l.metrics.recoveryRuns.WithLabelValues(kind).Inc()
+		l.metrics.RecoveryRuns.WithLabelValues(kind).Inc()
 		l.log.Info(kind+" done", "submitted", n)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/lkscore/lkscore/consumer/internal/metrics"
 	"github.com/lkscore/lkscore/scoring"
 	"github.com/lkscore/lkscore/wire"
 )
@@ -38,7 +39,7 @@ type settler struct {
 	noReport time.Duration
 	selected map[string]bool // close reasons this deployment's pool scores
 	timeouts timeouts
-	metrics  *pipelineMetrics
+	metrics  *metrics.Pipeline
 	log      *slog.Logger
 	now      func() time.Time
 
@@ -299,7 +300,7 @@ func (s *settler) publishKey(ctx context.Context, key string, f *wire.SessionFac
 		return fmt.Errorf("publish session %s: %w", item.SessionKey, err)
 	}
 	if !ack.Duplicate {
-		s.metrics.sessions.WithLabelValues(item.CloseReason, fmt.Sprint(s.selected[item.CloseReason])).Inc()
+		s.metrics.Sessions.WithLabelValues(item.CloseReason, fmt.Sprint(s.selected[item.CloseReason])).Inc()
 		s.log.Info("session located", "session_key", item.SessionKey, "close_reason", item.CloseReason,
 			"close_reason_source", item.CloseReasonSource, "agent_name", r.AgentName, "origin", item.Origin)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lkscore/lkscore/consumer/internal/failure"
+	"github.com/lkscore/lkscore/consumer/internal/metrics"
 )
 
 // stage runs one durable pull consumer: it fetches only as many messages
@@ -34,7 +35,7 @@ type stage struct {
 	onGiveUp func(m jetstream.Msg) bool
 	health   *health
 	dlq      *deadLetters
-	metrics  *pipelineMetrics
+	metrics  *metrics.Pipeline
 	log      *slog.Logger
 	now      func() time.Time
 
@@ -122,7 +123,7 @@ func (s *stage) fetchLoop(ctx, workCtx context.Context) {
 // consumerError counts every consumer error and logs it at warning level,
 // at most every few seconds per stage.
 func (s *stage) consumerError(err error) {
-	s.metrics.consumerErrs.WithLabelValues(s.consumerName).Inc()
+	s.metrics.ConsumerErrs.WithLabelValues(s.consumerName).Inc()
 	now := s.now().UnixNano()
 	if last := s.lastErr.Load(); now-last > int64(5*time.Second) && s.lastErr.CompareAndSwap(last, now) {
 		s.log.Warn("fetch failed", "consumer", s.consumerName, "err", err)
@@ -154,7 +155,7 @@ func (s *stage) drain(ctx context.Context) error {
 // signals, and tried again when the dependency is back: an outage costs no
 // delivery and no backoff. stopCtx ends the holding at shutdown.
 func (s *stage) process(ctx, stopCtx context.Context, m jetstream.Msg) {
-	s.metrics.received.WithLabelValues(s.name).Inc()
+	s.metrics.Received.WithLabelValues(s.name).Inc()
 	start := time.Now()
 	// Tell the server we are alive while the work runs, so AckWait need not
 	// cover the worst case: only a dead worker's messages wait it out.
@@ -178,7 +179,7 @@ func (s *stage) process(ctx, stopCtx context.Context, m jetstream.Msg) {
 		if !s.dependencyDown(ctx, err) {
 			break
 		}
-		s.metrics.retried.WithLabelValues(s.name, "dependency_down").Inc()
+		s.metrics.Retried.WithLabelValues(s.name, "dependency_down").Inc()
 		if werr := s.health.wait(stopCtx); werr != nil {
 			// Shutting down while the dependency is still down: hand the
 			// message back for another worker, or this one after a restart.
@@ -188,7 +189,7 @@ func (s *stage) process(ctx, stopCtx context.Context, m jetstream.Msg) {
 	}
 	s.settle(ctx, m, err)
 	s.progress.Store(s.now().UnixNano())
-	s.metrics.duration.WithLabelValues(s.name).Observe(time.Since(start).Seconds())
+	s.metrics.Duration.WithLabelValues(s.name).Observe(time.Since(start).Seconds())
 }
 
 // dependencyDown reports whether err means the store or NATS is down; the
@@ -227,7 +228,7 @@ func (s *stage) settle(ctx context.Context, m jetstream.Msg, err error) {
 			age = s.now().Sub(meta.Timestamp)
 		}
 		if age < s.deadline {
-			s.metrics.retried.WithLabelValues(s.name, "recording_not_found").Inc()
+			s.metrics.Retried.WithLabelValues(s.name, "recording_not_found").Inc()
 			_ = m.NakWithDelay(min(failure.Backoff(s.retryBase, delivered), s.deadline-age+time.Second))
 			return
 		}
@@ -244,7 +245,7 @@ func (s *stage) settle(ctx context.Context, m jetstream.Msg, err error) {
 		_ = m.NakWithDelay(s.health.interval)
 	default:
 		s.log.Warn("retrying", "stage", s.name, "subject", m.Subject(), "deliveries", delivered, "err", err)
-		s.metrics.retried.WithLabelValues(s.name, "transient").Inc()
+		s.metrics.Retried.WithLabelValues(s.name, "transient").Inc()
 		_ = m.NakWithDelay(failure.Backoff(s.retryBase, delivered))
 	}
 }
@@ -254,7 +255,7 @@ func (s *stage) ack(m jetstream.Msg, outcome string) {
 		s.log.Warn("ack failed; the message will be redelivered", "subject", m.Subject(), "err", err)
 		return
 	}
-	s.metrics.done.WithLabelValues(s.name, outcome).Inc()
+	s.metrics.Done.WithLabelValues(s.name, outcome).Inc()
 }
 
 // deadLetter publishes to the DLQ, then terminates. If the DLQ publish
@@ -266,7 +267,7 @@ func (s *stage) deadLetter(ctx context.Context, m jetstream.Msg, kind, reason st
 		return
 	}
 	_ = m.TermWithReason(failure.TruncateHeader(reason))
-	s.metrics.done.WithLabelValues(s.name, "dead_lettered").Inc()
+	s.metrics.Done.WithLabelValues(s.name, "dead_lettered").Inc()
 }
 
 // watchLag polls the consumer's pending counts into gauges until ctx ends,
@@ -281,8 +282,8 @@ func (s *stage) watchLag(ctx context.Context, every, timeout, stallAfter time.Du
 		info, err := s.cons.Info(ictx)
 		cancel()
 		if err == nil {
-			s.metrics.pending.WithLabelValues(s.consumerName).Set(float64(info.NumPending))
-			s.metrics.ackPending.WithLabelValues(s.consumerName).Set(float64(info.NumAckPending))
+			s.metrics.Pending.WithLabelValues(s.consumerName).Set(float64(info.NumPending))
+			s.metrics.AckPending.WithLabelValues(s.consumerName).Set(float64(info.NumAckPending))
 			s.checkStall(info, stallAfter)
 		} else if ctx.Err() == nil {
 			s.consumerError(fmt.Errorf("consumer info: %w", err))
@@ -298,7 +299,7 @@ func (s *stage) watchLag(ctx context.Context, every, timeout, stallAfter time.Du
 func (s *stage) checkStall(info *jetstream.ConsumerInfo, stallAfter time.Duration) {
 	idle := s.now().Sub(time.Unix(0, s.progress.Load()))
 	stalled := info.NumPending > 0 && idle > stallAfter
-	gauge := s.metrics.stalled.WithLabelValues(s.name, s.consumerName)
+	gauge := s.metrics.Stalled.WithLabelValues(s.name, s.consumerName)
 	if !stalled {
 		gauge.Set(0)
 		return

@@ -19,6 +19,7 @@ import (
 
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/consumer/internal/failure"
+	"github.com/lkscore/lkscore/consumer/internal/metrics"
 	"github.com/lkscore/lkscore/wire"
 )
 
@@ -39,7 +40,7 @@ type webhookHandler struct {
 	maxBody   int64
 	events    map[string]bool
 	timeout   time.Duration
-	metrics   *metrics
+	metrics   *metrics.Ingest
 	log       *slog.Logger
 
 	// Metrics resolved once: label lookups cost on the hot path.
@@ -62,7 +63,7 @@ type webhookOptions struct {
 	publishTimeout time.Duration
 }
 
-func newWebhookHandler(o webhookOptions, m *metrics, log *slog.Logger) (*webhookHandler, error) {
+func newWebhookHandler(o webhookOptions, m *metrics.Ingest, log *slog.Logger) (*webhookHandler, error) {
 	if o.keys == nil || o.publisher == nil {
 		return nil, errors.New("webhook handler: keys and publisher are required")
 	}
@@ -82,14 +83,14 @@ func newWebhookHandler(o webhookOptions, m *metrics, log *slog.Logger) (*webhook
 		maxBody: o.maxBodyBytes, events: ev, timeout: o.publishTimeout, metrics: m, log: log,
 		requests:       map[string]prometheus.Counter{},
 		stored:         map[eventOutcome]prometheus.Counter{},
-		publishLatency: m.publishLatency.WithLabelValues(o.subjects.WebhookStream()),
+		publishLatency: m.PublishLatency.WithLabelValues(o.subjects.WebhookStream()),
 	}
 	for _, outcome := range []string{"stored", "duplicate", "ignored"} {
-		h.requests[outcome] = m.requests.WithLabelValues("webhook", outcome)
+		h.requests[outcome] = m.Requests.WithLabelValues("webhook", outcome)
 	}
 	for e := range ev {
 		for _, outcome := range []string{"stored", "duplicate"} {
-			h.stored[eventOutcome{e, outcome}] = m.webhookEvents.WithLabelValues(e, outcome)
+			h.stored[eventOutcome{e, outcome}] = m.WebhookEvents.WithLabelValues(e, outcome)
 		}
 	}
 	return h, nil
@@ -102,7 +103,7 @@ func (h *webhookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if c, ok := h.requests[outcome]; ok {
 		c.Inc()
 	} else {
-		h.metrics.requests.WithLabelValues("webhook", outcome).Inc()
+		h.metrics.Requests.WithLabelValues("webhook", outcome).Inc()
 	}
 }
 
@@ -138,7 +139,7 @@ func (h *webhookHandler) serve(w http.ResponseWriter, r *http.Request) string {
 		return h.reject(w, http.StatusBadRequest, "webhook event lacks id or event")
 	}
 	if !h.events[ev.Event] {
-		h.metrics.webhookEvents.WithLabelValues(eventLabel(ev.Event), "ignored").Inc()
+		h.metrics.WebhookEvents.WithLabelValues(metrics.EventLabel(ev.Event), "ignored").Inc()
 		w.WriteHeader(http.StatusOK)
 		return "ignored"
 	}
@@ -160,7 +161,7 @@ func (k *keyCapture) GetSecret(key string) string {
 // store publishes the verified body and answers according to the PubAck.
 func (h *webhookHandler) store(w http.ResponseWriter, ctx context.Context, ev *livekit.WebhookEvent, body []byte, apiKey string) string {
 	if !h.connected() {
-		h.metrics.webhookEvents.WithLabelValues(ev.Event, "unavailable").Inc()
+		h.metrics.WebhookEvents.WithLabelValues(ev.Event, "unavailable").Inc()
 		w.Header().Set("Retry-After", "2")
 		return h.reject(w, http.StatusServiceUnavailable, "queue unavailable, retry later")
 	}
@@ -183,7 +184,7 @@ func (h *webhookHandler) store(w http.ResponseWriter, ctx context.Context, ev *l
 	h.publishLatency.Observe(time.Since(start).Seconds())
 	if err != nil {
 		h.log.Warn("webhook not stored", "event_id", ev.Id, "event", ev.Event, "err", err)
-		h.metrics.webhookEvents.WithLabelValues(ev.Event, "unavailable").Inc()
+		h.metrics.WebhookEvents.WithLabelValues(ev.Event, "unavailable").Inc()
 		w.Header().Set("Retry-After", "2")
 		return h.reject(w, http.StatusServiceUnavailable, "queue unavailable, retry later")
 	}
@@ -203,7 +204,7 @@ func (h *webhookHandler) store(w http.ResponseWriter, ctx context.Context, ev *l
 // reason (failure.HTTPReason).
 func (h *webhookHandler) reject(w http.ResponseWriter, code int, msg string) string {
 	reason := failure.HTTPReason(code)
-	h.metrics.rejected.WithLabelValues("webhook", reason).Inc()
+	h.metrics.Rejected.WithLabelValues("webhook", reason).Inc()
 	http.Error(w, msg, code)
 	return reason
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/lkscore/lkscore/audio"
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/consumer/internal/failure"
+	"github.com/lkscore/lkscore/consumer/internal/metrics"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/scoring"
 	"github.com/lkscore/lkscore/store"
@@ -45,7 +46,7 @@ type worker struct {
 	audioBytes int64
 	subjects   wire.Subjects
 	timeouts   timeouts
-	quality    *qualityMetrics // nil in tests that do not count
+	quality    *metrics.Quality // nil in tests that do not count
 	log        *slog.Logger
 	// agentResults: publish on lkscore.agent.<agent>.<close reason> too
 	// (pipeline.agent_results).
@@ -65,7 +66,7 @@ type workerOptions struct {
 	scoring  scoring.AudioConfig // the scoring model's audio thresholds
 	subjects wire.Subjects
 	timeouts timeouts
-	quality  *qualityMetrics
+	quality  *metrics.Quality
 	log      *slog.Logger
 	// agentResults: publish each scorecard on the per-agent stream too.
 	agentResults bool
@@ -119,7 +120,7 @@ func (w *worker) handle(ctx context.Context, m jetstream.Msg) error {
 		return fmt.Errorf("publish scorecard %s: %w", item.SessionKey, err)
 	}
 	if !ack.Duplicate && w.quality != nil {
-		w.quality.observe(&card)
+		w.quality.Observe(&card)
 	}
 	if w.agentResults {
 		// The same message, by agent. A failure here redelivers the work: the

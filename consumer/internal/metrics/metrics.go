@@ -1,4 +1,7 @@
-package consumer
+// Package metrics holds the daemon's Prometheus metrics: ingest's, the
+// pipeline's, alert delivery's and the quality of what was scored. A nil
+// Registerer gives working, unregistered metrics.
+package metrics
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
@@ -7,52 +10,52 @@ import (
 	"github.com/lkscore/lkscore/config"
 )
 
-// metrics are ingest's Prometheus metrics. A nil Registerer gives working,
+// ingestMetrics are ingest's Prometheus metrics. A nil Registerer gives working,
 // unregistered metrics (promauto.With(nil)).
-type metrics struct {
-	requests       *prometheus.CounterVec
-	webhookEvents  *prometheus.CounterVec
-	rejected       *prometheus.CounterVec
-	publishLatency *prometheus.HistogramVec
-	bytesStored    *prometheus.CounterVec
-	otlpDiscarded  *prometheus.CounterVec
-	otlpFacts      *prometheus.CounterVec
-	uploadsWaiting prometheus.Gauge
+type Ingest struct {
+	Requests       *prometheus.CounterVec
+	WebhookEvents  *prometheus.CounterVec
+	Rejected       *prometheus.CounterVec
+	PublishLatency *prometheus.HistogramVec
+	BytesStored    *prometheus.CounterVec
+	OTLPDiscarded  *prometheus.CounterVec
+	OTLPFacts      *prometheus.CounterVec
+	UploadsWaiting prometheus.Gauge
 }
 
-func newMetrics(reg prometheus.Registerer) *metrics {
+func NewIngest(reg prometheus.Registerer) *Ingest {
 	f := promauto.With(reg)
-	return &metrics{
-		requests: f.NewCounterVec(prometheus.CounterOpts{
+	return &Ingest{
+		Requests: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "lkscore_http_requests_total",
 			Help: "HTTP requests to the ingest server by endpoint and outcome.",
 		}, []string{"endpoint", "outcome"}),
-		webhookEvents: f.NewCounterVec(prometheus.CounterOpts{
+		WebhookEvents: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "lkscore_webhook_events_total",
 			Help: "Verified webhook events by event name and outcome (stored, duplicate, ignored, unavailable).",
 		}, []string{"event", "outcome"}),
-		rejected: f.NewCounterVec(prometheus.CounterOpts{
+		Rejected: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "lkscore_http_rejected_total",
 			Help: "Requests refused by endpoint and reason.",
 		}, []string{"endpoint", "reason"}),
-		publishLatency: f.NewHistogramVec(prometheus.HistogramOpts{
+		PublishLatency: f.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "lkscore_nats_publish_duration_seconds",
 			Help:    "Time from publish to JetStream acknowledgement, by stream.",
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
 		}, []string{"stream"}),
-		bytesStored: f.NewCounterVec(prometheus.CounterOpts{
+		BytesStored: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "lkscore_collector_bytes_stored_total",
 			Help: "Bytes of recording uploads stored, by part.",
 		}, []string{"part"}),
-		otlpDiscarded: f.NewCounterVec(prometheus.CounterOpts{
+		OTLPDiscarded: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "lkscore_collector_otlp_discarded_total",
 			Help: "OTLP export requests accepted and discarded (metrics), by signal.",
 		}, []string{"signal"}),
-		otlpFacts: f.NewCounterVec(prometheus.CounterOpts{
+		OTLPFacts: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "lkscore_otlp_facts_total",
 			Help: "Session facts read from OTLP logs and traces (before deduplication), by signal.",
 		}, []string{"signal"}),
-		uploadsWaiting: f.NewGauge(prometheus.GaugeOpts{
+		UploadsWaiting: f.NewGauge(prometheus.GaugeOpts{
 			Name: "lkscore_collector_uploads_waiting",
 			Help: "Recording uploads waiting for one of http.max_inflight_uploads slots.",
 		}),
@@ -60,7 +63,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 }
 
 // eventLabel keeps the event label's cardinality bounded.
-func eventLabel(event string) string {
+func EventLabel(event string) string {
 	if config.KnownEvent(event) {
 		return event
 	}
@@ -68,91 +71,102 @@ func eventLabel(event string) string {
 }
 
 // pipelineMetrics are the locator's and workers' metrics, per stage.
-type pipelineMetrics struct {
-	received          *prometheus.CounterVec   // stage
-	done              *prometheus.CounterVec   // stage, outcome
-	retried           *prometheus.CounterVec   // stage, reason
-	deadLettered      *prometheus.CounterVec   // stage, reason
-	sessions          *prometheus.CounterVec   // close_reason, selected
-	duration          *prometheus.HistogramVec // stage
-	pending           *prometheus.GaugeVec     // consumer
-	ackPending        *prometheus.GaugeVec     // consumer
-	recoveryRuns      *prometheus.CounterVec   // kind: sweep, reconcile
-	consumerErrs      *prometheus.CounterVec   // consumer
-	stalled           *prometheus.GaugeVec     // stage, consumer
-	dependencyUp      *prometheus.GaugeVec     // dependency: store, nats
-	recordingsDeleted *prometheus.CounterVec   // reason: retention, metadata_only
-	alerts            *prometheus.CounterVec   // kind, status
-	deliveries        *prometheus.CounterVec   // target, outcome
-	deliveryDuration  *prometheus.HistogramVec // target
-	agentSessions     *prometheus.CounterVec   // agent, version
-	storeNotShared    prometheus.Counter
-	quality           *qualityMetrics
+type Pipeline struct {
+	Received          *prometheus.CounterVec   // stage
+	Done              *prometheus.CounterVec   // stage, outcome
+	Retried           *prometheus.CounterVec   // stage, reason
+	DeadLettered      *prometheus.CounterVec   // stage, reason
+	Sessions          *prometheus.CounterVec   // close_reason, selected
+	Duration          *prometheus.HistogramVec // stage
+	Pending           *prometheus.GaugeVec     // consumer
+	AckPending        *prometheus.GaugeVec     // consumer
+	RecoveryRuns      *prometheus.CounterVec   // kind: sweep, reconcile
+	ConsumerErrs      *prometheus.CounterVec   // consumer
+	Stalled           *prometheus.GaugeVec     // stage, consumer
+	DependencyUp      *prometheus.GaugeVec     // dependency: store, nats
+	RecordingsDeleted *prometheus.CounterVec   // reason: retention, metadata_only
+	Alerts            *prometheus.CounterVec   // kind, status
+	Deliveries        *prometheus.CounterVec   // target, outcome
+	DeliveryDuration  *prometheus.HistogramVec // target
+	AgentSessions     *prometheus.CounterVec   // agent, version
+	StoreNotShared    prometheus.Counter
+	Quality           *Quality
 }
 
-func newPipelineMetrics(reg prometheus.Registerer) *pipelineMetrics {
+func NewPipeline(reg prometheus.Registerer) *Pipeline {
 	f := promauto.With(reg)
-	return &pipelineMetrics{
-		received: f.NewCounterVec(prometheus.CounterOpts{
+	return &Pipeline{
+		Received: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "lkscore_pipeline_received_total", Help: "Messages delivered to a pipeline stage (redeliveries included).",
 		}, []string{"stage"}),
-		done: f.NewCounterVec(prometheus.CounterOpts{
+		Done: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "lkscore_pipeline_done_total", Help: "Messages a stage finished with, by outcome.",
 		}, []string{"stage", "outcome"}),
-		retried: f.NewCounterVec(prometheus.CounterOpts{
+		Retried: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "lkscore_pipeline_retried_total", Help: "Messages handed back for a delayed retry, by reason.",
 		}, []string{"stage", "reason"}),
-		quality: newQualityMetrics(reg),
-		storeNotShared: f.NewCounter(prometheus.CounterOpts{
+		Quality: NewQuality(reg),
+		StoreNotShared: f.NewCounter(prometheus.CounterOpts{
 			Name: "lkscore_store_not_shared_total",
 			Help: "Upload notices from an ingest process whose recording store this worker cannot read (dead-lettered store_not_shared).",
 		}),
-		deadLettered: f.NewCounterVec(prometheus.CounterOpts{
+		DeadLettered: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "lkscore_pipeline_dead_lettered_total", Help: "Messages dead-lettered, by stage and reason.",
 		}, []string{"stage", "reason"}),
-		sessions: f.NewCounterVec(prometheus.CounterOpts{
+		Sessions: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "lkscore_sessions_located_total",
 			Help: "Session work items published by close reason; selected=false when this deployment's pool does not score that reason " +
 				"(the stream keeps them).",
 		}, []string{"close_reason", "selected"}),
-		duration: f.NewHistogramVec(prometheus.HistogramOpts{
+		Duration: f.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "lkscore_pipeline_duration_seconds", Help: "Time to process one message, by stage.",
 			Buckets: []float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
 		}, []string{"stage"}),
-		pending: f.NewGaugeVec(prometheus.GaugeOpts{
+		Pending: f.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "lkscore_consumer_pending_messages", Help: "Messages not yet delivered to a durable consumer (its lag).",
 		}, []string{"consumer"}),
-		recoveryRuns: f.NewCounterVec(prometheus.CounterOpts{
+		RecoveryRuns: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "lkscore_recovery_runs_total", Help: "Completed store sweeps and egress reconciles, by kind.",
 		}, []string{"kind"}),
-		consumerErrs: f.NewCounterVec(prometheus.CounterOpts{
+		ConsumerErrs: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "lkscore_consumer_errors_total", Help: "Errors fetching from or querying a durable consumer.",
 		}, []string{"consumer"}),
-		stalled: f.NewGaugeVec(prometheus.GaugeOpts{
+		Stalled: f.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "lkscore_stage_stalled", Help: "1 while a stage has work pending and has settled nothing for pipeline.stall_after.",
 		}, []string{"stage", "consumer"}),
-		dependencyUp: f.NewGaugeVec(prometheus.GaugeOpts{
+		DependencyUp: f.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "lkscore_dependency_up", Help: "1 while the worker's dependency (store, nats) is up; the pipeline pauses while one is down.",
 		}, []string{"dependency"}),
-		recordingsDeleted: f.NewCounterVec(prometheus.CounterOpts{
+		RecordingsDeleted: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "lkscore_recordings_deleted_total", Help: "Sessions whose stored recording lkscore deleted, by reason (retention, metadata_only).",
 		}, []string{"reason"}),
-		alerts: f.NewCounterVec(prometheus.CounterOpts{
+		Alerts: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "lkscore_alerts_total", Help: "Regression alerts published, by kind (regression, drift, failures) and status (firing, resolved).",
 		}, []string{"kind", "status"}),
-		deliveries: f.NewCounterVec(prometheus.CounterOpts{
+		Deliveries: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "lkscore_alert_deliveries_total",
 			Help: "Alert deliveries by target (Alertmanager host, webhook name) and outcome (delivered, resent, retry, refused).",
 		}, []string{"target", "outcome"}),
-		deliveryDuration: f.NewHistogramVec(prometheus.HistogramOpts{
+		DeliveryDuration: f.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "lkscore_alert_delivery_duration_seconds", Help: "Time of one alert POST, by target.",
 			Buckets: prometheus.ExponentialBuckets(0.005, 4, 7),
 		}, []string{"target"}),
-		agentSessions: f.NewCounterVec(prometheus.CounterOpts{
+		AgentSessions: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "lkscore_regression_sessions_total", Help: "Scorecards added to regression history, by agent and version.",
 		}, []string{"agent", "version"}),
-		ackPending: f.NewGaugeVec(prometheus.GaugeOpts{
+		AckPending: f.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "lkscore_consumer_ack_pending_messages", Help: "Messages delivered to a durable consumer and not yet acknowledged.",
 		}, []string{"consumer"}),
 	}
+}
+
+// AlertDelivery are the metrics of alert delivery.
+type AlertDelivery struct {
+	Deliveries *prometheus.CounterVec   // target, outcome
+	Duration   *prometheus.HistogramVec // target
+}
+
+// AlertDelivery returns the alert delivery metrics.
+func (m *Pipeline) AlertDelivery() AlertDelivery {
+	return AlertDelivery{Deliveries: m.Deliveries, Duration: m.DeliveryDuration}
 }

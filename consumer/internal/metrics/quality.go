@@ -1,4 +1,4 @@
-package consumer
+package metrics
 
 import (
 	"sync"
@@ -14,7 +14,7 @@ import (
 // and the latencies. Cardinality is bounded: verdicts and close reasons are
 // closed sets, and each process gives at most maxAgents agent names a label
 // value of their own (metrics.max_agents); the rest count as "other".
-type qualityMetrics struct {
+type Quality struct {
 	cards *prometheus.CounterVec // verdict, close_reason, agent
 	score prometheus.Histogram
 	e2e   prometheus.Histogram // the session's agent-reported e2e latency p50
@@ -25,10 +25,10 @@ type qualityMetrics struct {
 	agents    map[string]bool
 }
 
-func newQualityMetrics(reg prometheus.Registerer) *qualityMetrics {
+func NewQuality(reg prometheus.Registerer) *Quality {
 	f := promauto.With(reg)
 	latency := []float64{0.25, 0.5, 0.75, 1, 1.5, 2, 3, 5, 8}
-	return &qualityMetrics{
+	return &Quality{
 		cards: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "lkscore_scorecards_total",
 			Help: "Scorecards published, by verdict, close reason and agent (metrics.max_agents names per process, then other).",
@@ -49,8 +49,8 @@ func newQualityMetrics(reg prometheus.Registerer) *qualityMetrics {
 	}
 }
 
-// observe counts one published scorecard.
-func (q *qualityMetrics) observe(card *scoring.Scorecard) {
+// Observe counts one published scorecard.
+func (q *Quality) Observe(card *scoring.Scorecard) {
 	q.cards.WithLabelValues(card.Overall.Verdict, card.Completion.CloseReason, q.agentLabel(card.Session.AgentName)).Inc()
 	q.score.Observe(card.Overall.Score)
 	if p50 := card.Metrics.E2ELatencyP50Ms; p50.Set {
@@ -63,7 +63,7 @@ func (q *qualityMetrics) observe(card *scoring.Scorecard) {
 
 // agentLabel is the agent's label value: its name while fewer than
 // maxAgents names are known to this process, else "other".
-func (q *qualityMetrics) agentLabel(name string) string {
+func (q *Quality) agentLabel(name string) string {
 	if name == "" {
 		return "unknown"
 	}
@@ -79,8 +79,8 @@ func (q *qualityMetrics) agentLabel(name string) string {
 	return "other"
 }
 
-// setMaxAgents sets metrics.max_agents.
-func (q *qualityMetrics) setMaxAgents(n int) {
+// SetMaxAgents sets metrics.max_agents.
+func (q *Quality) SetMaxAgents(n int) {
 	q.mu.Lock()
 	q.maxAgents = n
 	q.mu.Unlock()
