@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/lkscore/lkscore/consumer/internal/broker"
 	"github.com/lkscore/lkscore/wire"
 )
 
@@ -116,7 +117,7 @@ func BenchmarkWebhookPublish(b *testing.B) {
 	defer nc.Close()
 	js, _ := jetstream.New(nc)
 	subj := wire.NewSubjects(cfg.NATS.SubjectPrefix, cfg.NATS.StreamPrefix)
-	if err := EnsureStreams(context.Background(), js, subj, cfg, nil); err != nil {
+	if err := broker.EnsureStreams(context.Background(), js, subj, cfg, nil); err != nil {
 		b.Fatal(err)
 	}
 	evs := benchEvents(b, 1)

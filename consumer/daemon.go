@@ -27,6 +27,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/lkscore/lkscore/config"
+	"github.com/lkscore/lkscore/consumer/internal/broker"
 	"github.com/lkscore/lkscore/consumer/internal/metrics"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/store"
@@ -101,20 +102,20 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	}
 	url := d.cfg.NATS.URL
 	if url == "" {
-		if d.embedded, err = startEmbedded(d.cfg.DataDir, d.cfg.NATS.EmbeddedPort, d.cfg.NATS.RequestTimeout); err != nil {
+		if d.embedded, err = broker.StartEmbedded(d.cfg.DataDir, d.cfg.NATS.EmbeddedPort, d.cfg.NATS.RequestTimeout); err != nil {
 			return err
 		}
 		url = d.embedded.ClientURL()
 		d.log.Info("embedded nats started", "url", url, "store_dir", filepath.Join(d.cfg.DataDir, "nats"))
 	}
-	if d.nc, err = Connect(url, d.cfg.NATS, d.log); err != nil {
+	if d.nc, err = broker.Connect(url, d.cfg.NATS, d.log); err != nil {
 		return err
 	}
 	js, err := jetstream.New(d.nc)
 	if err != nil {
 		return fmt.Errorf("jetstream: %w", err)
 	}
-	if err := EnsureStreams(ctx, js, d.subjects, d.cfg, d.log); err != nil {
+	if err := broker.EnsureStreams(ctx, js, d.subjects, d.cfg, d.log); err != nil {
 		return err
 	}
 	facts, err := openFacts(ctx, js, d.subjects, d.cfg.NATS, d.log)

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/lkscore/lkscore/consumer/internal/broker"
 	"github.com/lkscore/lkscore/consumer/internal/failure"
 	"github.com/lkscore/lkscore/consumer/internal/metrics"
 	"github.com/lkscore/lkscore/wire"
@@ -22,7 +23,7 @@ import (
 type deadLetters struct {
 	js       jetstream.JetStream
 	subjects wire.Subjects
-	timeouts timeouts
+	timeouts broker.Timeouts
 	metrics  *metrics.Pipeline
 	log      *slog.Logger
 	now      func() time.Time
@@ -61,7 +62,7 @@ func (d *deadLetters) send(ctx context.Context, l letter) error {
 	msg.Header.Set(wire.HeaderDLQSeq, strconv.FormatUint(l.seq, 10))
 	msg.Header.Set(wire.HeaderDLQDeliveries, strconv.FormatUint(l.deliveries, 10))
 	msg.Header.Set(wire.HeaderDLQAt, d.now().UTC().Format(time.RFC3339Nano))
-	ctx, cancel := context.WithTimeout(ctx, d.timeouts.publish)
+	ctx, cancel := context.WithTimeout(ctx, d.timeouts.Publish)
 	defer cancel()
 	id := fmt.Sprintf("dlq/%s/%d", l.stream, l.seq)
 	if _, err := d.js.PublishMsg(ctx, msg, jetstream.WithMsgID(id)); err != nil {
@@ -102,7 +103,7 @@ func (d *deadLetters) watchMaxDeliveries(ctx context.Context, nc *nats.Conn, str
 			d.log.Error("bad max-deliveries advisory", "err", err)
 			return
 		}
-		ctx, cancel := context.WithTimeout(ctx, d.timeouts.request)
+		ctx, cancel := context.WithTimeout(ctx, d.timeouts.Request)
 		defer cancel()
 		s, err := d.js.Stream(ctx, adv.Stream)
 		if err != nil {

@@ -55,10 +55,10 @@ func TestResolvePrecedence(t *testing.T) {
 // duplicates, give the same facts.
 func TestMergeOrderIndependent(t *testing.T) {
 	updates := []factUpdate{
-		{observations: []wire.Observation{{Field: fieldAgentName, Value: "a", Source: sourceOTLP}, {Field: fieldCloseReason, Value: "CR_ERROR", Source: sourceOTLPLogImplied, Evidence: "e1"}}},
-		{observations: []wire.Observation{{Field: fieldAgentName, Value: "b", Source: sourceWebhook}, {Field: fieldJobStatus, Value: "JS_FAILED", Source: sourceWebhook}}, jobEnded: true},
-		{observations: []wire.Observation{{Field: fieldCloseReason, Value: "CR_USER_INITIATED", Source: sourceOTLPLog, Evidence: "e2"}, {Field: fieldTag, Value: "t2", Source: sourceOTLP}}},
-		{observations: []wire.Observation{{Field: fieldTag, Value: "t1", Source: sourceOTLP}, {Field: fieldSimulated, Value: "true", Source: sourceHeader}}, recording: &wire.RecordingRef{SessionKey: "RM/AJ"}},
+		{Observations: []wire.Observation{{Field: fieldAgentName, Value: "a", Source: sourceOTLP}, {Field: fieldCloseReason, Value: "CR_ERROR", Source: sourceOTLPLogImplied, Evidence: "e1"}}},
+		{Observations: []wire.Observation{{Field: fieldAgentName, Value: "b", Source: sourceWebhook}, {Field: fieldJobStatus, Value: "JS_FAILED", Source: sourceWebhook}}, JobEnded: true},
+		{Observations: []wire.Observation{{Field: fieldCloseReason, Value: "CR_USER_INITIATED", Source: sourceOTLPLog, Evidence: "e2"}, {Field: fieldTag, Value: "t2", Source: sourceOTLP}}},
+		{Observations: []wire.Observation{{Field: fieldTag, Value: "t1", Source: sourceOTLP}, {Field: fieldSimulated, Value: "true", Source: sourceHeader}}, Recording: &wire.RecordingRef{SessionKey: "RM/AJ"}},
 	}
 	var want *wire.SessionFacts
 	for i := range 200 {
@@ -126,15 +126,15 @@ func FuzzOTLPTraces(f *testing.F) {
 
 func checkBounded(t *testing.T, m map[sessionID]*factUpdate) {
 	for _, u := range m {
-		if u.roomID == "" || len(u.observations) > maxObservations || len(u.spans) > maxSpans {
-			t.Fatalf("unbounded update: room %q, %d observations, %d spans", u.roomID, len(u.observations), len(u.spans))
+		if u.RoomID == "" || len(u.Observations) > maxObservations || len(u.Spans) > maxSpans {
+			t.Fatalf("unbounded update: room %q, %d observations, %d spans", u.RoomID, len(u.Observations), len(u.Spans))
 		}
-		for _, s := range u.spans {
+		for _, s := range u.Spans {
 			if len(s.Name) > 64 || len(s.Tool) > 64 || len(s.Error) > 160 || len(s.ID) > 64 || len(s.Parent) > 64 {
 				t.Fatalf("unbounded span %+v", s)
 			}
 		}
-		for _, o := range u.observations {
+		for _, o := range u.Observations {
 			if len(o.Evidence) > 2*maxEvidence || len(o.Value) > maxEvidence {
 				t.Fatalf("unbounded observation %d/%d bytes", len(o.Value), len(o.Evidence))
 			}

@@ -48,7 +48,7 @@ func Forget(ctx context.Context, js jetstream.JetStream, s wire.Subjects, st for
 	kv, err := js.KeyValue(ctx, s.SessionFacts())
 	fkey := wire.FactsKey(room, factsJob)
 	if err == nil {
-		fs := &factStore{kv: kv, timeout: requestTimeout, now: time.Now}
+		fs := newFactStore(kv, requestTimeout, time.Now)
 		if f, _, gerr := fs.get(ctx, fkey); gerr == nil {
 			ref = f.Recording
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lkscore/lkscore/config"
+	"github.com/lkscore/lkscore/consumer/internal/broker"
 	"github.com/lkscore/lkscore/consumer/internal/metrics"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/store"
@@ -37,7 +38,7 @@ func fuzzJS(t testing.TB) (jetstream.JetStream, wire.Subjects) {
 	n := config.Default().NATS
 	n.Storage = "memory"
 	subj := wire.NewSubjects(n.SubjectPrefix, n.StreamPrefix)
-	if err := EnsureStreams(context.Background(), js, subj, withNATS(n), nil); err != nil {
+	if err := broker.EnsureStreams(context.Background(), js, subj, withNATS(n), nil); err != nil {
 		t.Fatal(err)
 	}
 	return js, subj

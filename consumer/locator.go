@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lkscore/lkscore/config"
+	"github.com/lkscore/lkscore/consumer/internal/broker"
 	"github.com/lkscore/lkscore/consumer/internal/failure"
 	"github.com/lkscore/lkscore/consumer/internal/metrics"
 	"github.com/lkscore/lkscore/recording"
@@ -48,7 +49,7 @@ type locator struct {
 	cfg       config.Pipeline
 	lim       recording.Limits
 	maxUpload int64 // a raw multipart object's size cap (config.Limits.UploadBytes)
-	timeouts  timeouts
+	timeouts  broker.Timeouts
 	selected  map[string]bool // close reasons this deployment's pool scores
 	version   versionFromMetadata
 	shared    *storeCheck // nil: no check
@@ -68,7 +69,7 @@ type locatorOptions struct {
 	subjects wire.Subjects
 	cfg      config.Pipeline
 	limits   config.Limits
-	timeouts timeouts
+	timeouts broker.Timeouts
 	version  versionFromMetadata
 	shared   *storeCheck
 	metrics  *metrics.Pipeline
@@ -80,7 +81,7 @@ func newLocator(o locatorOptions) (*locator, error) {
 	if o.js == nil || o.facts == nil || o.store == nil || o.metrics == nil || o.log == nil || o.now == nil {
 		return nil, errors.New("locator: js, facts, store, metrics, log and now are required")
 	}
-	if o.timeouts.publish <= 0 || o.timeouts.request <= 0 {
+	if o.timeouts.Publish <= 0 || o.timeouts.Request <= 0 {
 		return nil, errors.New("locator: timeouts must be positive")
 	}
 	selected := map[string]bool{}
@@ -146,8 +147,8 @@ func (l *locator) jobEnded(ctx context.Context, ev *livekit.WebhookEvent) error 
 		return err
 	}
 	// The job's facts count even before its recording arrives.
-	if err := l.facts.add(ctx, factUpdate{roomID: room.GetSid(), jobID: job.GetId(),
-		observations: l.jobObservations(job), jobEnded: true}); err != nil {
+	if err := l.facts.add(ctx, factUpdate{RoomID: room.GetSid(), JobID: job.GetId(),
+		Observations: l.jobObservations(job), JobEnded: true}); err != nil {
 		return err
 	}
 	found, err := l.find(ctx, room.GetSid(), room.GetName())
@@ -202,7 +203,7 @@ func (l *locator) jobStarted(ctx context.Context, ev *livekit.WebhookEvent) erro
 	obs := slices.DeleteFunc(l.jobObservations(job), func(o wire.Observation) bool {
 		return o.Field == fieldJobStatus || o.Field == fieldCloseReason || o.Field == fieldJobError
 	})
-	return l.facts.add(ctx, factUpdate{roomID: room.GetSid(), jobID: job.GetId(), observations: obs})
+	return l.facts.add(ctx, factUpdate{RoomID: room.GetSid(), JobID: job.GetId(), Observations: obs})
 }
 
 // jobObservations are the facts an agent_job_ended webhook gives. JS_FAILED
@@ -291,28 +292,28 @@ func (l *locator) record(ctx context.Context, f located) error {
 // recordingUpdate is what a located recording adds to its session's facts:
 // where it is, what its header says, and the ended job when one came with it.
 func (l *locator) recordingUpdate(s *recording.Session, ref *wire.RecordingRef, job *livekit.Job) factUpdate {
-	u := factUpdate{roomID: s.RoomID, jobID: s.JobID, recording: ref}
+	u := factUpdate{RoomID: s.RoomID, JobID: s.JobID, Recording: ref}
 	if s.CloseReasonSource == recording.SourceSummary {
-		u.observations = append(u.observations, wire.Observation{Field: fieldCloseReason, Value: s.CloseReason,
+		u.Observations = append(u.Observations, wire.Observation{Field: fieldCloseReason, Value: s.CloseReason,
 			Source: sourceSummary, Evidence: "summary: close_reason=" + s.CloseReason})
 	}
 	if v := s.Summary.SDK; v != "" {
-		u.observations = append(u.observations, wire.Observation{Field: fieldSDKLanguage, Value: bounded(v, 32), Source: sourceHeader,
+		u.Observations = append(u.Observations, wire.Observation{Field: fieldSDKLanguage, Value: bounded(v, 32), Source: sourceHeader,
 			Evidence: "summary sdk"})
 	}
 	if v := s.Summary.SDKVersion; v != "" {
-		u.observations = append(u.observations, wire.Observation{Field: fieldSDKVersion, Value: bounded(v, 32), Source: sourceHeader,
+		u.Observations = append(u.Observations, wire.Observation{Field: fieldSDKVersion, Value: bounded(v, 32), Source: sourceHeader,
 			Evidence: "summary sdk_version"})
 	}
 	if s.Simulated {
-		u.observations = append(u.observations, wire.Observation{Field: fieldSimulated, Value: "true", Source: sourceHeader})
+		u.Observations = append(u.Observations, wire.Observation{Field: fieldSimulated, Value: "true", Source: sourceHeader})
 	}
 	if s.RedactionEnabled {
-		u.observations = append(u.observations, wire.Observation{Field: fieldRedaction, Value: "true", Source: sourceHeader})
+		u.Observations = append(u.Observations, wire.Observation{Field: fieldRedaction, Value: "true", Source: sourceHeader})
 	}
 	if job != nil {
-		u.observations = append(u.observations, l.jobObservations(job)...)
-		u.jobEnded = true
+		u.Observations = append(u.Observations, l.jobObservations(job)...)
+		u.JobEnded = true
 	}
 	return u
 }

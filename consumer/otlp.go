@@ -116,7 +116,7 @@ func (o *otlpReceiver) serve(w http.ResponseWriter, r *http.Request) error {
 		if err := o.facts.add(r.Context(), *u); err != nil {
 			return err
 		}
-		o.metrics.OTLPFacts.WithLabelValues(o.signal).Add(float64(len(u.observations)))
+		o.metrics.OTLPFacts.WithLabelValues(o.signal).Add(float64(len(u.Observations)))
 	}
 	if isJSON {
 		w.Header().Set("Content-Type", "application/json")
@@ -262,19 +262,19 @@ func (c factCollector) add(id sessionID, o wire.Observation) {
 	}
 	u := c[id]
 	if u == nil {
-		u = &factUpdate{roomID: id.room, jobID: id.job}
+		u = &factUpdate{RoomID: id.room, JobID: id.job}
 		c[id] = u
 	}
-	if len(u.observations) < maxObservations {
-		u.observations = append(u.observations, o)
+	if len(u.Observations) < maxObservations {
+		u.Observations = append(u.Observations, o)
 	}
 }
 
 // span keeps one span of a session.
 func (c factCollector) span(id sessionID, s scoring.Span) {
 	c.add(id, wire.Observation{Field: fieldInput, Value: scoring.InputTraces, Source: sourceOTLP})
-	if u := c[id]; u != nil && len(u.spans) < maxSpans {
-		u.spans = append(u.spans, s)
+	if u := c[id]; u != nil && len(u.Spans) < maxSpans {
+		u.Spans = append(u.Spans, s)
 	}
 }
 
@@ -472,7 +472,7 @@ func sortedUpdates(m map[sessionID]*factUpdate) []*factUpdate {
 		out = append(out, u)
 	}
 	slices.SortFunc(out, func(a, b *factUpdate) int {
-		return cmp.Or(strings.Compare(a.roomID, b.roomID), strings.Compare(a.jobID, b.jobID))
+		return cmp.Or(strings.Compare(a.RoomID, b.RoomID), strings.Compare(a.JobID, b.JobID))
 	})
 	return out
 }

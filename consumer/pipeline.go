@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lkscore/lkscore/config"
+	"github.com/lkscore/lkscore/consumer/internal/broker"
 	"github.com/lkscore/lkscore/consumer/internal/metrics"
 	"github.com/lkscore/lkscore/notify"
 	"github.com/lkscore/lkscore/recording"
@@ -34,16 +35,6 @@ type pipeline struct {
 	cancel     context.CancelFunc // abandons in-flight work past the deadline
 	background context.CancelFunc // stops lag polling, sweep and reconcile
 	loops      sync.WaitGroup     // the background loops
-}
-
-// timeouts bound NATS calls: an acknowledged publish, and a JetStream API
-// request (config nats.publish_timeout and nats.request_timeout).
-type timeouts struct {
-	publish, request time.Duration
-}
-
-func timeoutsFrom(n config.NATS) timeouts {
-	return timeouts{publish: n.PublishTimeout, request: n.RequestTimeout}
 }
 
 // deadLetterReasons are the reason labels of lkscore_pipeline_dead_lettered_total.
@@ -140,7 +131,7 @@ type pipelineDeps struct {
 func startPipeline(ctx context.Context, d pipelineDeps) (*pipeline, error) {
 	cfg := d.cfg
 	subj := wire.NewSubjects(cfg.NATS.SubjectPrefix, cfg.NATS.StreamPrefix)
-	to := timeoutsFrom(cfg.NATS)
+	to := broker.TimeoutsFrom(cfg.NATS)
 	layout, err := recording.NewLayout(cfg.S3.Prefix, cfg.Recordings.KeyTemplate)
 	if err != nil {
 		return nil, err
@@ -150,10 +141,10 @@ func startPipeline(ctx context.Context, d pipelineDeps) (*pipeline, error) {
 		return nil, err
 	}
 	var kv jetstream.KeyValue
-	err = retrySetup(ctx, d.log, "egress links bucket", to.request, func(ctx context.Context) (err error) {
+	err = broker.RetrySetup(ctx, d.log, "egress links bucket", to.Request, func(ctx context.Context) (err error) {
 		kv, err = d.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 			Bucket: subj.EgressLinks(), Description: "egress files by room (room_id.egress_id)",
-			TTL: cfg.NATS.MaxAge, Storage: storageType(cfg.NATS.Storage), Replicas: cfg.NATS.Replicas,
+			TTL: cfg.NATS.MaxAge, Storage: broker.StorageType(cfg.NATS.Storage), Replicas: cfg.NATS.Replicas,
 		})
 		return err
 	})
@@ -180,7 +171,7 @@ func startPipeline(ctx context.Context, d pipelineDeps) (*pipeline, error) {
 	var reg *regressor
 	if cfg.Regression.Enabled && cfg.Runs(config.RoleWorker) {
 		var rkv jetstream.KeyValue
-		err := retrySetup(ctx, d.log, "regression bucket", to.request, func(ctx context.Context) (err error) {
+		err := broker.RetrySetup(ctx, d.log, "regression bucket", to.Request, func(ctx context.Context) (err error) {
 			rkv, err = OpenRegressionBucket(ctx, d.js, subj, cfg.NATS)
 			return err
 		})
@@ -235,7 +226,7 @@ func startPipeline(ctx context.Context, d pipelineDeps) (*pipeline, error) {
 			concurrency = spec.concurrency
 		}
 		var cons jetstream.Consumer
-		err := retrySetup(ctx, d.log, "create consumer "+spec.consumer.Durable, to.request, func(ctx context.Context) (err error) {
+		err := broker.RetrySetup(ctx, d.log, "create consumer "+spec.consumer.Durable, to.Request, func(ctx context.Context) (err error) {
 			cons, err = d.js.CreateOrUpdateConsumer(ctx, spec.stream, spec.consumer)
 			return err
 		})
@@ -257,7 +248,7 @@ func startPipeline(ctx context.Context, d pipelineDeps) (*pipeline, error) {
 		if err := st.start(workCtx); err != nil {
 			return fail(err)
 		}
-		p.goLoop(func() { st.watchLag(bgCtx, lagEvery, to.request, cfg.Pipeline.StallAfter) })
+		p.goLoop(func() { st.watchLag(bgCtx, lagEvery, to.Request, cfg.Pipeline.StallAfter) })
 	}
 	pc := cfg.Pipeline
 	p.goLoop(func() { h.run(bgCtx) })

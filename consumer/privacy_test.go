@@ -59,7 +59,7 @@ func TestRetentionDeletesOldKeepsFresh(t *testing.T) {
 			}
 		}
 		room, job := filepath.Dir(filepath.Dir(s.dir)), filepath.Base(s.dir)
-		u := factUpdate{roomID: room, jobID: job, recording: &wire.RecordingRef{SessionKey: room + "/" + job, Dir: s.dir}}
+		u := factUpdate{RoomID: room, JobID: job, Recording: &wire.RecordingRef{SessionKey: room + "/" + job, Dir: s.dir}}
 		if err := facts.add(ctx, u); err != nil {
 			t.Fatal(err)
 		}

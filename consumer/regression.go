@@ -4,11 +4,9 @@ import (
 	"context"
 
 	"encoding/json"
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"log/slog"
-	"math"
 	"sync"
 	"time"
 
@@ -19,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/lkscore/lkscore/config"
+	"github.com/lkscore/lkscore/consumer/internal/broker"
 	"github.com/lkscore/lkscore/consumer/internal/failure"
 	"github.com/lkscore/lkscore/regress"
 	"github.com/lkscore/lkscore/scoring"
@@ -56,7 +55,7 @@ type regressor struct {
 	js       jetstream.JetStream
 	subjects wire.Subjects
 	cfg      config.Regression
-	timeouts timeouts
+	timeouts broker.Timeouts
 	alerts   *prometheus.CounterVec // kind, status
 	sessions *prometheus.CounterVec // agent, version
 	log      *slog.Logger
@@ -75,7 +74,7 @@ func OpenRegressionBucket(ctx context.Context, js jetstream.JetStream, s wire.Su
 	defer cancel()
 	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket: s.RegressionBucket(), Description: "lkscore regression detection: history per agent/version, alert state, sealed baselines",
-		Storage: storageType(n.Storage), Replicas: n.Replicas, History: 1,
+		Storage: broker.StorageType(n.Storage), Replicas: n.Replicas, History: 1,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("regression bucket: %w", err)
@@ -103,8 +102,7 @@ func (r *regressor) handle(ctx context.Context, m jetstream.Msg) error {
 	if err != nil {
 		return fmt.Errorf("regression history %s: %w", key, err)
 	}
-	var idx versionIndex
-	if err := modifyJSON(ctx, r, wire.VersionIndexKey(key.Agent, key.ScoringVersion), &idx, func() bool {
+	index, _, err := r.indexes().Modify(ctx, wire.VersionIndexKey(key.Agent, key.ScoringVersion), nil, func(idx *versionIndex) bool {
 		if idx.Versions == nil {
 			idx.Versions = map[string]versionSpan{}
 		}
@@ -124,9 +122,11 @@ func (r *regressor) handle(ctx context.Context, m jetstream.Msg) error {
 		}
 		idx.Versions[key.Version] = v
 		return true
-	}); err != nil {
+	})
+	if err != nil {
 		return fmt.Errorf("regression index %s: %w", key.Agent, err)
 	}
+	idx := *index.Value
 	if added {
 		r.sessions.WithLabelValues(key.Agent, key.Version).Inc()
 	}
@@ -148,43 +148,17 @@ func (r *regressor) handle(ctx context.Context, m jetstream.Msg) error {
 // entry only when another replica wrote it since.
 func (r *regressor) addSample(ctx context.Context, key regress.Key, s regress.Sample) (*regress.History, bool, error) {
 	k := wire.HistoryKey(key)
-	for attempt := 0; ; attempt++ {
-		gctx, cancel := context.WithTimeout(ctx, r.timeouts.request)
-		e, err := r.kv.Get(gctx, k)
-		cancel()
-		var h regress.History
-		var rev uint64
-		switch {
-		case errors.Is(err, jetstream.ErrKeyNotFound):
-		case err != nil:
-			return nil, false, fmt.Errorf("read %s: %w", k, err)
-		default:
-			rev = e.Revision()
-			r.cacheMu.Lock()
-			c, ok := r.cache[k]
-			r.cacheMu.Unlock()
-			if ok && c.rev == rev {
-				h = c.h.Clone()
-			} else if err := gojson.Unmarshal(e.Value(), &h); err != nil {
-				return nil, false, failure.Permanent(fmt.Errorf("%s is not valid JSON: %w", k, err))
-			}
-		}
+	e, added, err := r.histories().Modify(ctx, k, nil, func(h *regress.History) bool {
 		h.Key = key
-		if !h.Add(s, r.cfg.Detect) {
-			return &h, false, nil // a redelivery: already there
-		}
-		data, err := gojson.Marshal(&h)
-		if err != nil {
-			return nil, false, failure.Permanent(err)
-		}
-		if rev, err = r.put(ctx, k, data, rev); err == nil {
-			r.remember(k, rev, &h)
-			return &h, true, nil
-		}
-		if !isCASConflict(err) || attempt >= 50 {
-			return nil, false, err
-		}
+		return h.Add(s, r.cfg.Detect) // false: a redelivery, already there
+	})
+	if err != nil {
+		return nil, false, err
 	}
+	if added {
+		r.remember(k, e.Rev, e.Value)
+	}
+	return e.Value, added, nil
 }
 
 // cachedHistory is a history as this process last wrote it.
@@ -213,82 +187,25 @@ func (r *regressor) remember(k string, rev uint64, h *regress.History) {
 	r.cache[k] = cachedHistory{rev: rev, h: *h}
 }
 
-// evaluation is one kind of detection run on a key: the metrics it judged
-// and those firing, with the evidence.
-type evaluation struct {
-	kind       string
-	judged     []string
-	firing     map[string]regress.Signal
-	baselineOf string
-	comparison *regress.Comparison
-	worst      []regress.SessionRef      // drift and failures: the worst of the latest sessions
-	status     map[string]regress.Signal // drift and failures: every judged metric, firing or not
-}
-
-func (r *regressor) evaluate(ctx context.Context, key regress.Key, h *regress.History, idx versionIndex) ([]evaluation, error) {
-	cfg := r.cfg.Detect
-	var out []evaluation
-	continuous, failures := []string{}, []string{regress.MetricCRError, regress.MetricFailed}
-	for _, name := range regress.MetricNames() {
-		if name != regress.MetricToolErrors && name != regress.MetricInterrupts && name != regress.MetricCRError && name != regress.MetricFailed {
-			continuous = append(continuous, name)
-		}
-	}
+// evaluate runs every detection key's history h has enough sessions for,
+// against the version's baseline (regress.Evaluate).
+func (r *regressor) evaluate(ctx context.Context, key regress.Key, h *regress.History, idx versionIndex) ([]regress.Evaluation, error) {
 	base, baseOf, err := r.baseline(ctx, key, idx)
 	if err != nil {
 		return nil, err
 	}
-	if base != nil {
-		c, sig := regress.Regression(base, h.Recent(), cfg)
-		if c.Judged {
-			ev := evaluation{kind: regress.KindRegression, firing: map[string]regress.Signal{}, baselineOf: baseOf, comparison: &c}
-			for _, m := range c.Metrics {
-				ev.judged = append(ev.judged, m.Metric)
-			}
-			for _, s := range sig {
-				ev.firing[s.Metric] = s
-			}
-			out = append(out, ev)
-		}
-	}
-	if h.Total >= cfg.DriftWindow*(cfg.DriftCalibration+1) {
-		ev := evaluation{kind: regress.KindDrift, judged: continuous, firing: map[string]regress.Signal{},
-			baselineOf: fmt.Sprintf("this version's first %d sessions", cfg.DriftWindow*cfg.DriftCalibration),
-			worst:      regress.WorstSessions(latestN(h.Recent(), cfg.DriftWindow), 5)}
-		ev.status = map[string]regress.Signal{}
-		for _, s := range regress.DriftStatus(h, cfg) {
-			ev.status[s.Metric] = s
-			if s.Firing {
-				ev.firing[s.Metric] = s
-			}
-		}
-		out = append(out, ev)
-	}
-	if len(h.Recent()) >= cfg.SpikeWindow+cfg.MinSessions {
-		ev := evaluation{kind: regress.KindFailures, judged: failures, firing: map[string]regress.Signal{},
-			baselineOf: "this version's earlier sessions", worst: regress.WorstSessions(latestN(h.Recent(), cfg.SpikeWindow), 5)}
-		ev.status = map[string]regress.Signal{}
-		for _, s := range regress.SpikeStatus(h, cfg) {
-			ev.status[s.Metric] = s
-			if s.Firing {
-				ev.firing[s.Metric] = s
-			}
-		}
-		out = append(out, ev)
-	}
-	return out, nil
+	return regress.Evaluate(h, base, baseOf, r.cfg.Detect), nil
 }
 
 // baseline returns what a version is compared with: the agent's sealed
 // baseline (same scoring version) if there is one, else the latest earlier
 // version with enough sessions.
 func (r *regressor) baseline(ctx context.Context, key regress.Key, idx versionIndex) ([]regress.Sample, string, error) {
-	var sealed regress.Baseline
-	ok, err := getJSON(ctx, r, wire.BaselineKey(key.Agent, key.ScoringVersion), &sealed)
+	sealed, rev, err := r.baselines().Get(ctx, wire.BaselineKey(key.Agent, key.ScoringVersion))
 	if err != nil {
 		return nil, "", err
 	}
-	if ok && sealed.Version != key.Version {
+	if rev > 0 && sealed.Version != key.Version {
 		return sealed.Samples, "sealed baseline " + sealed.ID + " (version " + sealed.Version + ")", nil
 	}
 	cur, ok := idx.Versions[key.Version]
@@ -308,8 +225,8 @@ func (r *regressor) baseline(ctx context.Context, key regress.Key, idx versionIn
 	if prev == "" {
 		return nil, "", nil
 	}
-	var ph regress.History
-	if _, err := getJSON(ctx, r, wire.HistoryKey(regress.Key{Agent: key.Agent, Version: prev, ScoringVersion: key.ScoringVersion}), &ph); err != nil {
+	ph, _, err := r.histories().Get(ctx, wire.HistoryKey(regress.Key{Agent: key.Agent, Version: prev, ScoringVersion: key.ScoringVersion}))
+	if err != nil {
 		return nil, "", err
 	}
 	return ph.Recent(), "version " + prev, nil
@@ -322,152 +239,97 @@ func (r *regressor) baseline(ctx context.Context, key regress.Key, idx versionIn
 // cannot both record a change (one loses the compare-and-set and judges
 // again); a process that dies after recording leaves the outbox to whoever
 // handles the key next; a repeated publish is dropped by JetStream.
-func (r *regressor) reconcile(ctx context.Context, key regress.Key, evals []evaluation, basis int, session string, seq uint64) error {
-	for attempt := 0; ; attempt++ {
-		var st alertState
-		rev, err := getJSONRev(ctx, r, wire.AlertStateKey(key), &st)
-		if err != nil {
-			return err
-		}
-		if st.Firing == nil {
-			st.Firing = map[string]wire.Alert{}
-		}
-		pending := st.Outbox
-		st.Outbox = append([]wire.Alert(nil), pending...)
-		now := r.now().UTC()
+func (r *regressor) reconcile(ctx context.Context, key regress.Key, evals []regress.Evaluation, basis int, session string, seq uint64) error {
+	states := r.states()
+	var pending int
+	st, _, err := states.Modify(ctx, wire.AlertStateKey(key), nil, func(st *alertState) bool {
+		pending = len(st.Outbox)
 		if basis < st.Basis {
-			evals = nil // judged on an older history than the state's: only flush the outbox
+			return false // judged on an older history than the state's: only flush the outbox
 		}
+		now := r.now().UTC()
 		for _, ev := range evals {
-			for _, metric := range ev.judged {
-				id := ev.kind + "/" + metric
-				old, wasFiring := st.Firing[id]
-				sig, firing := ev.firing[metric]
-				switch {
-				case firing && !wasFiring:
-					a := r.alertFrom(key, ev, sig, session, seq, now)
-					a.Status, a.Since = wire.AlertFiring, now
-					a.ID = fmt.Sprintf("%s/%s/%s/%s/%s@%d", ev.kind, key.Agent, key.Version, key.ScoringVersion, metric, seq)
-					st.Firing[id] = a
-					st.Outbox = append(st.Outbox, a)
-				case !firing && wasFiring && ev.clear(metric, r.cfg.Detect) && now.Sub(old.Since) >= r.cfg.MinFiring:
-					// Held for regression.min_firing at least: a burst of
-					// sessions cannot fire and resolve an alert in one go.
-					// The figures and sessions that resolved it, not the firing ones.
-					a := old
-					if cur, ok := latest(ev, metric); ok {
-						a.Baseline, a.Current, a.Effect, a.PValue, a.QValue = cur.Baseline, cur.Current, cur.Effect, cur.P, cur.Q
-						if cur.NCurrent > 0 {
-							a.Limit, a.NBaseline, a.NCurrent = cur.Limit, cur.NBaseline, cur.NCurrent
-						}
-					}
-					if c := ev.comparison; c != nil {
-						a.WorstSessions, a.CodesGrown = c.WorstSessions, c.CodesGrown
-					} else {
-						a.WorstSessions, a.CodesGrown = ev.worst, nil
-					}
-					a.Status, a.At, a.Session, a.Seq = wire.AlertResolved, now, session, seq
-					delete(st.Firing, id)
-					st.Outbox = append(st.Outbox, a)
-				}
-			}
+			st.advance(ev, func(s regress.Signal) wire.Alert { return alertFrom(key, ev, s, session, seq, now) },
+				r.cfg, now, session, seq)
 		}
-		if len(st.Outbox) == 0 {
-			return nil
+		if len(st.Outbox) == pending {
+			return false
 		}
-		if len(st.Outbox) > len(pending) { // new changes: record them first
-			st.Basis = basis
-			if rev, err = r.casState(ctx, key, st, rev); err != nil {
-				if isCASConflict(err) && attempt < 20 {
-					continue // another replica changed the state: judge again against it
-				}
-				return fmt.Errorf("alert state %s: %w", key, err)
-			}
-		}
-		for _, a := range st.Outbox {
-			if err := r.publish(ctx, a); err != nil {
-				return err // the outbox keeps it; the redelivery publishes it
-			}
-		}
-		st.Outbox = nil
-		if _, err := r.casState(ctx, key, st, rev); err != nil && !isCASConflict(err) {
-			return fmt.Errorf("alert state %s: %w", key, err)
-		}
-		return nil // on a conflict the next handler of this key publishes the outbox again, deduplicated
-	}
-}
-
-func (r *regressor) casState(ctx context.Context, key regress.Key, st alertState, rev uint64) (uint64, error) {
-	data, err := json.Marshal(st)
-	if err != nil {
-		return 0, failure.Permanent(err)
-	}
-	return r.put(ctx, wire.AlertStateKey(key), data, rev)
-}
-
-// put writes key with compare-and-set: created when rev is 0 (absent),
-// else updated only if still at rev. It returns the new revision.
-func (r *regressor) put(ctx context.Context, key string, data []byte, rev uint64) (uint64, error) {
-	cctx, cancel := context.WithTimeout(ctx, r.timeouts.request)
-	defer cancel()
-	if rev == 0 {
-		return r.kv.Create(cctx, key, data)
-	}
-	return r.kv.Update(cctx, key, data, rev)
-}
-
-// clear reports whether a firing metric is clearly back to normal. For a
-// version against its baseline that takes more than "no longer
-// significant": the q-value above 2 × fdr, or the effect below half the
-// minimum, so that a metric hovering at the threshold does not fire and
-// resolve by turns. Drift and failure spikes resolve when their test no
-// longer fires.
-func (ev evaluation) clear(metric string, cfg regress.Config) bool {
-	if ev.comparison == nil {
+		st.Basis = basis // new changes: record them first
 		return true
+	})
+	if err != nil {
+		return fmt.Errorf("alert state %s: %w", key, err)
 	}
-	fdr := cfg.FDR
-	if fdr <= 0 {
-		fdr = regress.DefaultConfig().FDR
+	if len(st.Value.Outbox) == 0 {
+		return nil
 	}
-	for _, m := range ev.comparison.Metrics {
-		if m.Metric == metric {
-			return !m.Worse || m.Q > 2*fdr || math.Abs(m.Effect) < m.MinEffect/2
+	for _, a := range st.Value.Outbox {
+		if err := r.publish(ctx, a); err != nil {
+			return err // the outbox keeps it; the redelivery publishes it
 		}
 	}
-	return true
+	st.Value.Outbox = nil
+	if _, err := states.Put(ctx, wire.AlertStateKey(key), st.Value, st.Rev); err != nil && !broker.IsConflict(err) {
+		return fmt.Errorf("alert state %s: %w", key, err)
+	}
+	return nil // on a conflict the next handler of this key publishes the outbox again, deduplicated
 }
 
-// latest returns the figures of a metric's judgement when it is no longer
-// firing (Compare's result), for the resolved message.
-func latest(ev evaluation, metric string) (regress.Signal, bool) {
-	if ev.comparison == nil {
-		s, ok := ev.status[metric] // drift and failures
-		return s, ok
+// advance is the alert state machine, pure: it adds to the outbox every
+// metric of ev that starts firing (newAlert makes its message) or that
+// resolves. A firing metric resolves once ev says it is clearly back to
+// normal (regress.Evaluation.Clear) and it has fired for
+// regression.min_firing at least, so a burst of sessions cannot fire and
+// resolve an alert in one go. The resolved message carries the figures and
+// sessions that resolved it, not the firing ones.
+func (st *alertState) advance(ev regress.Evaluation, newAlert func(regress.Signal) wire.Alert, cfg config.Regression,
+	now time.Time, session string, seq uint64) {
+	if st.Firing == nil {
+		st.Firing = map[string]wire.Alert{}
 	}
-	for _, m := range ev.comparison.Metrics {
-		if m.Metric == metric {
-			return regress.Signal{Baseline: m.Baseline, Current: m.Current, Effect: m.Effect, P: m.P, Q: m.Q}, true
+	for _, metric := range ev.Judged {
+		id := ev.Kind + "/" + metric
+		old, wasFiring := st.Firing[id]
+		sig, firing := ev.Firing[metric]
+		switch {
+		case firing && !wasFiring:
+			a := newAlert(sig)
+			a.Status, a.Since = wire.AlertFiring, now
+			a.ID = fmt.Sprintf("%s/%s/%s/%s/%s@%d", ev.Kind, a.Agent, a.Version, a.ScoringVersion, metric, seq)
+			st.Firing[id] = a
+			st.Outbox = append(st.Outbox, a)
+		case !firing && wasFiring && ev.Clear(metric, cfg.Detect) && now.Sub(old.Since) >= cfg.MinFiring:
+			a := old
+			if cur, ok := ev.Latest(metric); ok {
+				a.Baseline, a.Current, a.Effect, a.PValue, a.QValue = cur.Baseline, cur.Current, cur.Effect, cur.P, cur.Q
+				if cur.NCurrent > 0 {
+					a.Limit, a.NBaseline, a.NCurrent = cur.Limit, cur.NBaseline, cur.NCurrent
+				}
+			}
+			if c := ev.Comparison; c != nil {
+				a.WorstSessions, a.CodesGrown = c.WorstSessions, c.CodesGrown
+			} else {
+				a.WorstSessions, a.CodesGrown = ev.Worst, nil
+			}
+			a.Status, a.At, a.Session, a.Seq = wire.AlertResolved, now, session, seq
+			delete(st.Firing, id)
+			st.Outbox = append(st.Outbox, a)
 		}
 	}
-	return regress.Signal{}, false
 }
 
-func (r *regressor) alertFrom(key regress.Key, ev evaluation, s regress.Signal, session string, seq uint64, now time.Time) wire.Alert {
-	a := wire.Alert{Kind: ev.kind, Agent: key.Agent, Version: key.Version, ScoringVersion: key.ScoringVersion, Metric: s.Metric,
+// alertFrom is the firing alert of one signal of ev.
+func alertFrom(key regress.Key, ev regress.Evaluation, s regress.Signal, session string, seq uint64, now time.Time) wire.Alert {
+	a := wire.Alert{Kind: ev.Kind, Agent: key.Agent, Version: key.Version, ScoringVersion: key.ScoringVersion, Metric: s.Metric,
 		Baseline: s.Baseline, Current: s.Current, Effect: s.Effect, PValue: s.P, QValue: s.Q, Limit: s.Limit, Test: s.Test,
-		NBaseline: s.NBaseline, NCurrent: s.NCurrent, BaselineOf: ev.baselineOf, Session: session, Seq: seq, At: now}
-	if c := ev.comparison; c != nil {
+		NBaseline: s.NBaseline, NCurrent: s.NCurrent, BaselineOf: ev.BaselineOf, Session: session, Seq: seq, At: now}
+	if c := ev.Comparison; c != nil {
 		a.WorstSessions, a.CodesGrown = c.WorstSessions, c.CodesGrown
 	} else {
-		a.WorstSessions = ev.worst
+		a.WorstSessions = ev.Worst
 	}
 	return a
-}
-
-// latestN returns the last n of samples (all of them when fewer).
-func latestN(samples []regress.Sample, n int) []regress.Sample {
-	return samples[max(0, len(samples)-n):]
 }
 
 // publish sends one alert; its message id (the episode's id and the
@@ -481,7 +343,7 @@ func (r *regressor) publish(ctx context.Context, a wire.Alert) error {
 	msg.Data = data
 	msg.Header.Set(wire.HeaderAlertStatus, a.Status)
 	msg.Header.Set(wire.HeaderAgentName, a.Agent)
-	pctx, cancel := context.WithTimeout(ctx, r.timeouts.publish)
+	pctx, cancel := context.WithTimeout(ctx, r.timeouts.Publish)
 	defer cancel()
 	ack, err := r.js.PublishMsg(pctx, msg, jetstream.WithMsgID(a.ID+"#"+a.Status), jetstream.WithExpectStream(r.subjects.AlertStream()))
 	if err != nil {
@@ -495,53 +357,34 @@ func (r *regressor) publish(ctx context.Context, a wire.Alert) error {
 	return nil
 }
 
-// modifyJSON applies change to the JSON value under key with
-// compare-and-set, retrying on conflicts; change returns false when it
-// changed nothing (no write). v holds the value afterwards.
-func modifyJSON[T any](ctx context.Context, r *regressor, key string, v *T, change func() bool) error {
-	for attempt := 0; ; attempt++ {
-		var zero T
-		*v = zero
-		rev, err := getJSONRev(ctx, r, key, v)
-		if err != nil {
-			return err
-		}
-		if !change() {
-			return nil
-		}
-		data, err := json.Marshal(v)
-		if err != nil {
-			return failure.Permanent(err)
-		}
-		if _, err = r.put(ctx, key, data, rev); err == nil {
-			return nil
-		}
-		if !isCASConflict(err) || attempt >= 50 {
-			return err
-		}
-	}
+// states, indexes, baselines and histories are the detector's entries.
+func (r *regressor) states() broker.KV[alertState] {
+	return broker.KV[alertState]{Bucket: r.kv, Timeout: r.timeouts.Request, Attempts: 20}
 }
 
-func getJSON(ctx context.Context, r *regressor, key string, v any) (bool, error) {
-	rev, err := getJSONRev(ctx, r, key, v)
-	return rev > 0, err
+func (r *regressor) indexes() broker.KV[versionIndex] {
+	return broker.KV[versionIndex]{Bucket: r.kv, Timeout: r.timeouts.Request, Attempts: 50}
 }
 
-// getJSONRev reads key into v; revision 0 means absent.
-func getJSONRev(ctx context.Context, r *regressor, key string, v any) (uint64, error) {
-	gctx, cancel := context.WithTimeout(ctx, r.timeouts.request)
-	defer cancel()
-	e, err := r.kv.Get(gctx, key)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, fmt.Errorf("read %s: %w", key, err)
-	}
-	if err := json.Unmarshal(e.Value(), v); err != nil {
-		return 0, failure.Permanent(fmt.Errorf("%s is not valid JSON: %w", key, err))
-	}
-	return e.Revision(), nil
+func (r *regressor) baselines() broker.KV[regress.Baseline] {
+	return broker.KV[regress.Baseline]{Bucket: r.kv, Timeout: r.timeouts.Request}
+}
+
+// histories encode with goccy/go-json, and decode the revision this process
+// last wrote from its cache.
+func (r *regressor) histories() broker.KV[regress.History] {
+	return broker.KV[regress.History]{Bucket: r.kv, Timeout: r.timeouts.Request, Attempts: 50,
+		Encode: func(h *regress.History) ([]byte, error) { return gojson.Marshal(h) },
+		Decode: func(key string, rev uint64, data []byte, h *regress.History) error {
+			r.cacheMu.Lock()
+			c, ok := r.cache[key]
+			r.cacheMu.Unlock()
+			if ok && c.rev == rev {
+				*h = c.h.Clone()
+				return nil
+			}
+			return gojson.Unmarshal(data, h)
+		}}
 }
 
 func fnv32(s string) uint32 {

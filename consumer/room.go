@@ -238,7 +238,7 @@ func (l *locator) roomEvent(ctx context.Context, roomID string, obs ...wire.Obse
 			f.RoomID, f.JobID = roomID, wire.RoomKeyJob
 		}
 		sessions = slices.Clone(f.Sessions)
-		if !mergeFacts(f, factUpdate{observations: obs}) {
+		if !mergeFacts(f, factUpdate{Observations: obs}) {
 			return false
 		}
 		f.LastInputAt = l.now().UTC()

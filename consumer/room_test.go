@@ -94,7 +94,7 @@ func TestRoomStory(t *testing.T) {
 				obs := append(slices.Clone(tc.obs), tc.obs[rand.IntN(len(tc.obs))])
 				rand.Shuffle(len(obs), func(a, b int) { obs[a], obs[b] = obs[b], obs[a] })
 				f := &wire.SessionFacts{}
-				mergeFacts(f, factUpdate{observations: obs})
+				mergeFacts(f, factUpdate{Observations: obs})
 				if got := resolve(f.Observations); !reflect.DeepEqual(got, resolve(sortedObs(tc.obs))) {
 					t.Fatalf("order changed the facts:\n%+v\n%+v", got, want)
 				}
@@ -113,7 +113,7 @@ func TestRoomStory(t *testing.T) {
 
 func sortedObs(obs []wire.Observation) []wire.Observation {
 	f := &wire.SessionFacts{}
-	mergeFacts(f, factUpdate{observations: obs})
+	mergeFacts(f, factUpdate{Observations: obs})
 	return f.Observations
 }
 

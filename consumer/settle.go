@@ -7,13 +7,13 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strconv"
 	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/lkscore/lkscore/consumer/internal/broker"
 	"github.com/lkscore/lkscore/consumer/internal/metrics"
 	"github.com/lkscore/lkscore/scoring"
 	"github.com/lkscore/lkscore/wire"
@@ -38,7 +38,7 @@ type settler struct {
 	// (pipeline.recording_deadline).
 	noReport time.Duration
 	selected map[string]bool // close reasons this deployment's pool scores
-	timeouts timeouts
+	timeouts broker.Timeouts
 	metrics  *metrics.Pipeline
 	log      *slog.Logger
 	now      func() time.Time
@@ -71,7 +71,7 @@ func (s *settler) run(ctx context.Context) {
 		}
 		s.watchedFrom.Store(from)
 		s.log.Info("settler: watching session facts", "from_revision", from)
-		w, err := s.facts.kv.WatchAll(ctx, opts...)
+		w, err := s.facts.bucket().WatchAll(ctx, opts...)
 		if err != nil {
 			s.log.Warn("settler: watch session facts", "err", err)
 			select {
@@ -87,24 +87,20 @@ func (s *settler) run(ctx context.Context) {
 	}
 }
 
+// lowWaterKV is the stored mark: a decimal revision, JSON's encoding of it.
+func (s *settler) lowWaterKV() broker.KV[uint64] {
+	return broker.KV[uint64]{Bucket: s.facts.bucket(), Timeout: s.timeouts.Request, Attempts: 3}
+}
+
 // loadLowWater reads the stored mark (0: none, replay everything).
 func (s *settler) loadLowWater(ctx context.Context) uint64 {
-	rctx, cancel := context.WithTimeout(ctx, s.timeouts.request)
-	defer cancel()
-	e, err := s.facts.kv.Get(rctx, wire.SettlerLowWaterKey)
+	v, _, err := s.lowWaterKV().Get(ctx, wire.SettlerLowWaterKey)
 	if err != nil {
-		if !errors.Is(err, jetstream.ErrKeyNotFound) {
-			s.log.Warn("settler: low-water mark not read; watching every session's facts", "err", err)
-		}
+		s.log.Warn("settler: low-water mark not read; watching every session's facts", "err", err)
 		return 0
 	}
-	v, err := strconv.ParseUint(string(e.Value()), 10, 64)
-	if err != nil {
-		s.log.Warn("settler: low-water mark is not a revision; watching every session's facts", "value", string(e.Value()))
-		return 0
-	}
-	s.savedLow = v
-	return v
+	s.savedLow = *v
+	return *v
 }
 
 // lowWater is the revision below which this settler knows every entry to be
@@ -128,36 +124,15 @@ func (s *settler) saveLowWater(ctx context.Context) {
 	if low <= s.savedLow {
 		return
 	}
-	for range 3 {
-		rctx, cancel := context.WithTimeout(ctx, s.timeouts.request)
-		e, err := s.facts.kv.Get(rctx, wire.SettlerLowWaterKey)
-		var rev uint64
-		switch {
-		case err == nil:
-			rev = e.Revision()
-			if cur, perr := strconv.ParseUint(string(e.Value()), 10, 64); perr == nil && cur >= low {
-				cancel()
-				s.savedLow = cur
-				return
-			}
-		case !errors.Is(err, jetstream.ErrKeyNotFound):
-			cancel()
-			return // tried again in lowWaterEvery
+	stored, _, err := s.lowWaterKV().Modify(ctx, wire.SettlerLowWaterKey, nil, func(cur *uint64) bool {
+		if *cur >= low {
+			return false
 		}
-		val := []byte(strconv.FormatUint(low, 10))
-		if rev == 0 {
-			_, err = s.facts.kv.Create(rctx, wire.SettlerLowWaterKey, val)
-		} else {
-			_, err = s.facts.kv.Update(rctx, wire.SettlerLowWaterKey, val, rev)
-		}
-		cancel()
-		if err == nil {
-			s.savedLow = low
-			return
-		}
-		if !isCASConflict(err) {
-			return
-		}
+		*cur = low
+		return true
+	})
+	if err == nil { // else tried again in lowWaterEvery
+		s.savedLow = *stored.Value
 	}
 }
 
@@ -293,7 +268,7 @@ func (s *settler) publishKey(ctx context.Context, key string, f *wire.SessionFac
 	msg := nats.NewMsg(s.subjects.Session(item.CloseReason))
 	msg.Data = data
 	msg.Header.Set(wire.HeaderSessionKey, item.SessionKey)
-	pctx, cancel := context.WithTimeout(ctx, s.timeouts.publish)
+	pctx, cancel := context.WithTimeout(ctx, s.timeouts.Publish)
 	ack, err := s.js.PublishMsg(pctx, msg, jetstream.WithMsgID(item.SessionKey), jetstream.WithExpectStream(s.subjects.SessionStream()))
 	cancel()
 	if err != nil {
@@ -307,7 +282,7 @@ func (s *settler) publishKey(ctx context.Context, key string, f *wire.SessionFac
 	// Marked published from the entry just read: a compare-and-set on its
 	// revision, re-read only if it changed meanwhile.
 	published := s.now().UTC()
-	_, _, err = s.facts.modifyFrom(ctx, key, f, rev, func(f *wire.SessionFacts) bool {
+	_, _, err = s.facts.kv.Modify(ctx, key, &broker.Entry[wire.SessionFacts]{Value: f, Rev: rev}, func(f *wire.SessionFacts) bool {
 		if f.PublishedAt != nil {
 			return false
 		}

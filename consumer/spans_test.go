@@ -199,11 +199,11 @@ func TestSpanFactsBothSDKs(t *testing.T) {
 			t.Fatalf("%s: no update for the session: %v", tc.lang, ups)
 		}
 		names := map[string]scoring.Span{}
-		for _, s := range u.spans {
+		for _, s := range u.Spans {
 			names[s.Name] = s
 		}
-		if len(u.spans) != 6 || names["llm_request"].ID != "" {
-			t.Errorf("%s: kept %d spans %v, want 6 without the healthy llm_request", tc.lang, len(u.spans), names)
+		if len(u.Spans) != 6 || names["llm_request"].ID != "" {
+			t.Errorf("%s: kept %d spans %v, want 6 without the healthy llm_request", tc.lang, len(u.Spans), names)
 		}
 		ut := names["user_turn"]
 		if ut.EndOfTurnDelay == nil || *ut.EndOfTurnDelay != 0.502 || ut.TranscriptionDelay == nil || *ut.TranscriptionDelay != 0.251 {

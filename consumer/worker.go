@@ -14,6 +14,7 @@ import (
 
 	"github.com/lkscore/lkscore/audio"
 	"github.com/lkscore/lkscore/config"
+	"github.com/lkscore/lkscore/consumer/internal/broker"
 	"github.com/lkscore/lkscore/consumer/internal/failure"
 	"github.com/lkscore/lkscore/consumer/internal/metrics"
 	"github.com/lkscore/lkscore/recording"
@@ -45,7 +46,7 @@ type worker struct {
 	analysis   audio.Config // from the scoring config (audio.ForScoring)
 	audioBytes int64
 	subjects   wire.Subjects
-	timeouts   timeouts
+	timeouts   broker.Timeouts
 	quality    *metrics.Quality // nil in tests that do not count
 	log        *slog.Logger
 	// agentResults: publish on lkscore.agent.<agent>.<close reason> too
@@ -65,7 +66,7 @@ type workerOptions struct {
 	audio    config.Audio
 	scoring  scoring.AudioConfig // the scoring model's audio thresholds
 	subjects wire.Subjects
-	timeouts timeouts
+	timeouts broker.Timeouts
 	quality  *metrics.Quality
 	log      *slog.Logger
 	// agentResults: publish each scorecard on the per-agent stream too.
@@ -76,7 +77,7 @@ func newWorker(o workerOptions) (*worker, error) {
 	if o.js == nil || o.store == nil || o.scorer == nil || o.log == nil {
 		return nil, errors.New("worker: js, store, scorer and log are required")
 	}
-	if o.timeouts.publish <= 0 {
+	if o.timeouts.Publish <= 0 {
 		return nil, errors.New("worker: the publish timeout must be positive")
 	}
 	return &worker{privacy: o.privacy, facts: o.facts, deleted: o.deleted, js: o.js, store: o.store, scorer: o.scorer,
@@ -110,7 +111,7 @@ func (w *worker) handle(ctx context.Context, m jetstream.Msg) error {
 	msg.Header.Set(wire.HeaderAgentName, item.AgentName)
 	msg.Header.Set(wire.HeaderScoringVersion, card.ScoringVersion)
 	msg.Header.Set(wire.HeaderCloseReason, item.CloseReason)
-	pctx, cancel := context.WithTimeout(ctx, w.timeouts.publish)
+	pctx, cancel := context.WithTimeout(ctx, w.timeouts.Publish)
 	defer cancel()
 	// Session key + scoring version: one scorecard per session and version,
 	// however often the work is delivered.
@@ -127,7 +128,7 @@ func (w *worker) handle(ctx context.Context, m jetstream.Msg) error {
 		// results stream drops its repeat, this stream gets its copy.
 		byAgent := nats.NewMsg(w.subjects.AgentResult(item.AgentName, item.CloseReason))
 		byAgent.Data, byAgent.Header = msg.Data, msg.Header
-		actx, cancel := context.WithTimeout(ctx, w.timeouts.publish)
+		actx, cancel := context.WithTimeout(ctx, w.timeouts.Publish)
 		defer cancel()
 		if _, err := w.js.PublishMsg(actx, byAgent, jetstream.WithMsgID(item.SessionKey+"@"+card.ScoringVersion),
 			jetstream.WithExpectStream(w.subjects.AgentResultStream())); err != nil {

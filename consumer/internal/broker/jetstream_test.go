@@ -1,4 +1,4 @@
-package consumer
+package broker
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 // concurrency (docs/architecture.md, "Flow control"), and why a store
 // outage pauses fetching instead of cycling messages through delayed naks.
 func TestNakWithDelayHoldsAckPending(t *testing.T) {
-	ns := startNATS(t)
+	ns := testenv.StartNATS(t)
 	js := testenv.JetStream(t, ns.URL())
 	ctx := context.Background()
 	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "NAKTEST", Subjects: []string{"naktest.>"}}); err != nil {

@@ -1,4 +1,4 @@
-package consumer
+package broker
 
 import (
 	"context"
@@ -34,7 +34,7 @@ func TestRetrySetup(t *testing.T) {
 	}
 	calls := 0
 	start := time.Now()
-	err := retrySetup(context.Background(), nil, "stream X", time.Second, func(ctx context.Context) error {
+	err := RetrySetup(context.Background(), nil, "stream X", time.Second, func(ctx context.Context) error {
 		calls++
 		if _, ok := ctx.Deadline(); !ok {
 			t.Error("an attempt without a deadline")
@@ -48,7 +48,7 @@ func TestRetrySetup(t *testing.T) {
 		t.Errorf("err %v after %d calls, %s", err, calls, time.Since(start))
 	}
 	calls = 0
-	err = retrySetup(context.Background(), nil, "stream X", time.Second, func(context.Context) error {
+	err = RetrySetup(context.Background(), nil, "stream X", time.Second, func(context.Context) error {
 		calls++
 		return jetstream.ErrJetStreamNotEnabled
 	})

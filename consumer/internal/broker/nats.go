@@ -1,4 +1,4 @@
-package consumer
+package broker
 
 import (
 	"fmt"
@@ -14,10 +14,10 @@ import (
 	"github.com/lkscore/lkscore/config"
 )
 
-// startEmbedded starts an in-process NATS server with JetStream on loopback,
+// StartEmbedded starts an in-process NATS server with JetStream on loopback,
 // storing under dataDir/nats, and waits up to ready for it to accept
 // connections. Shut it down with Shutdown + WaitForShutdown.
-func startEmbedded(dataDir string, port int, ready time.Duration) (*server.Server, error) {
+func StartEmbedded(dataDir string, port int, ready time.Duration) (*server.Server, error) {
 	opts := &server.Options{
 		ServerName: "lkscore-embedded",
 		Host:       "127.0.0.1",
@@ -88,4 +88,14 @@ func Connect(url string, n config.NATS, log *slog.Logger) (*nats.Conn, error) {
 		return nil, fmt.Errorf("connect nats: %w", err)
 	}
 	return nc, nil
+}
+
+// Timeouts bound NATS calls: an acknowledged publish, and a JetStream API
+// request (config nats.publish_timeout and nats.request_timeout).
+type Timeouts struct {
+	Publish, Request time.Duration
+}
+
+func TimeoutsFrom(n config.NATS) Timeouts {
+	return Timeouts{Publish: n.PublishTimeout, Request: n.RequestTimeout}
 }

@@ -1,4 +1,4 @@
-package consumer
+package broker
 
 import (
 	"context"
@@ -24,9 +24,9 @@ const setupDeadline = 2 * time.Minute
 // setupAttempt bounds one attempt (and at most nats.request_timeout).
 const setupAttempt = 5 * time.Second
 
-// retrySetup runs one set-up request until it succeeds, fails for a reason
+// RetrySetup runs one set-up request until it succeeds, fails for a reason
 // waiting does not change, or setupDeadline passes.
-func retrySetup(ctx context.Context, log *slog.Logger, what string, requestTimeout time.Duration, fn func(context.Context) error) error {
+func RetrySetup(ctx context.Context, log *slog.Logger, what string, requestTimeout time.Duration, fn func(context.Context) error) error {
 	deadline := time.Now().Add(setupDeadline)
 	wait := 250 * time.Millisecond
 	for attempt := 1; ; attempt++ {

@@ -1,4 +1,4 @@
-package consumer
+package broker
 
 import (
 	"context"
@@ -15,7 +15,7 @@ func streamConfigs(s wire.Subjects, c config.Config) []jetstream.StreamConfig {
 	n, p := c.NATS, c.Pipeline
 	base := jetstream.StreamConfig{
 		Retention:  jetstream.LimitsPolicy,
-		Storage:    storageType(n.Storage),
+		Storage:    StorageType(n.Storage),
 		Replicas:   n.Replicas,
 		MaxAge:     n.MaxAge,
 		MaxBytes:   n.MaxBytes,
@@ -31,7 +31,7 @@ func streamConfigs(s wire.Subjects, c config.Config) []jetstream.StreamConfig {
 	uploads.Name = s.UploadStream()
 	uploads.Description = "Recording uploads stored by the lkscore collector, one message per session"
 	uploads.Subjects = []string{s.UploadAll()}
-	// Sessions and results deduplicate on the session key over a longer
+	// sessions and results deduplicate on the session key over a longer
 	// window: a replayed webhook a day later must not score a session twice.
 	sessions := base
 	sessions.Name = s.SessionStream()
@@ -47,7 +47,7 @@ func streamConfigs(s wire.Subjects, c config.Config) []jetstream.StreamConfig {
 	dlq.Name = s.DLQStream()
 	dlq.Description = "Dead letters by stage: the original message, the error, the stage, the delivery count"
 	dlq.Subjects = []string{s.DLQAll()}
-	// Alerts deduplicate on the detector's state change (regression.go).
+	// alerts deduplicate on the detector's state change (regression.go).
 	alerts := sessions
 	alerts.Name = s.AlertStream()
 	alerts.Description = "Regression, drift and failure alerts by kind and agent: firing, then resolved"
@@ -63,9 +63,9 @@ func streamConfigs(s wire.Subjects, c config.Config) []jetstream.StreamConfig {
 	return out
 }
 
-// storageType maps nats.storage to JetStream's storage type, for streams
+// StorageType maps nats.storage to JetStream's storage type, for streams
 // and the key-value bucket alike.
-func storageType(s string) jetstream.StorageType {
+func StorageType(s string) jetstream.StorageType {
 	if s == "memory" {
 		return jetstream.MemoryStorage
 	}
@@ -75,7 +75,7 @@ func storageType(s string) jetstream.StorageType {
 // EnsureStreams creates or updates lkscore's streams idempotently.
 func EnsureStreams(ctx context.Context, js jetstream.JetStream, s wire.Subjects, c config.Config, log *slog.Logger) error {
 	for _, cfg := range streamConfigs(s, c) {
-		err := retrySetup(ctx, log, "create or update stream "+cfg.Name, c.NATS.RequestTimeout, func(ctx context.Context) error {
+		err := RetrySetup(ctx, log, "create or update stream "+cfg.Name, c.NATS.RequestTimeout, func(ctx context.Context) error {
 			_, err := js.CreateOrUpdateStream(ctx, cfg)
 			return err
 		})

@@ -1,0 +1,203 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	gojson "github.com/goccy/go-json"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/lkscore/lkscore/config"
+	"github.com/lkscore/lkscore/consumer/internal/broker"
+	"github.com/lkscore/lkscore/consumer/internal/failure"
+	"github.com/lkscore/lkscore/wire"
+)
+
+// factStore reads and merges session facts in the KV bucket, every write a
+// compare-and-set (broker.KV).
+type factStore struct {
+	kv  broker.KV[wire.SessionFacts]
+	now func() time.Time
+}
+
+// newFactStore works on the facts bucket kv.
+func newFactStore(kv jetstream.KeyValue, timeout time.Duration, now func() time.Time) *factStore {
+	return &factStore{now: now, kv: broker.KV[wire.SessionFacts]{Bucket: kv, Timeout: timeout,
+		Decode: func(_ string, _ uint64, data []byte, f *wire.SessionFacts) error { return decodeFacts(data, f) }}}
+}
+
+// bucket is the facts bucket, for watching it.
+func (s *factStore) bucket() jetstream.KeyValue { return s.kv.Bucket }
+
+// add merges u into the session's entry with compare-and-swap, so
+// concurrent writers (ingest, locators, settlers) never lose each other's
+// facts. An update that adds nothing writes nothing.
+func (s *factStore) add(ctx context.Context, u factUpdate) error {
+	if u.RoomID == "" {
+		return failure.Permanent(errors.New("session facts need a room id"))
+	}
+	key := wire.FactsKey(u.RoomID, u.JobID)
+	joined := true
+	written, _, err := s.kv.Modify(ctx, key, nil, func(f *wire.SessionFacts) bool {
+		if f.RoomID == "" {
+			f.RoomID, f.JobID = u.RoomID, u.JobID
+		}
+		joined = f.RoomJoined || wire.IsRoomFactsKey(key)
+		if !mergeFacts(f, u) {
+			return false
+		}
+		f.LastInputAt = s.now().UTC()
+		return true
+	})
+	if err != nil || joined {
+		return err
+	}
+	// A session new to its room: register it in the room's entry and take
+	// what the room's webhooks said so far (roomEvent does the converse).
+	obs, err := s.joinRoom(ctx, u.RoomID, key)
+	if err != nil {
+		return err
+	}
+	// Continue from the entry just written: no read of it, unless another
+	// writer changed it meanwhile (the compare-and-set says so).
+	_, _, err = s.kv.Modify(ctx, key, &written, func(f *wire.SessionFacts) bool {
+		if f.RoomID == "" || f.RoomJoined {
+			return false
+		}
+		f.RoomJoined = true
+		if mergeFacts(f, factUpdate{Observations: obs}) {
+			f.LastInputAt = s.now().UTC()
+		}
+		return true
+	})
+	return err
+}
+
+// maxRoomSessions bounds the sessions a room's entry lists (a room runs
+// one agent session, rarely a few).
+const maxRoomSessions = 64
+
+// joinRoom lists session key in its room's entry and returns the room's
+// observations as of that write. Room webhooks (roomEvent) add to the same
+// entry with compare-and-swap and then copy to every session it lists, so
+// whichever of the two writes second sees the other: no room fact is missed.
+func (s *factStore) joinRoom(ctx context.Context, roomID, key string) ([]wire.Observation, error) {
+	var obs []wire.Observation
+	err := s.modify(ctx, wire.RoomFactsKey(roomID), func(f *wire.SessionFacts) bool {
+		obs = slices.Clone(f.Observations)
+		if f.RoomID == "" {
+			f.RoomID, f.JobID = roomID, wire.RoomKeyJob
+		}
+		i, found := slices.BinarySearch(f.Sessions, key)
+		if found || len(f.Sessions) >= maxRoomSessions {
+			return false
+		}
+		f.Sessions = slices.Insert(f.Sessions, i, key)
+		return true
+	})
+	return obs, err
+}
+
+// addTo adds observations to an existing entry; an absent one stays absent.
+func (s *factStore) addTo(ctx context.Context, key string, obs []wire.Observation) error {
+	return s.modify(ctx, key, func(f *wire.SessionFacts) bool {
+		if f.RoomID == "" || !mergeFacts(f, factUpdate{Observations: obs}) {
+			return false
+		}
+		f.LastInputAt = s.now().UTC()
+		return true
+	})
+}
+
+// roomKeys lists the session entries of a room (not its own entry) for a
+// legacy upload without a job id.
+func (s *factStore) roomKeys(ctx context.Context, roomID string) ([]string, error) {
+	rctx, cancel := context.WithTimeout(ctx, s.kv.Timeout)
+	defer cancel()
+	lister, err := s.kv.Bucket.ListKeysFiltered(rctx, wire.RoomFactsFilter(roomID))
+	if errors.Is(err, jetstream.ErrNoKeysFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list session facts of room %s: %w", roomID, err)
+	}
+	var keys []string
+	for k := range lister.Keys() {
+		if !wire.IsRoomFactsKey(k) {
+			keys = append(keys, k)
+		}
+	}
+	return keys, nil
+}
+
+// modify applies change to the entry under key (a zero entry when absent)
+// and writes it if change returns true.
+func (s *factStore) modify(ctx context.Context, key string, change func(*wire.SessionFacts) bool) error {
+	_, _, err := s.kv.Modify(ctx, key, nil, change)
+	return err
+}
+
+// decodeFacts decodes a facts entry. The entries are lkscore's own writing
+// and read several times a session (the store, the settler's watch), so
+// goccy/go-json decodes them: a quarter of encoding/json's CPU on an entry
+// with spans (BenchmarkFactsDecode, docs/performance.md).
+func decodeFacts(data []byte, f *wire.SessionFacts) error { return gojson.Unmarshal(data, f) }
+
+// get returns the entry under key and its revision (0 when absent).
+func (s *factStore) get(ctx context.Context, key string) (*wire.SessionFacts, uint64, error) {
+	return s.kv.Get(ctx, key)
+}
+
+// roomObservations returns the observations of every session of a room but
+// skip: an upload without a job id (SDKs before 1.6.6) borrows what other
+// signals said about its room.
+//
+// The room's entry lists its sessions (joinRoom). Only a room whose entry
+// lists none (entries written before sessions joined their room) is listed
+// with ListKeysFiltered, which under concurrent writes was seen to return
+// no keys although they existed.
+func (s *factStore) roomObservations(ctx context.Context, roomID, skip string) ([]wire.Observation, error) {
+	room, _, err := s.get(ctx, wire.RoomFactsKey(roomID))
+	if err != nil {
+		return nil, err
+	}
+	keys := room.Sessions
+	if len(keys) == 0 {
+		if keys, err = s.roomKeys(ctx, roomID); err != nil {
+			return nil, err
+		}
+	}
+	var out []wire.Observation
+	for _, k := range keys {
+		if k == skip {
+			continue
+		}
+		f, _, err := s.get(ctx, k)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, f.Observations...)
+	}
+	return out, nil
+}
+
+// openFacts creates or updates the session facts bucket. Entries live as
+// long as the streams keep messages (nats.max_age).
+func openFacts(ctx context.Context, js jetstream.JetStream, s wire.Subjects, n config.NATS, log *slog.Logger) (*factStore, error) {
+	var kv jetstream.KeyValue
+	err := broker.RetrySetup(ctx, log, "session facts bucket", n.RequestTimeout, func(ctx context.Context) (err error) {
+		kv, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+			Bucket: s.SessionFacts(), Description: "session facts from every signal (room_id.job_id)",
+			TTL: n.MaxAge, Storage: broker.StorageType(n.Storage), Replicas: n.Replicas, History: 1,
+		})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return newFactStore(kv, n.RequestTimeout, time.Now), nil
+}
