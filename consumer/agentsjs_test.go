@@ -12,6 +12,7 @@ import (
 
 	"github.com/livekit/protocol/livekit"
 
+	"github.com/lkscore/lkscore/consumer/internal/facts"
 	"github.com/lkscore/lkscore/scoring"
 	"github.com/lkscore/lkscore/wire"
 )
@@ -115,7 +116,7 @@ func TestAgentsJSObserver(t *testing.T) {
 	}
 	f := readFacts(t, ns.URL(), "RM_Observer", "AJ_Observer")
 	if !slices.ContainsFunc(f.Observations, func(o wire.Observation) bool {
-		return o.Field == fieldCloseReason && o.Evidence == "otlp_log: lk.close_reason=participant_disconnected"
+		return o.Field == facts.FieldCloseReason && o.Evidence == "otlp_log: lk.close_reason=participant_disconnected"
 	}) {
 		t.Fatalf("the observer's record did not reach the facts: %+v", f.Observations)
 	}
@@ -124,7 +125,7 @@ func TestAgentsJSObserver(t *testing.T) {
 	sendWebhook(t, d, ev)
 	waitFor(t, "the scorecard", func() bool { return len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")) == 1 })
 	c := results(t, ns.URL())[0]
-	if c.Completion.CloseReason != "CR_PARTICIPANT_DISCONNECTED" || c.Completion.CloseReasonSource != sourceOTLPLog ||
+	if c.Completion.CloseReason != "CR_PARTICIPANT_DISCONNECTED" || c.Completion.CloseReasonSource != facts.SourceOTLPLog ||
 		c.Session.AgentName != "observer-agent" || !slices.Contains(c.Session.Tags, "version:1.4.2") ||
 		c.Session.JobError != "agent worker left the room" || c.Overall.Verdict == "fail" {
 		t.Fatalf("scorecard session %+v completion %+v overall %+v", c.Session, c.Completion, c.Overall)

@@ -28,6 +28,7 @@ import (
 
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/consumer/internal/broker"
+	"github.com/lkscore/lkscore/consumer/internal/facts"
 	"github.com/lkscore/lkscore/consumer/internal/metrics"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/store"
@@ -118,7 +119,7 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	if err := broker.EnsureStreams(ctx, js, d.subjects, d.cfg, d.log); err != nil {
 		return err
 	}
-	facts, err := openFacts(ctx, js, d.subjects, d.cfg.NATS, d.log)
+	facts, err := facts.Open(ctx, js, d.subjects, d.cfg.NATS, d.log)
 	if err != nil {
 		return err
 	}

@@ -97,5 +97,5 @@ func (l *locator) multipartObject(ctx context.Context, loc recording.Location) e
 	}
 	ref := &wire.RecordingRef{SessionKey: s.Key, RoomName: s.RoomName, Object: loc.Key, Bucket: loc.Bucket,
 		Location: "s3://" + loc.Bucket + "/" + loc.Key, Origin: "egress_ended", Problems: s.Problems}
-	return l.facts.add(ctx, l.recordingUpdate(s, ref, nil))
+	return l.facts.Add(ctx, l.recordingUpdate(s, ref, nil))
 }

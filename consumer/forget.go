@@ -11,6 +11,7 @@ import (
 	"github.com/livekit/protocol/livekit"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/lkscore/lkscore/consumer/internal/facts"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/store"
 	"github.com/lkscore/lkscore/wire"
@@ -48,8 +49,8 @@ func Forget(ctx context.Context, js jetstream.JetStream, s wire.Subjects, st for
 	kv, err := js.KeyValue(ctx, s.SessionFacts())
 	fkey := wire.FactsKey(room, factsJob)
 	if err == nil {
-		fs := newFactStore(kv, requestTimeout, time.Now)
-		if f, _, gerr := fs.get(ctx, fkey); gerr == nil {
+		fs := facts.NewStore(kv, requestTimeout, time.Now)
+		if f, _, gerr := fs.Get(ctx, fkey); gerr == nil {
 			ref = f.Recording
 		}
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/consumer/internal/broker"
+	"github.com/lkscore/lkscore/consumer/internal/facts"
 	"github.com/lkscore/lkscore/consumer/internal/failure"
 	"github.com/lkscore/lkscore/consumer/internal/metrics"
 	"github.com/lkscore/lkscore/recording"
@@ -40,7 +41,7 @@ type recordings interface {
 // message per session on lkscore.session.<CLOSE_REASON>, keyed by session.
 type locator struct {
 	js        jetstream.JetStream
-	facts     *factStore
+	facts     *facts.Store
 	kv        jetstream.KeyValue // egress links by room; nil disables them
 	store     recordings
 	layout    recording.Layout
@@ -61,7 +62,7 @@ type locator struct {
 // locatorOptions configures newLocator.
 type locatorOptions struct {
 	js       jetstream.JetStream
-	facts    *factStore
+	facts    *facts.Store
 	kv       jetstream.KeyValue
 	store    recordings
 	layout   recording.Layout
@@ -147,7 +148,7 @@ func (l *locator) jobEnded(ctx context.Context, ev *livekit.WebhookEvent) error 
 		return err
 	}
 	// The job's facts count even before its recording arrives.
-	if err := l.facts.add(ctx, factUpdate{RoomID: room.GetSid(), JobID: job.GetId(),
+	if err := l.facts.Add(ctx, facts.Update{RoomID: room.GetSid(), JobID: job.GetId(),
 		Observations: l.jobObservations(job), JobEnded: true}); err != nil {
 		return err
 	}
@@ -201,9 +202,9 @@ func (l *locator) jobStarted(ctx context.Context, ev *livekit.WebhookEvent) erro
 		return err
 	}
 	obs := slices.DeleteFunc(l.jobObservations(job), func(o wire.Observation) bool {
-		return o.Field == fieldJobStatus || o.Field == fieldCloseReason || o.Field == fieldJobError
+		return o.Field == facts.FieldJobStatus || o.Field == facts.FieldCloseReason || o.Field == facts.FieldJobError
 	})
-	return l.facts.add(ctx, factUpdate{RoomID: room.GetSid(), JobID: job.GetId(), Observations: obs})
+	return l.facts.Add(ctx, facts.Update{RoomID: room.GetSid(), JobID: job.GetId(), Observations: obs})
 }
 
 // jobObservations are the facts an agent_job_ended webhook gives. JS_FAILED
@@ -214,26 +215,26 @@ func (l *locator) jobObservations(job *livekit.Job) []wire.Observation {
 	status := job.GetState().GetStatus()
 	jobErr := bounded(job.GetState().GetError(), maxEvidence)
 	obs := []wire.Observation{
-		{Field: fieldAgentName, Value: job.GetAgentName(), Source: sourceWebhook},
-		{Field: fieldDeploymentID, Value: job.GetDeployment(), Source: sourceWebhook},
-		{Field: fieldJobStatus, Value: status.String(), Source: sourceWebhook},
-		{Field: fieldJobError, Value: jobErr, Source: sourceWebhook},
+		{Field: facts.FieldAgentName, Value: job.GetAgentName(), Source: facts.SourceWebhook},
+		{Field: facts.FieldDeploymentID, Value: job.GetDeployment(), Source: facts.SourceWebhook},
+		{Field: facts.FieldJobStatus, Value: status.String(), Source: facts.SourceWebhook},
+		{Field: facts.FieldJobError, Value: jobErr, Source: facts.SourceWebhook},
 	}
 	if id := job.GetState().GetParticipantIdentity(); id != "" {
-		obs = append(obs, wire.Observation{Field: fieldAgentIdentity, Value: identityHash(id), Source: sourceWebhook})
+		obs = append(obs, wire.Observation{Field: facts.FieldAgentIdentity, Value: facts.IdentityHash(id), Source: facts.SourceWebhook})
 	}
 	if job.GetEnableRedaction() {
-		obs = append(obs, wire.Observation{Field: fieldRedaction, Value: "true", Source: sourceWebhook})
+		obs = append(obs, wire.Observation{Field: facts.FieldRedaction, Value: "true", Source: facts.SourceWebhook})
 	}
 	if tag := l.version.tag(job); tag != "" {
-		obs = append(obs, wire.Observation{Field: fieldTag, Value: tag, Source: sourceWebhook, Evidence: "metadata " + l.version.key})
+		obs = append(obs, wire.Observation{Field: facts.FieldTag, Value: tag, Source: facts.SourceWebhook, Evidence: "metadata " + l.version.key})
 	}
-	if status == livekit.JobStatus_JS_FAILED && !isDepartureError(jobErr) {
+	if status == livekit.JobStatus_JS_FAILED && !facts.IsDepartureError(jobErr) {
 		evidence := "job_status: JS_FAILED"
 		if jobErr != "" {
 			evidence += " (" + jobErr + ")"
 		}
-		obs = append(obs, wire.Observation{Field: fieldCloseReason, Value: agent.CloseReason_CR_ERROR.String(), Source: sourceJobStatus,
+		obs = append(obs, wire.Observation{Field: facts.FieldCloseReason, Value: agent.CloseReason_CR_ERROR.String(), Source: facts.SourceJobStatus,
 			Evidence: evidence})
 	}
 	return slices.DeleteFunc(obs, func(o wire.Observation) bool { return o.Value == "" })
@@ -244,7 +245,7 @@ func (l *locator) roomFinished(ctx context.Context, ev *livekit.WebhookEvent) er
 	if room.GetSid() == "" {
 		return failure.Permanent(errors.New("room_finished without room.sid"))
 	}
-	if err := l.roomEvent(ctx, room.GetSid(), roomEndObservation(ev)); err != nil {
+	if err := l.roomEvent(ctx, room.GetSid(), facts.RoomEndObservation(ev)); err != nil {
 		return err
 	}
 	found, err := l.find(ctx, room.GetSid(), room.GetName())
@@ -286,30 +287,30 @@ func (l *locator) record(ctx context.Context, f located) error {
 	}
 	ref := &wire.RecordingRef{SessionKey: s.Key, RoomName: s.RoomName, Dir: f.dir, Location: l.store.Location(f.dir),
 		Origin: f.origin, Problems: s.Problems}
-	return l.facts.add(ctx, l.recordingUpdate(s, ref, f.job))
+	return l.facts.Add(ctx, l.recordingUpdate(s, ref, f.job))
 }
 
 // recordingUpdate is what a located recording adds to its session's facts:
 // where it is, what its header says, and the ended job when one came with it.
-func (l *locator) recordingUpdate(s *recording.Session, ref *wire.RecordingRef, job *livekit.Job) factUpdate {
-	u := factUpdate{RoomID: s.RoomID, JobID: s.JobID, Recording: ref}
+func (l *locator) recordingUpdate(s *recording.Session, ref *wire.RecordingRef, job *livekit.Job) facts.Update {
+	u := facts.Update{RoomID: s.RoomID, JobID: s.JobID, Recording: ref}
 	if s.CloseReasonSource == recording.SourceSummary {
-		u.Observations = append(u.Observations, wire.Observation{Field: fieldCloseReason, Value: s.CloseReason,
-			Source: sourceSummary, Evidence: "summary: close_reason=" + s.CloseReason})
+		u.Observations = append(u.Observations, wire.Observation{Field: facts.FieldCloseReason, Value: s.CloseReason,
+			Source: facts.SourceSummary, Evidence: "summary: close_reason=" + s.CloseReason})
 	}
 	if v := s.Summary.SDK; v != "" {
-		u.Observations = append(u.Observations, wire.Observation{Field: fieldSDKLanguage, Value: bounded(v, 32), Source: sourceHeader,
+		u.Observations = append(u.Observations, wire.Observation{Field: facts.FieldSDKLanguage, Value: bounded(v, 32), Source: facts.SourceHeader,
 			Evidence: "summary sdk"})
 	}
 	if v := s.Summary.SDKVersion; v != "" {
-		u.Observations = append(u.Observations, wire.Observation{Field: fieldSDKVersion, Value: bounded(v, 32), Source: sourceHeader,
+		u.Observations = append(u.Observations, wire.Observation{Field: facts.FieldSDKVersion, Value: bounded(v, 32), Source: facts.SourceHeader,
 			Evidence: "summary sdk_version"})
 	}
 	if s.Simulated {
-		u.Observations = append(u.Observations, wire.Observation{Field: fieldSimulated, Value: "true", Source: sourceHeader})
+		u.Observations = append(u.Observations, wire.Observation{Field: facts.FieldSimulated, Value: "true", Source: facts.SourceHeader})
 	}
 	if s.RedactionEnabled {
-		u.Observations = append(u.Observations, wire.Observation{Field: fieldRedaction, Value: "true", Source: sourceHeader})
+		u.Observations = append(u.Observations, wire.Observation{Field: facts.FieldRedaction, Value: "true", Source: facts.SourceHeader})
 	}
 	if job != nil {
 		u.Observations = append(u.Observations, l.jobObservations(job)...)

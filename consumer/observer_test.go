@@ -13,6 +13,9 @@ import (
 	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/lkscore/lkscore/consumer/internal/facts"
+	"github.com/lkscore/lkscore/internal/testenv"
 )
 
 func intKV(k string, v int64) *common.KeyValue {
@@ -75,14 +78,14 @@ func TestPythonObserverRecord(t *testing.T) {
 	writeScenarioCopy(t, dir, "1_clean_call", "RM_PyObs", "AJ_PyObs", "")
 	uploadDir(t, d, dir)
 	now := time.Now().Unix()
-	sendWebhook(t, d, left("EV_po1", "RM_PyObs", "agent-AJ_PyObs", livekit.ParticipantInfo_AGENT, livekit.DisconnectReason_CLIENT_INITIATED, now))
-	sendWebhook(t, d, left("EV_po2", "RM_PyObs", "caller", livekit.ParticipantInfo_SIP, livekit.DisconnectReason_CLIENT_INITIATED, now))
-	sendWebhook(t, d, finished("EV_po3", "RM_PyObs", livekit.RoomEndReason_ROOM_END_IDLE_TIMEOUT))
+	sendWebhook(t, d, testenv.ParticipantLeft("EV_po1", "RM_PyObs", "agent-AJ_PyObs", livekit.ParticipantInfo_AGENT, livekit.DisconnectReason_CLIENT_INITIATED, now))
+	sendWebhook(t, d, testenv.ParticipantLeft("EV_po2", "RM_PyObs", "caller", livekit.ParticipantInfo_SIP, livekit.DisconnectReason_CLIENT_INITIATED, now))
+	sendWebhook(t, d, testenv.RoomFinished("EV_po3", "RM_PyObs", livekit.RoomEndReason_ROOM_END_IDLE_TIMEOUT))
 	waitFor(t, "the scorecard", func() bool { return len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")) == 1 })
 	c := results(t, ns.URL())[0]
-	if c.Completion.CloseReason != "CR_ERROR" || c.Completion.CloseReasonSource != sourceOTLPLog ||
+	if c.Completion.CloseReason != "CR_ERROR" || c.Completion.CloseReasonSource != facts.SourceOTLPLog ||
 		c.Completion.CloseReasonEvidence != "otlp_log: lk.close_reason=error lk.close_error=APIConnectionError: tts timed out" ||
-		c.Session.AgentName != "py-agent" || !slices.Contains(c.Session.Tags, "version:2.0.1") || c.Session.EndedBy != roleAgent ||
+		c.Session.AgentName != "py-agent" || !slices.Contains(c.Session.Tags, "version:2.0.1") || c.Session.EndedBy != facts.RoleAgent ||
 		c.Session.SDK == nil || c.Session.SDK.Language != "python" || c.Overall.Verdict != "fail" {
 		t.Fatalf("scorecard session %+v completion %+v overall %+v", c.Session, c.Completion, c.Overall)
 	}

@@ -23,6 +23,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/lkscore/lkscore/consumer/internal/facts"
 	"github.com/lkscore/lkscore/consumer/internal/failure"
 	"github.com/lkscore/lkscore/consumer/internal/metrics"
 	"github.com/lkscore/lkscore/recording"
@@ -45,7 +46,7 @@ const maxEvidence = 200
 
 // factSink is where the receiver puts what it learned.
 type factSink interface {
-	add(ctx context.Context, u factUpdate) error
+	Add(ctx context.Context, u facts.Update) error
 }
 
 // otlpReceiver serves one OTLP signal.
@@ -97,7 +98,7 @@ func (o *otlpReceiver) serve(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var updates map[sessionID]*factUpdate
+	var updates map[sessionID]*facts.Update
 	switch o.signal {
 	case "logs":
 		var req collogs.ExportLogsServiceRequest
@@ -113,7 +114,7 @@ func (o *otlpReceiver) serve(w http.ResponseWriter, r *http.Request) error {
 		updates = traceFacts(&req)
 	}
 	for _, u := range sortedUpdates(updates) {
-		if err := o.facts.add(r.Context(), *u); err != nil {
+		if err := o.facts.Add(r.Context(), *u); err != nil {
 			return err
 		}
 		o.metrics.OTLPFacts.WithLabelValues(o.signal).Add(float64(len(u.Observations)))
@@ -254,7 +255,7 @@ func bounded(s string, n int) string {
 }
 
 // collector gathers observations per session.
-type factCollector map[sessionID]*factUpdate
+type factCollector map[sessionID]*facts.Update
 
 func (c factCollector) add(id sessionID, o wire.Observation) {
 	if id.room == "" || o.Value == "" {
@@ -262,45 +263,45 @@ func (c factCollector) add(id sessionID, o wire.Observation) {
 	}
 	u := c[id]
 	if u == nil {
-		u = &factUpdate{RoomID: id.room, JobID: id.job}
+		u = &facts.Update{RoomID: id.room, JobID: id.job}
 		c[id] = u
 	}
-	if len(u.Observations) < maxObservations {
+	if len(u.Observations) < facts.MaxObservations {
 		u.Observations = append(u.Observations, o)
 	}
 }
 
 // span keeps one span of a session.
 func (c factCollector) span(id sessionID, s scoring.Span) {
-	c.add(id, wire.Observation{Field: fieldInput, Value: scoring.InputTraces, Source: sourceOTLP})
-	if u := c[id]; u != nil && len(u.Spans) < maxSpans {
+	c.add(id, wire.Observation{Field: facts.FieldInput, Value: scoring.InputTraces, Source: facts.SourceOTLP})
+	if u := c[id]; u != nil && len(u.Spans) < facts.MaxSpans {
 		u.Spans = append(u.Spans, s)
 	}
 }
 
 // common facts every record or span may carry.
 func (c factCollector) identity(id sessionID, a attrs) {
-	c.add(id, wire.Observation{Field: fieldAgentName, Value: a.str("lk.agent_name"), Source: sourceOTLP})
-	c.add(id, wire.Observation{Field: fieldCloudAgentID, Value: a.str("lk.cloud_agent_id"), Source: sourceOTLP})
-	c.add(id, wire.Observation{Field: fieldDeploymentID, Value: a.str("lk.deployment_id"), Source: sourceOTLP})
+	c.add(id, wire.Observation{Field: facts.FieldAgentName, Value: a.str("lk.agent_name"), Source: facts.SourceOTLP})
+	c.add(id, wire.Observation{Field: facts.FieldCloudAgentID, Value: a.str("lk.cloud_agent_id"), Source: facts.SourceOTLP})
+	c.add(id, wire.Observation{Field: facts.FieldDeploymentID, Value: a.str("lk.deployment_id"), Source: facts.SourceOTLP})
 	if a.str("lk.simulation.enabled") == "true" {
-		c.add(id, wire.Observation{Field: fieldSimulated, Value: "true", Source: sourceOTLP})
+		c.add(id, wire.Observation{Field: facts.FieldSimulated, Value: "true", Source: facts.SourceOTLP})
 	}
 	if a.str("lk.redaction.enabled") == "true" {
-		c.add(id, wire.Observation{Field: fieldRedaction, Value: "true", Source: sourceOTLP})
+		c.add(id, wire.Observation{Field: facts.FieldRedaction, Value: "true", Source: facts.SourceOTLP})
 	}
 	if lang := a.str("telemetry.sdk.language"); lang != "" && a.str("service.name") != "" {
-		c.add(id, wire.Observation{Field: fieldSDKLanguage, Value: lang, Source: sourceOTLP, Evidence: "resource telemetry.sdk.language"})
+		c.add(id, wire.Observation{Field: facts.FieldSDKLanguage, Value: lang, Source: facts.SourceOTLP, Evidence: "resource telemetry.sdk.language"})
 	}
 	if v, ok := a.get("lk.close_reason"); ok {
 		evidence := "lk.close_reason=" + bounded(anyString(v), 64)
 		if e := a.str(attrCloseError); e != "" && e != "null" {
 			evidence += " " + attrCloseError + "=" + bounded(e, 120)
 		}
-		c.closeReason(id, sourceOTLPLog, anyString(v), evidence)
+		c.closeReason(id, facts.SourceOTLPLog, anyString(v), evidence)
 	}
 	if v := a.str(attrAgentVersion); v != "" {
-		c.add(id, wire.Observation{Field: fieldTag, Value: bounded("version:"+v, 128), Source: sourceOTLP, Evidence: attrAgentVersion})
+		c.add(id, wire.Observation{Field: facts.FieldTag, Value: bounded("version:"+v, 128), Source: facts.SourceOTLP, Evidence: attrAgentVersion})
 	}
 }
 
@@ -315,7 +316,7 @@ const (
 // closeReason records a close reason a signal named.
 func (c factCollector) closeReason(id sessionID, source, raw, evidence string) {
 	name, _ := recording.NormalizeCloseReasonString(raw)
-	c.add(id, wire.Observation{Field: fieldCloseReason, Value: name, Source: source, Evidence: source + ": " + bounded(evidence, maxEvidence)})
+	c.add(id, wire.Observation{Field: facts.FieldCloseReason, Value: name, Source: source, Evidence: source + ": " + bounded(evidence, maxEvidence)})
 }
 
 // Log bodies that say how a session closed (agents-js 1.9.0
@@ -334,7 +335,7 @@ const (
 )
 
 // logFacts reads the facts out of an OTLP logs request.
-func logFacts(req *collogs.ExportLogsServiceRequest, isJSON bool) map[sessionID]*factUpdate {
+func logFacts(req *collogs.ExportLogsServiceRequest, isJSON bool) map[sessionID]*facts.Update {
 	c := factCollector{}
 	for _, rl := range req.GetResourceLogs() {
 		for _, sl := range rl.GetScopeLogs() {
@@ -342,7 +343,7 @@ func logFacts(req *collogs.ExportLogsServiceRequest, isJSON bool) map[sessionID]
 				a := attrs{rec.GetAttributes(), sl.GetScope().GetAttributes(), rl.GetResource().GetAttributes()}
 				id := a.session()
 				c.identity(id, a)
-				c.add(id, wire.Observation{Field: fieldInput, Value: scoring.InputLogs, Source: sourceOTLP})
+				c.add(id, wire.Observation{Field: facts.FieldInput, Value: scoring.InputLogs, Source: facts.SourceOTLP})
 				body := bounded(anyString(rec.GetBody()), 1024)
 				c.logRecord(id, a, body, isJSON)
 			}
@@ -355,33 +356,33 @@ func (c factCollector) logRecord(id sessionID, a attrs, body string, isJSON bool
 	switch {
 	case body == logSessionClosed || body == logSessionClosedPy:
 		if reason := a.str("reason"); reason != "" {
-			c.closeReason(id, sourceOTLPLog, reason, body+" reason="+reason)
+			c.closeReason(id, facts.SourceOTLPLog, reason, body+" reason="+reason)
 		}
 		if body == logSessionClosed && isJSON {
 			// Only agents-js exports its logs as OTLP/JSON.
-			c.add(id, wire.Observation{Field: fieldSDKLanguage, Value: sdkLanguageFromJSONLog, Source: sourceOTLP, Evidence: "OTLP/JSON log export"})
+			c.add(id, wire.Observation{Field: facts.FieldSDKLanguage, Value: sdkLanguageFromJSONLog, Source: facts.SourceOTLP, Evidence: "OTLP/JSON log export"})
 		}
 	case strings.HasPrefix(body, logParticipantGone):
-		c.closeReason(id, sourceOTLPLogImplied, "participant_disconnected", logParticipantGone)
+		c.closeReason(id, facts.SourceOTLPLogImplied, "participant_disconnected", logParticipantGone)
 	case strings.HasPrefix(body, logUnrecoverable) || strings.HasPrefix(body, logUnrecoverableJS):
-		c.closeReason(id, sourceOTLPLogImplied, "error", body)
+		c.closeReason(id, facts.SourceOTLPLogImplied, "error", body)
 	case body == logSessionReport:
-		c.add(id, wire.Observation{Field: fieldAgentName, Value: a.str("agent_name"), Source: sourceOTLP})
+		c.add(id, wire.Observation{Field: facts.FieldAgentName, Value: a.str("agent_name"), Source: facts.SourceOTLP})
 		if expected, known := recordingOptions(a); known {
-			c.add(id, wire.Observation{Field: fieldRecordingExpected, Value: strconv.FormatBool(expected), Source: sourceOTLP,
+			c.add(id, wire.Observation{Field: facts.FieldRecordingExpected, Value: strconv.FormatBool(expected), Source: facts.SourceOTLP,
 				Evidence: "session report: recording options (transcript or audio on: a recording follows)"})
 		}
 		if v := a.str("sdk_version"); v != "" {
-			c.add(id, wire.Observation{Field: fieldSDKVersion, Value: v, Source: sourceOTLP, Evidence: "session report sdk_version"})
+			c.add(id, wire.Observation{Field: facts.FieldSDKVersion, Value: v, Source: facts.SourceOTLP, Evidence: "session report sdk_version"})
 			lang := "python"
 			if isJSON { // only agents-js exports its logs as OTLP/JSON
 				lang = sdkLanguageFromJSONLog
 			}
-			c.add(id, wire.Observation{Field: fieldSDKLanguage, Value: lang, Source: sourceOTLP, Evidence: "session report sdk_version"})
+			c.add(id, wire.Observation{Field: facts.FieldSDKLanguage, Value: lang, Source: facts.SourceOTLP, Evidence: "session report sdk_version"})
 		}
 		if v, ok := a.get("session.tags"); ok {
 			for _, t := range tagValues(v) {
-				c.add(id, wire.Observation{Field: fieldTag, Value: bounded(t, 128), Source: sourceOTLP})
+				c.add(id, wire.Observation{Field: facts.FieldTag, Value: bounded(t, 128), Source: facts.SourceOTLP})
 			}
 		}
 	case body == logOutcome:
@@ -389,13 +390,13 @@ func (c factCollector) logRecord(id sessionID, a attrs, body string, isJSON bool
 		if v, ok := a.get("outcome"); ok && v.GetKvlistValue() != nil {
 			out = bounded(anyString(kvGet(v.GetKvlistValue().GetValues(), "outcome")), 64)
 		}
-		c.add(id, wire.Observation{Field: fieldOutcome, Value: out, Source: sourceOTLP})
+		c.add(id, wire.Observation{Field: facts.FieldOutcome, Value: out, Source: facts.SourceOTLP})
 	case body == logEvaluation:
 		if v, ok := a.get("evaluation"); ok && v.GetKvlistValue() != nil {
 			kv := v.GetKvlistValue().GetValues()
 			name, verdict := anyString(kvGet(kv, "name")), anyString(kvGet(kv, "verdict"))
 			if name != "" {
-				c.add(id, wire.Observation{Field: fieldEvaluation, Value: bounded(name, 64) + "=" + bounded(verdict, 32), Source: sourceOTLP})
+				c.add(id, wire.Observation{Field: facts.FieldEvaluation, Value: bounded(name, 64) + "=" + bounded(verdict, 32), Source: facts.SourceOTLP})
 			}
 		}
 	}
@@ -433,7 +434,7 @@ func tagValues(v *common.AnyValue) []string {
 // traceFacts reads the facts out of an OTLP traces request: identity
 // attributes on any span, and lk.close_reason (the session_close span the
 // protocol defines for newer SDKs).
-func traceFacts(req *coltrace.ExportTraceServiceRequest) map[sessionID]*factUpdate {
+func traceFacts(req *coltrace.ExportTraceServiceRequest) map[sessionID]*facts.Update {
 	c := factCollector{}
 	for _, rs := range req.GetResourceSpans() {
 		for _, ss := range rs.GetScopeSpans() {
@@ -445,7 +446,7 @@ func traceFacts(req *coltrace.ExportTraceServiceRequest) map[sessionID]*factUpda
 				}
 				if v, ok := a.get("lk.close_reason"); ok {
 					raw := anyString(v)
-					c.closeReason(id, sourceOTLPSpan, raw, fmt.Sprintf("span %s lk.close_reason=%s", bounded(sp.GetName(), 64), bounded(raw, 64)))
+					c.closeReason(id, facts.SourceOTLPSpan, raw, fmt.Sprintf("span %s lk.close_reason=%s", bounded(sp.GetName(), 64), bounded(raw, 64)))
 				}
 				// identity without lk.close_reason: a span's reason is a span fact, not a log fact
 				c.identity(id, attrs{withoutKey(sp.GetAttributes(), "lk.close_reason"), ss.GetScope().GetAttributes(), rs.GetResource().GetAttributes()})
@@ -466,12 +467,12 @@ func withoutKey(kvs []*common.KeyValue, key string) []*common.KeyValue {
 }
 
 // sortedUpdates orders updates by session, so writes happen in a stable order.
-func sortedUpdates(m map[sessionID]*factUpdate) []*factUpdate {
-	out := make([]*factUpdate, 0, len(m))
+func sortedUpdates(m map[sessionID]*facts.Update) []*facts.Update {
+	out := make([]*facts.Update, 0, len(m))
 	for _, u := range m {
 		out = append(out, u)
 	}
-	slices.SortFunc(out, func(a, b *factUpdate) int {
+	slices.SortFunc(out, func(a, b *facts.Update) int {
 		return cmp.Or(strings.Compare(a.RoomID, b.RoomID), strings.Compare(a.JobID, b.JobID))
 	})
 	return out

@@ -28,6 +28,7 @@ import (
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/lkscore/lkscore/consumer/internal/facts"
 	"github.com/lkscore/lkscore/internal/testenv"
 	"github.com/lkscore/lkscore/scoring"
 	"github.com/lkscore/lkscore/wire"
@@ -152,8 +153,8 @@ func TestOTLPFromGoExporters(t *testing.T) {
 	if f == nil {
 		t.Fatal("no facts stored")
 	}
-	r := resolve(f.Observations)
-	if r.CloseReason != "CR_USER_INITIATED" || r.CloseReasonSource != sourceOTLPSpan ||
+	r := facts.Resolve(f.Observations)
+	if r.CloseReason != "CR_USER_INITIATED" || r.CloseReasonSource != facts.SourceOTLPSpan ||
 		r.CloseReasonEvidence != "otlp_span: span session_close lk.close_reason=user_initiated" {
 		t.Errorf("close reason %s from %s (%q): the span must beat the implied log", r.CloseReason, r.CloseReasonSource, r.CloseReasonEvidence)
 	}
@@ -173,7 +174,7 @@ func TestOTLPFromGoExporters(t *testing.T) {
 	sendWebhook(t, d, jobEnded("EV_otel", "RM_Otel", "AJ_Otel", "booking-agent", livekit.JobStatus_JS_SUCCESS))
 	waitFor(t, "a scorecard", func() bool { return len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")) == 1 })
 	c := results(t, ns.URL())[0]
-	if c.Completion.CloseReason != "CR_USER_INITIATED" || c.Completion.CloseReasonSource != sourceOTLPSpan || c.Session.SDK == nil ||
+	if c.Completion.CloseReason != "CR_USER_INITIATED" || c.Completion.CloseReasonSource != facts.SourceOTLPSpan || c.Session.SDK == nil ||
 		*c.Session.SDK != (scoring.SDKRef{Language: "python", Version: "1.7.2"}) || strings.Join(c.Session.Tags, ",") != "beta,version:1.4.2" ||
 		c.Session.DeploymentID != "DP_1" || c.Session.AgentName != "booking-agent" {
 		t.Errorf("scorecard session %+v, completion %+v", c.Session, c.Completion)
@@ -225,10 +226,10 @@ func TestSessionFactsArrivalOrders(t *testing.T) {
 	}
 	for _, c := range cards {
 		s := c.Session
-		if s.AgentName != "agent-js" || c.Completion.CloseReason != "CR_USER_INITIATED" || c.Completion.CloseReasonSource != sourceOTLPLog ||
+		if s.AgentName != "agent-js" || c.Completion.CloseReason != "CR_USER_INITIATED" || c.Completion.CloseReasonSource != facts.SourceOTLPLog ||
 			c.Completion.CloseReasonEvidence != "otlp_log: AgentSession closed reason=user_initiated" ||
 			s.CloseReason != "CR_USER_INITIATED" || s.JobStatus != "JS_SUCCESS" || s.SDK == nil || s.SDK.Language != "nodejs" ||
-			s.Provenance[fieldAgentName] != sourceWebhook {
+			s.Provenance[facts.FieldAgentName] != facts.SourceWebhook {
 			t.Errorf("%s: agent %q, close %s from %s (%q), session %+v", s.Key, s.AgentName, c.Completion.CloseReason,
 				c.Completion.CloseReasonSource, c.Completion.CloseReasonEvidence, s)
 		}
@@ -273,7 +274,7 @@ func TestSessionSettlesWithoutNamedReason(t *testing.T) {
 	quiesce(t, ns.URL(), defaultConsumers)
 	cards := results(t, ns.URL())
 	if len(cards) != 1 || cards[0].Completion.CloseReason != "CR_PARTICIPANT_DISCONNECTED" ||
-		cards[0].Completion.CloseReasonSource != sourceOTLPLogImplied || cards[0].Session.AgentName != "py-agent" {
+		cards[0].Completion.CloseReasonSource != facts.SourceOTLPLogImplied || cards[0].Session.AgentName != "py-agent" {
 		t.Fatalf("%d scorecards: %+v", len(cards), cards)
 	}
 }
@@ -376,7 +377,7 @@ func TestOTLPChunkedGzip(t *testing.T) {
 		t.Fatalf("status %d (content length %d)", resp.StatusCode, hr.ContentLength)
 	}
 	f := readFacts(t, ns.URL(), "RM_Chunk", "AJ_Chunk")
-	if f == nil || resolve(f.Observations).CloseReason != "CR_PARTICIPANT_DISCONNECTED" {
+	if f == nil || facts.Resolve(f.Observations).CloseReason != "CR_PARTICIPANT_DISCONNECTED" {
 		t.Fatalf("facts %+v", f)
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/consumer/internal/broker"
+	"github.com/lkscore/lkscore/consumer/internal/facts"
 	"github.com/lkscore/lkscore/consumer/internal/metrics"
 	"github.com/lkscore/lkscore/notify"
 	"github.com/lkscore/lkscore/recording"
@@ -122,7 +123,7 @@ type pipelineDeps struct {
 	nc      *nats.Conn
 	js      jetstream.JetStream
 	store   recordings
-	facts   *factStore
+	facts   *facts.Store
 	metrics *metrics.Pipeline
 	log     *slog.Logger
 	now     func() time.Time

@@ -21,6 +21,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/lkscore/lkscore/config"
+	"github.com/lkscore/lkscore/consumer/internal/facts"
 	"github.com/lkscore/lkscore/consumer/internal/metrics"
 	"github.com/lkscore/lkscore/internal/testenv"
 	"github.com/lkscore/lkscore/recording"
@@ -35,7 +36,7 @@ func TestRetentionDeletesOldKeepsFresh(t *testing.T) {
 	ns := startNATS(t)
 	js := testenv.JetStream(t, ns.URL())
 	cfg := config.Default()
-	facts, err := openFacts(context.Background(), js, wire.NewSubjects("lkscore.", "LKSCORE"), cfg.NATS, nil)
+	fs, err := facts.Open(context.Background(), js, wire.NewSubjects("lkscore.", "LKSCORE"), cfg.NATS, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,17 +60,17 @@ func TestRetentionDeletesOldKeepsFresh(t *testing.T) {
 			}
 		}
 		room, job := filepath.Dir(filepath.Dir(s.dir)), filepath.Base(s.dir)
-		u := factUpdate{RoomID: room, JobID: job, Recording: &wire.RecordingRef{SessionKey: room + "/" + job, Dir: s.dir}}
-		if err := facts.add(ctx, u); err != nil {
+		u := facts.Update{RoomID: room, JobID: job, Recording: &wire.RecordingRef{SessionKey: room + "/" + job, Dir: s.dir}}
+		if err := fs.Add(ctx, u); err != nil {
 			t.Fatal(err)
 		}
 		if s.published {
-			_ = facts.modify(ctx, wire.FactsKey(room, job), func(f *wire.SessionFacts) bool { f.PublishedAt = &now; return true })
+			_ = fs.Modify(ctx, wire.FactsKey(room, job), func(f *wire.SessionFacts) bool { f.PublishedAt = &now; return true })
 		}
 	}
 	m := metrics.NewPipeline(nil)
 	layout, _ := recording.NewLayout("", cfg.Recordings.KeyTemplate)
-	r := &retention{store: st, facts: facts, layout: layout, keep: 30 * 24 * time.Hour, interval: time.Hour,
+	r := &retention{store: st, facts: fs, layout: layout, keep: 30 * 24 * time.Hour, interval: time.Hour,
 		deleted: m.RecordingsDeleted, log: slog.New(slog.NewTextHandler(io.Discard, nil)), now: func() time.Time { return now }}
 	n, err := r.sweep(ctx)
 	if err != nil || n != 1 {

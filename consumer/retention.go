@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/lkscore/lkscore/consumer/internal/facts"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/store"
 	"github.com/lkscore/lkscore/wire"
@@ -24,7 +25,7 @@ type retention struct {
 		store.Lister
 		store.Deleter
 	}
-	facts    *factStore
+	facts    *facts.Store
 	layout   recording.Layout
 	keep     time.Duration
 	interval time.Duration
@@ -89,7 +90,7 @@ func (r *retention) sweep(ctx context.Context) (int, error) {
 			continue
 		}
 		v, _ := r.layout.Match(dir + recording.ObjectHeader)
-		f, _, err := r.facts.get(ctx, wire.FactsKey(v.RoomID, recording.FactsJobID(v.JobID)))
+		f, _, err := r.facts.Get(ctx, wire.FactsKey(v.RoomID, recording.FactsJobID(v.JobID)))
 		if err != nil {
 			return n, err
 		}

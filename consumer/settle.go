@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lkscore/lkscore/consumer/internal/broker"
+	"github.com/lkscore/lkscore/consumer/internal/facts"
 	"github.com/lkscore/lkscore/consumer/internal/metrics"
 	"github.com/lkscore/lkscore/scoring"
 	"github.com/lkscore/lkscore/wire"
@@ -28,7 +29,7 @@ import (
 // marked, so a restart or a late signal does not publish it again.
 type settler struct {
 	nc       *nats.Conn // nil in tests without reconnects
-	facts    *factStore
+	facts    *facts.Store
 	js       jetstream.JetStream
 	subjects wire.Subjects
 	window   time.Duration
@@ -71,7 +72,7 @@ func (s *settler) run(ctx context.Context) {
 		}
 		s.watchedFrom.Store(from)
 		s.log.Info("settler: watching session facts", "from_revision", from)
-		w, err := s.facts.bucket().WatchAll(ctx, opts...)
+		w, err := s.facts.Bucket().WatchAll(ctx, opts...)
 		if err != nil {
 			s.log.Warn("settler: watch session facts", "err", err)
 			select {
@@ -89,7 +90,7 @@ func (s *settler) run(ctx context.Context) {
 
 // lowWaterKV is the stored mark: a decimal revision, JSON's encoding of it.
 func (s *settler) lowWaterKV() broker.KV[uint64] {
-	return broker.KV[uint64]{Bucket: s.facts.bucket(), Timeout: s.timeouts.Request, Attempts: 3}
+	return broker.KV[uint64]{Bucket: s.facts.Bucket(), Timeout: s.timeouts.Request, Attempts: 3}
 }
 
 // loadLowWater reads the stored mark (0: none, replay everything).
@@ -183,13 +184,13 @@ func (s *settler) consider(ctx context.Context, e jetstream.KeyValueEntry) {
 		return
 	}
 	var f wire.SessionFacts
-	if err := decodeFacts(e.Value(), &f); err != nil {
+	if err := facts.Decode(e.Value(), &f); err != nil {
 		s.log.Error("settler: session facts are not valid JSON", "key", key, "err", err)
 		delete(s.pending, key)
 		delete(s.revs, key)
 		return
 	}
-	scoreable := f.Recording != nil || spansOnly(&f)
+	scoreable := f.Recording != nil || facts.SpansOnly(&f)
 	if f.PublishedAt != nil || !scoreable {
 		delete(s.revs, key)
 	} else {
@@ -200,10 +201,10 @@ func (s *settler) consider(ctx context.Context, e jetstream.KeyValueEntry) {
 		delete(s.pending, key) // done, or nothing to score yet
 	case f.Recording == nil: // spans and logs only: no recording follows, or none came yet
 		s.pending[key] = f.LastInputAt.Add(s.spansSettle(&f))
-	case complete(&f):
+	case facts.Complete(&f):
 		s.publish(ctx, key, &f, e.Revision()) // the watch delivered the latest entry: no need to read it again
-	case roomFinished(&f):
-		s.pending[key] = f.LastInputAt.Add(min(roomSettle, s.window))
+	case facts.RoomFinished(&f):
+		s.pending[key] = f.LastInputAt.Add(min(facts.RoomSettle, s.window))
 	default:
 		s.pending[key] = f.LastInputAt.Add(s.window)
 	}
@@ -242,24 +243,24 @@ func (s *settler) publish(ctx context.Context, key string, f *wire.SessionFacts,
 func (s *settler) publishKey(ctx context.Context, key string, f *wire.SessionFacts, rev uint64) error {
 	if f == nil {
 		var err error
-		if f, rev, err = s.facts.get(ctx, key); err != nil {
+		if f, rev, err = s.facts.Get(ctx, key); err != nil {
 			return err
 		}
 	}
-	if f.PublishedAt != nil || (f.Recording == nil && !spansOnly(f)) {
+	if f.PublishedAt != nil || (f.Recording == nil && !facts.SpansOnly(f)) {
 		return nil
 	}
 	obs := f.Observations
 	if f.JobID == "" {
 		// No job id in the header (SDKs before 1.6.6): what other signals
 		// said about the room is all there is.
-		more, err := s.facts.roomObservations(ctx, f.RoomID, key)
+		more, err := s.facts.RoomObservations(ctx, f.RoomID, key)
 		if err != nil {
 			return err
 		}
 		obs = append(append([]wire.Observation(nil), obs...), more...)
 	}
-	r := resolve(obs)
+	r := facts.Resolve(obs)
 	item := workItemFrom(f, r, s.now())
 	data, err := json.Marshal(item)
 	if err != nil {
@@ -282,7 +283,7 @@ func (s *settler) publishKey(ctx context.Context, key string, f *wire.SessionFac
 	// Marked published from the entry just read: a compare-and-set on its
 	// revision, re-read only if it changed meanwhile.
 	published := s.now().UTC()
-	_, _, err = s.facts.kv.Modify(ctx, key, &broker.Entry[wire.SessionFacts]{Value: f, Rev: rev}, func(f *wire.SessionFacts) bool {
+	err = s.facts.ModifyFrom(ctx, key, broker.Entry[wire.SessionFacts]{Value: f, Rev: rev}, func(f *wire.SessionFacts) bool {
 		if f.PublishedAt != nil {
 			return false
 		}
@@ -311,11 +312,11 @@ const originSpans = "spans"
 // second once the agent_session span (it ends when the session closes) has
 // come too, and pipeline.recording_deadline when no report said.
 func (s *settler) spansSettle(f *wire.SessionFacts) time.Duration {
-	if recordingExpected(f) == "" {
+	if facts.RecordingExpected(f) == "" {
 		return max(s.noReport, s.window)
 	}
 	if slices.ContainsFunc(f.Spans, func(sp scoring.Span) bool { return sp.Name == scoring.SpanAgentSession }) {
-		return min(roomSettle, s.window)
+		return min(facts.RoomSettle, s.window)
 	}
 	return s.window
 }

@@ -2,7 +2,6 @@ package consumer
 
 import (
 	"encoding/hex"
-	"slices"
 	"strings"
 
 	common "go.opentelemetry.io/proto/otlp/common/v1"
@@ -16,11 +15,6 @@ import (
 // per session in its facts entry as scoring.Span values, so a session that
 // uploads no recording is scored from them. docs/formats.md, "Spans", has
 // the mapping and the units.
-
-// maxSpans bounds the spans one session keeps. When more arrive, the
-// earliest by (start, id) stay: a pure function of the set, whatever the
-// order of arrival.
-const maxSpans = 1024
 
 // keptSpans are the span names kept; any other span is kept only when it
 // ended with an error (a provider's request, an STT stream…).
@@ -123,37 +117,6 @@ func (a attrs) boolean(key string) bool {
 		return b.BoolValue
 	}
 	return strings.EqualFold(anyString(v), "true")
-}
-
-func spanLess(a, b scoring.Span) int {
-	if a.Start != b.Start {
-		if a.Start < b.Start {
-			return -1
-		}
-		return 1
-	}
-	return strings.Compare(a.ID, b.ID)
-}
-
-// mergeSpans adds spans to kept (sorted by (start, id), one per id) within
-// maxSpans, and reports whether anything changed.
-func mergeSpans(kept []scoring.Span, add []scoring.Span) ([]scoring.Span, bool) {
-	changed := false
-	for _, s := range add {
-		if slices.ContainsFunc(kept, func(k scoring.Span) bool { return k.ID == s.ID }) {
-			continue
-		}
-		i, _ := slices.BinarySearchFunc(kept, s, spanLess)
-		if len(kept) >= maxSpans {
-			if i >= len(kept) {
-				continue // later than every span kept
-			}
-			kept = kept[:len(kept)-1]
-		}
-		kept = slices.Insert(kept, i, s)
-		changed = true
-	}
-	return kept, changed
 }
 
 // recordingOptions reads the session report's recording options

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"math"
 	"os"
 	"os/exec"
@@ -219,33 +218,6 @@ func TestSpanFactsBothSDKs(t *testing.T) {
 			t.Errorf("%s: failed tts_request %+v", tc.lang, tr)
 		}
 	}
-}
-
-// TestMergeSpansBounded: past maxSpans the earliest spans stay, whatever the
-// order they came in, and a span sent twice is kept once.
-func TestMergeSpansBounded(t *testing.T) {
-	all := make([]scoring.Span, maxSpans+50)
-	for i := range all {
-		all[i] = scoring.Span{ID: fmt.Sprintf("%016x", i), Name: scoring.SpanAgentTurn, Start: float64(i)}
-	}
-	var fwd, rev []scoring.Span
-	for i := range all {
-		fwd, _ = mergeSpans(fwd, all[i:i+1])
-		rev, _ = mergeSpans(rev, all[len(all)-1-i:len(all)-i])
-	}
-	fwd, changed := mergeSpans(fwd, all[:3])
-	if changed || len(fwd) != maxSpans || !slices.Equal(spanIDs(fwd), spanIDs(rev)) || fwd[len(fwd)-1].Start != maxSpans-1 {
-		t.Fatalf("kept %d (changed by a resend: %v); forward and reverse arrival keep the same spans: %v",
-			len(fwd), changed, slices.Equal(spanIDs(fwd), spanIDs(rev)))
-	}
-}
-
-func spanIDs(ss []scoring.Span) []string {
-	out := make([]string, len(ss))
-	for i, s := range ss {
-		out[i] = s.ID
-	}
-	return out
 }
 
 // voiceCall is what the SDK measured in testdata/agents-js/voice-session.mjs,

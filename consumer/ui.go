@@ -13,6 +13,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/lkscore/lkscore/consumer/internal/facts"
 	"github.com/lkscore/lkscore/dashboard"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/scoring"
@@ -63,7 +64,7 @@ func (u *uiServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // startUI builds the dashboard and starts its index following the results
 // stream, until stopUI.
-func (d *Daemon) startUI(ctx context.Context, js jetstream.JetStream, facts *factStore, st sessionReader) error {
+func (d *Daemon) startUI(ctx context.Context, js jetstream.JetStream, fs *facts.Store, st sessionReader) error {
 	index := dashboard.NewIndex(d.cfg.Dashboard.Window, d.cfg.Regression.VersionTag)
 	alerts := dashboard.NewAlertIndex(alertWindow)
 	lim := d.cfg.Limits
@@ -81,7 +82,7 @@ func (d *Daemon) startUI(ctx context.Context, js jetstream.JetStream, facts *fac
 			return sc, json.Unmarshal(m.Data, &sc)
 		},
 		Items: func(ctx context.Context, key string) ([]scoring.Item, error) {
-			f, err := factsOf(ctx, facts, key)
+			f, err := factsOf(ctx, fs, key)
 			if err != nil {
 				return nil, err
 			}
@@ -108,18 +109,18 @@ func (d *Daemon) startUI(ctx context.Context, js jetstream.JetStream, facts *fac
 				return nil, errors.New("the upload has no chat history (transcript recording was off)")
 			}
 			items := s.ScoringInput(ref.Location, "").Items
-			if d.cfg.Privacy.Redacted(s.RedactionEnabled || resolve(f.Observations).RedactionEnabled) {
+			if d.cfg.Privacy.Redacted(s.RedactionEnabled || facts.Resolve(f.Observations).RedactionEnabled) {
 				redactItems(items)
 			}
 			return items, nil
 		},
 		Recording: func(ctx context.Context, key, object string) (io.ReadCloser, error) {
-			f, err := recordingOf(ctx, facts, key)
+			f, err := recordingOf(ctx, fs, key)
 			if err != nil {
 				return nil, err
 			}
 			ref := f.Recording
-			if object != recording.ObjectHeader && d.cfg.Privacy.Redacted(resolve(f.Observations).RedactionEnabled) {
+			if object != recording.ObjectHeader && d.cfg.Privacy.Redacted(facts.Resolve(f.Observations).RedactionEnabled) {
 				return nil, errors.New("the session is redacted: its transcript and audio are not served")
 			}
 			if f.ContentDroppedAt != nil && object != recording.ObjectHeader {
@@ -135,11 +136,11 @@ func (d *Daemon) startUI(ctx context.Context, js jetstream.JetStream, facts *fac
 			return rc, err
 		},
 		Audio: func(ctx context.Context, key string) (bool, string) {
-			f, err := recordingOf(ctx, facts, key)
+			f, err := recordingOf(ctx, fs, key)
 			switch {
 			case err != nil:
 				return false, err.Error()
-			case d.cfg.Privacy.Redacted(resolve(f.Observations).RedactionEnabled):
+			case d.cfg.Privacy.Redacted(facts.Resolve(f.Observations).RedactionEnabled):
 				return false, "the session is redacted: its audio is not served"
 			case f.ContentDroppedAt != nil:
 				return false, "privacy.mode metadata_only dropped the transcript and audio after scoring"
@@ -219,15 +220,15 @@ func redactItems(items []scoring.Item) {
 }
 
 // factsOf returns the facts of a scorecard's session key.
-func factsOf(ctx context.Context, facts *factStore, key string) (*wire.SessionFacts, error) {
+func factsOf(ctx context.Context, fs *facts.Store, key string) (*wire.SessionFacts, error) {
 	room, job, _ := strings.Cut(key, "/")
-	f, _, err := facts.get(ctx, wire.FactsKey(room, recording.FactsJobID(job)))
+	f, _, err := fs.Get(ctx, wire.FactsKey(room, recording.FactsJobID(job)))
 	return f, err
 }
 
 // recordingOf returns a session's facts, which say where its recording is.
-func recordingOf(ctx context.Context, facts *factStore, key string) (*wire.SessionFacts, error) {
-	f, err := factsOf(ctx, facts, key)
+func recordingOf(ctx context.Context, fs *facts.Store, key string) (*wire.SessionFacts, error) {
+	f, err := factsOf(ctx, fs, key)
 	if err != nil {
 		return nil, err
 	}

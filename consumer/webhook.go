@@ -18,6 +18,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/lkscore/lkscore/config"
+	"github.com/lkscore/lkscore/consumer/internal/facts"
 	"github.com/lkscore/lkscore/consumer/internal/failure"
 	"github.com/lkscore/lkscore/consumer/internal/metrics"
 	"github.com/lkscore/lkscore/wire"
@@ -231,7 +232,7 @@ func redactEvent(ev *livekit.WebhookEvent) ([]byte, error) {
 		j.Metadata, j.Attributes = "", nil
 		clearRoom(j.Room)
 		clearParticipant(j.Participant)
-		if j.State != nil && !isDepartureError(j.State.Error) {
+		if j.State != nil && !facts.IsDepartureError(j.State.Error) {
 			j.State.Error = "" // a job's own error may quote anything; the server's departure text quotes nothing
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/lkscore/lkscore/audio"
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/consumer/internal/broker"
+	"github.com/lkscore/lkscore/consumer/internal/facts"
 	"github.com/lkscore/lkscore/consumer/internal/failure"
 	"github.com/lkscore/lkscore/consumer/internal/metrics"
 	"github.com/lkscore/lkscore/recording"
@@ -35,7 +36,7 @@ type sessionReader interface {
 // lkscore.agent.<agent>.<CLOSE_REASON> with pipeline.agent_results).
 type worker struct {
 	privacy    config.Privacy
-	facts      *factStore
+	facts      *facts.Store
 	deleted    *prometheus.CounterVec // reason
 	js         jetstream.JetStream
 	store      sessionReader
@@ -57,7 +58,7 @@ type worker struct {
 // workerOptions configures newWorker.
 type workerOptions struct {
 	privacy  config.Privacy
-	facts    *factStore
+	facts    *facts.Store
 	deleted  *prometheus.CounterVec
 	js       jetstream.JetStream
 	store    sessionReader
@@ -193,7 +194,7 @@ func (w *worker) dropContent(ctx context.Context, item wire.WorkItem) error {
 	w.log.Info("transcript and audio dropped after scoring (privacy.mode metadata_only)", "session_key", item.SessionKey, "dir", item.Dir)
 	room, job := item.RoomID, item.JobID
 	now := time.Now().UTC()
-	return w.facts.modify(ctx, wire.FactsKey(room, job), func(f *wire.SessionFacts) bool {
+	return w.facts.Modify(ctx, wire.FactsKey(room, job), func(f *wire.SessionFacts) bool {
 		if f.RoomID == "" || f.ContentDroppedAt != nil {
 			return false
 		}

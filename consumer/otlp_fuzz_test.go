@@ -4,9 +4,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"fmt"
-	"math/rand/v2"
-	"reflect"
-	"slices"
 	"testing"
 
 	collogs "go.opentelemetry.io/proto/otlp/collector/logs/v1"
@@ -17,74 +14,9 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/lkscore/lkscore/wire"
+	"github.com/lkscore/lkscore/consumer/internal/facts"
 )
 
-func TestResolvePrecedence(t *testing.T) {
-	cr := func(value, source string) wire.Observation {
-		return wire.Observation{Field: fieldCloseReason, Value: value, Source: source, Evidence: source + ": x"}
-	}
-	for _, tc := range []struct {
-		name       string
-		obs        []wire.Observation
-		want, from string
-	}{
-		{"nothing", nil, "CR_UNKNOWN", sourceAbsent},
-		{"job failed only", []wire.Observation{cr("CR_ERROR", sourceJobStatus)}, "CR_ERROR", sourceJobStatus},
-		{"implied beats job status", []wire.Observation{cr("CR_ERROR", sourceJobStatus), cr("CR_PARTICIPANT_DISCONNECTED", sourceOTLPLogImplied)}, "CR_PARTICIPANT_DISCONNECTED", sourceOTLPLogImplied},
-		{"named log beats implied", []wire.Observation{cr("CR_PARTICIPANT_DISCONNECTED", sourceOTLPLogImplied), cr("CR_USER_INITIATED", sourceOTLPLog)}, "CR_USER_INITIATED", sourceOTLPLog},
-		{"span beats log", []wire.Observation{cr("CR_USER_INITIATED", sourceOTLPLog), cr("CR_JOB_SHUTDOWN", sourceOTLPSpan)}, "CR_JOB_SHUTDOWN", sourceOTLPSpan},
-		{"summary beats all", []wire.Observation{cr("CR_JOB_SHUTDOWN", sourceOTLPSpan), cr("CR_COMPLETED", sourceSummary), cr("CR_ERROR", sourceJobStatus)}, "CR_COMPLETED", sourceSummary},
-		{"unknown says nothing", []wire.Observation{cr("CR_UNKNOWN", sourceSummary), cr("CR_ERROR", sourceJobStatus)}, "CR_ERROR", sourceJobStatus},
-		{"tie: the more serious", []wire.Observation{cr("CR_PARTICIPANT_DISCONNECTED", sourceOTLPLogImplied), cr("CR_ERROR", sourceOTLPLogImplied)}, "CR_ERROR", sourceOTLPLogImplied},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			r := resolve(tc.obs)
-			if r.CloseReason != tc.want || r.CloseReasonSource != tc.from {
-				t.Errorf("resolved %s from %s, want %s from %s", r.CloseReason, r.CloseReasonSource, tc.want, tc.from)
-			}
-		})
-	}
-	r := resolve([]wire.Observation{{Field: fieldAgentName, Value: "from-otlp", Source: sourceOTLP}, {Field: fieldAgentName, Value: "from-webhook", Source: sourceWebhook}})
-	if r.AgentName != "from-webhook" || r.Provenance[fieldAgentName] != sourceWebhook {
-		t.Errorf("agent name %q from %q", r.AgentName, r.Provenance[fieldAgentName])
-	}
-}
-
-// TestMergeOrderIndependent: the same updates merged in any order, with
-// duplicates, give the same facts.
-func TestMergeOrderIndependent(t *testing.T) {
-	updates := []factUpdate{
-		{Observations: []wire.Observation{{Field: fieldAgentName, Value: "a", Source: sourceOTLP}, {Field: fieldCloseReason, Value: "CR_ERROR", Source: sourceOTLPLogImplied, Evidence: "e1"}}},
-		{Observations: []wire.Observation{{Field: fieldAgentName, Value: "b", Source: sourceWebhook}, {Field: fieldJobStatus, Value: "JS_FAILED", Source: sourceWebhook}}, JobEnded: true},
-		{Observations: []wire.Observation{{Field: fieldCloseReason, Value: "CR_USER_INITIATED", Source: sourceOTLPLog, Evidence: "e2"}, {Field: fieldTag, Value: "t2", Source: sourceOTLP}}},
-		{Observations: []wire.Observation{{Field: fieldTag, Value: "t1", Source: sourceOTLP}, {Field: fieldSimulated, Value: "true", Source: sourceHeader}}, Recording: &wire.RecordingRef{SessionKey: "RM/AJ"}},
-	}
-	var want *wire.SessionFacts
-	for i := range 200 {
-		order := slices.Clone(updates)
-		order = append(order, updates[i%len(updates)]) // a duplicate
-		rand.Shuffle(len(order), func(a, b int) { order[a], order[b] = order[b], order[a] })
-		f := &wire.SessionFacts{}
-		for _, u := range order {
-			mergeFacts(f, u)
-		}
-		if want == nil {
-			want = f
-			continue
-		}
-		if !reflect.DeepEqual(f, want) || !reflect.DeepEqual(resolve(f.Observations), resolve(want.Observations)) {
-			t.Fatalf("order %d gave different facts:\n%+v\n%+v", i, f, want)
-		}
-	}
-	r := resolve(want.Observations)
-	if r.CloseReason != "CR_USER_INITIATED" || r.AgentName != "b" || !r.Simulated || fmt.Sprint(r.Tags) != "[t1 t2]" || !complete(want) {
-		t.Errorf("resolved %+v, complete %v", r, complete(want))
-	}
-}
-
-// Fuzz targets for both OTLP decoders (JSON and protobuf, logs and traces):
-// no panic, and whatever decodes yields bounded facts.
 func FuzzOTLPLogs(f *testing.F) {
 	f.Add(jsLogs("RM_f", "AJ_f", "agent", map[string]any{"msg": "AgentSession closed", "reason": "user_initiated"}), true)
 	var req collogs.ExportLogsServiceRequest
@@ -124,9 +56,9 @@ func FuzzOTLPTraces(f *testing.F) {
 	})
 }
 
-func checkBounded(t *testing.T, m map[sessionID]*factUpdate) {
+func checkBounded(t *testing.T, m map[sessionID]*facts.Update) {
 	for _, u := range m {
-		if u.RoomID == "" || len(u.Observations) > maxObservations || len(u.Spans) > maxSpans {
+		if u.RoomID == "" || len(u.Observations) > facts.MaxObservations || len(u.Spans) > facts.MaxSpans {
 			t.Fatalf("unbounded update: room %q, %d observations, %d spans", u.RoomID, len(u.Observations), len(u.Spans))
 		}
 		for _, s := range u.Spans {

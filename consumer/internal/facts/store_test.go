@@ -1,4 +1,4 @@
-package consumer
+package facts
 
 import (
 	"encoding/json"

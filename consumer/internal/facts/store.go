@@ -1,4 +1,4 @@
-package consumer
+package facts
 
 import (
 	"context"
@@ -19,24 +19,24 @@ import (
 
 // factStore reads and merges session facts in the KV bucket, every write a
 // compare-and-set (broker.KV).
-type factStore struct {
+type Store struct {
 	kv  broker.KV[wire.SessionFacts]
 	now func() time.Time
 }
 
 // newFactStore works on the facts bucket kv.
-func newFactStore(kv jetstream.KeyValue, timeout time.Duration, now func() time.Time) *factStore {
-	return &factStore{now: now, kv: broker.KV[wire.SessionFacts]{Bucket: kv, Timeout: timeout,
-		Decode: func(_ string, _ uint64, data []byte, f *wire.SessionFacts) error { return decodeFacts(data, f) }}}
+func NewStore(kv jetstream.KeyValue, timeout time.Duration, now func() time.Time) *Store {
+	return &Store{now: now, kv: broker.KV[wire.SessionFacts]{Bucket: kv, Timeout: timeout,
+		Decode: func(_ string, _ uint64, data []byte, f *wire.SessionFacts) error { return Decode(data, f) }}}
 }
 
-// bucket is the facts bucket, for watching it.
-func (s *factStore) bucket() jetstream.KeyValue { return s.kv.Bucket }
+// Bucket is the facts bucket, for watching it.
+func (s *Store) Bucket() jetstream.KeyValue { return s.kv.Bucket }
 
-// add merges u into the session's entry with compare-and-swap, so
+// Add merges u into the session's entry with compare-and-swap, so
 // concurrent writers (ingest, locators, settlers) never lose each other's
 // facts. An update that adds nothing writes nothing.
-func (s *factStore) add(ctx context.Context, u factUpdate) error {
+func (s *Store) Add(ctx context.Context, u Update) error {
 	if u.RoomID == "" {
 		return failure.Permanent(errors.New("session facts need a room id"))
 	}
@@ -47,7 +47,7 @@ func (s *factStore) add(ctx context.Context, u factUpdate) error {
 			f.RoomID, f.JobID = u.RoomID, u.JobID
 		}
 		joined = f.RoomJoined || wire.IsRoomFactsKey(key)
-		if !mergeFacts(f, u) {
+		if !Merge(f, u) {
 			return false
 		}
 		f.LastInputAt = s.now().UTC()
@@ -69,7 +69,7 @@ func (s *factStore) add(ctx context.Context, u factUpdate) error {
 			return false
 		}
 		f.RoomJoined = true
-		if mergeFacts(f, factUpdate{Observations: obs}) {
+		if Merge(f, Update{Observations: obs}) {
 			f.LastInputAt = s.now().UTC()
 		}
 		return true
@@ -85,9 +85,9 @@ const maxRoomSessions = 64
 // observations as of that write. Room webhooks (roomEvent) add to the same
 // entry with compare-and-swap and then copy to every session it lists, so
 // whichever of the two writes second sees the other: no room fact is missed.
-func (s *factStore) joinRoom(ctx context.Context, roomID, key string) ([]wire.Observation, error) {
+func (s *Store) joinRoom(ctx context.Context, roomID, key string) ([]wire.Observation, error) {
 	var obs []wire.Observation
-	err := s.modify(ctx, wire.RoomFactsKey(roomID), func(f *wire.SessionFacts) bool {
+	err := s.Modify(ctx, wire.RoomFactsKey(roomID), func(f *wire.SessionFacts) bool {
 		obs = slices.Clone(f.Observations)
 		if f.RoomID == "" {
 			f.RoomID, f.JobID = roomID, wire.RoomKeyJob
@@ -102,10 +102,10 @@ func (s *factStore) joinRoom(ctx context.Context, roomID, key string) ([]wire.Ob
 	return obs, err
 }
 
-// addTo adds observations to an existing entry; an absent one stays absent.
-func (s *factStore) addTo(ctx context.Context, key string, obs []wire.Observation) error {
-	return s.modify(ctx, key, func(f *wire.SessionFacts) bool {
-		if f.RoomID == "" || !mergeFacts(f, factUpdate{Observations: obs}) {
+// AddTo adds observations to an existing entry; an absent one stays absent.
+func (s *Store) AddTo(ctx context.Context, key string, obs []wire.Observation) error {
+	return s.Modify(ctx, key, func(f *wire.SessionFacts) bool {
+		if f.RoomID == "" || !Merge(f, Update{Observations: obs}) {
 			return false
 		}
 		f.LastInputAt = s.now().UTC()
@@ -115,7 +115,7 @@ func (s *factStore) addTo(ctx context.Context, key string, obs []wire.Observatio
 
 // roomKeys lists the session entries of a room (not its own entry) for a
 // legacy upload without a job id.
-func (s *factStore) roomKeys(ctx context.Context, roomID string) ([]string, error) {
+func (s *Store) roomKeys(ctx context.Context, roomID string) ([]string, error) {
 	rctx, cancel := context.WithTimeout(ctx, s.kv.Timeout)
 	defer cancel()
 	lister, err := s.kv.Bucket.ListKeysFiltered(rctx, wire.RoomFactsFilter(roomID))
@@ -134,25 +134,33 @@ func (s *factStore) roomKeys(ctx context.Context, roomID string) ([]string, erro
 	return keys, nil
 }
 
-// modify applies change to the entry under key (a zero entry when absent)
+// Modify applies change to the entry under key (a zero entry when absent)
 // and writes it if change returns true.
-func (s *factStore) modify(ctx context.Context, key string, change func(*wire.SessionFacts) bool) error {
+func (s *Store) Modify(ctx context.Context, key string, change func(*wire.SessionFacts) bool) error {
 	_, _, err := s.kv.Modify(ctx, key, nil, change)
 	return err
 }
 
-// decodeFacts decodes a facts entry. The entries are lkscore's own writing
+// ModifyFrom is Modify starting from a known entry (the caller's last read
+// or write) instead of reading it; change may modify it.
+func (s *Store) ModifyFrom(ctx context.Context, key string, from broker.Entry[wire.SessionFacts],
+	change func(*wire.SessionFacts) bool) error {
+	_, _, err := s.kv.Modify(ctx, key, &from, change)
+	return err
+}
+
+// Decode decodes a facts entry. The entries are lkscore's own writing
 // and read several times a session (the store, the settler's watch), so
 // goccy/go-json decodes them: a quarter of encoding/json's CPU on an entry
 // with spans (BenchmarkFactsDecode, docs/performance.md).
-func decodeFacts(data []byte, f *wire.SessionFacts) error { return gojson.Unmarshal(data, f) }
+func Decode(data []byte, f *wire.SessionFacts) error { return gojson.Unmarshal(data, f) }
 
-// get returns the entry under key and its revision (0 when absent).
-func (s *factStore) get(ctx context.Context, key string) (*wire.SessionFacts, uint64, error) {
+// Get returns the entry under key and its revision (0 when absent).
+func (s *Store) Get(ctx context.Context, key string) (*wire.SessionFacts, uint64, error) {
 	return s.kv.Get(ctx, key)
 }
 
-// roomObservations returns the observations of every session of a room but
+// RoomObservations returns the observations of every session of a room but
 // skip: an upload without a job id (SDKs before 1.6.6) borrows what other
 // signals said about its room.
 //
@@ -160,8 +168,8 @@ func (s *factStore) get(ctx context.Context, key string) (*wire.SessionFacts, ui
 // lists none (entries written before sessions joined their room) is listed
 // with ListKeysFiltered, which under concurrent writes was seen to return
 // no keys although they existed.
-func (s *factStore) roomObservations(ctx context.Context, roomID, skip string) ([]wire.Observation, error) {
-	room, _, err := s.get(ctx, wire.RoomFactsKey(roomID))
+func (s *Store) RoomObservations(ctx context.Context, roomID, skip string) ([]wire.Observation, error) {
+	room, _, err := s.Get(ctx, wire.RoomFactsKey(roomID))
 	if err != nil {
 		return nil, err
 	}
@@ -176,7 +184,7 @@ func (s *factStore) roomObservations(ctx context.Context, roomID, skip string) (
 		if k == skip {
 			continue
 		}
-		f, _, err := s.get(ctx, k)
+		f, _, err := s.Get(ctx, k)
 		if err != nil {
 			return nil, err
 		}
@@ -187,7 +195,7 @@ func (s *factStore) roomObservations(ctx context.Context, roomID, skip string) (
 
 // openFacts creates or updates the session facts bucket. Entries live as
 // long as the streams keep messages (nats.max_age).
-func openFacts(ctx context.Context, js jetstream.JetStream, s wire.Subjects, n config.NATS, log *slog.Logger) (*factStore, error) {
+func Open(ctx context.Context, js jetstream.JetStream, s wire.Subjects, n config.NATS, log *slog.Logger) (*Store, error) {
 	var kv jetstream.KeyValue
 	err := broker.RetrySetup(ctx, log, "session facts bucket", n.RequestTimeout, func(ctx context.Context) (err error) {
 		kv, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
@@ -199,5 +207,5 @@ func openFacts(ctx context.Context, js jetstream.JetStream, s wire.Subjects, n c
 	if err != nil {
 		return nil, err
 	}
-	return newFactStore(kv, n.RequestTimeout, time.Now), nil
+	return NewStore(kv, n.RequestTimeout, time.Now), nil
 }

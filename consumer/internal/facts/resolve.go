@@ -1,4 +1,4 @@
-package consumer
+package facts
 
 import (
 	"fmt"
@@ -13,62 +13,54 @@ import (
 	"github.com/lkscore/lkscore/wire"
 )
 
-// Session facts: what every signal said about one session (the recording
-// header, webhooks, OTLP logs and spans), kept as a set of observations with
-// their provenance in the KV bucket <stream prefix>_SESSION_FACTS, key
-// "<room_id>.<job_id>" ("<room_id>._" for an upload without a job id). The
-// set only grows, duplicates are dropped and everything derived from it is a
-// pure function of the set, so the final facts depend neither on the order
-// in which signals arrive nor on how often. docs/facts.md has the rules.
-
 // Fact fields.
 const (
-	fieldCloseReason  = "close_reason"
-	fieldAgentName    = "agent_name"
-	fieldSDKLanguage  = "sdk_language"
-	fieldSDKVersion   = "sdk_version"
-	fieldDeploymentID = "deployment_id"
-	fieldCloudAgentID = "cloud_agent_id"
-	fieldSimulated    = "simulated"
-	fieldRedaction    = "redaction_enabled"
-	fieldTag          = "tag"
-	fieldOutcome      = "outcome"
-	fieldEvaluation   = "evaluation"
-	fieldJobStatus    = "job_status"
-	// fieldInput names a signal that said something: traces or logs.
-	fieldInput = "input"
-	// fieldRecordingExpected is the session report's word on whether a
+	FieldCloseReason  = "close_reason"
+	FieldAgentName    = "agent_name"
+	FieldSDKLanguage  = "sdk_language"
+	FieldSDKVersion   = "sdk_version"
+	FieldDeploymentID = "deployment_id"
+	FieldCloudAgentID = "cloud_agent_id"
+	FieldSimulated    = "simulated"
+	FieldRedaction    = "redaction_enabled"
+	FieldTag          = "tag"
+	FieldOutcome      = "outcome"
+	FieldEvaluation   = "evaluation"
+	FieldJobStatus    = "job_status"
+	// FieldInput names a signal that said something: traces or logs.
+	FieldInput = "input"
+	// FieldRecordingExpected is the session report's word on whether a
 	// recording upload follows ("true", "false").
-	fieldRecordingExpected = "recording_expected"
+	FieldRecordingExpected = "recording_expected"
 )
 
 // Fact sources, in the order close reasons are trusted (docs/facts.md).
 const (
-	sourceSummary        = recording.SourceSummary // the header's session_summary
-	sourceOTLPSpan       = "otlp_span"             // a span's lk.close_reason
-	sourceOTLPLog        = "otlp_log"              // a log record that names the reason
-	sourceOTLPLogImplied = "otlp_log_implied"      // a log record that implies it
-	sourceJobStatus      = "job_status"            // agent_job_ended: JS_FAILED (not a departure) → CR_ERROR
-	sourceAbsent         = recording.SourceAbsent  // no signal said anything
-	sourceHeader         = "header"                // other header fields
-	sourceWebhook        = "webhook"               // agent_job_ended's job
-	sourceOTLP           = "otlp"                  // other OTLP attributes
+	SourceSummary        = recording.SourceSummary // the header's session_summary
+	SourceOTLPSpan       = "otlp_span"             // a span's lk.close_reason
+	SourceOTLPLog        = "otlp_log"              // a log record that names the reason
+	SourceOTLPLogImplied = "otlp_log_implied"      // a log record that implies it
+	SourceJobStatus      = "job_status"            // agent_job_ended: JS_FAILED (not a departure) → CR_ERROR
+	SourceAbsent         = recording.SourceAbsent  // no signal said anything
+	SourceHeader         = "header"                // other header fields
+	SourceWebhook        = "webhook"               // agent_job_ended's job
+	SourceOTLP           = "otlp"                  // other OTLP attributes
 )
 
 // closeReasonRank orders close-reason sources: higher wins.
 var closeReasonRank = map[string]int{
-	sourceSummary: 6, sourceOTLPSpan: 5, sourceOTLPLog: 4, sourceOTLPLogImplied: 3, sourceJobStatus: 2, sourceRoom: 1,
+	SourceSummary: 6, SourceOTLPSpan: 5, SourceOTLPLog: 4, SourceOTLPLogImplied: 3, SourceJobStatus: 2, SourceRoom: 1,
 }
 
-// fieldRank orders the sources of the other fields: higher wins.
-var fieldRank = map[string]int{sourceWebhook: 3, sourceHeader: 2, sourceOTLP: 1}
+// FieldRank orders the sources of the other fields: higher wins.
+var FieldRank = map[string]int{SourceWebhook: 3, SourceHeader: 2, SourceOTLP: 1}
 
-// maxObservations bounds one session's facts: a hostile or chatty agent
+// MaxObservations bounds one session's facts: a hostile or chatty agent
 // cannot grow an entry without limit.
-const maxObservations = 256
+const MaxObservations = 256
 
 // factUpdate is what one signal adds to a session's facts.
-type factUpdate struct {
+type Update struct {
 	RoomID, JobID string
 	Observations  []wire.Observation
 	Recording     *wire.RecordingRef
@@ -76,12 +68,12 @@ type factUpdate struct {
 	Spans         []scoring.Span
 }
 
-// merge adds u to f and reports whether anything changed.
-func mergeFacts(f *wire.SessionFacts, u factUpdate) bool {
+// Merge adds u to f and reports whether anything changed.
+func Merge(f *wire.SessionFacts, u Update) bool {
 	changed := false
 	for _, o := range u.Observations {
 		i, found := slices.BinarySearchFunc(f.Observations, o, wire.Observation.Compare)
-		if found || len(f.Observations) >= maxObservations {
+		if found || len(f.Observations) >= MaxObservations {
 			continue
 		}
 		f.Observations = slices.Insert(f.Observations, i, o)
@@ -98,7 +90,7 @@ func mergeFacts(f *wire.SessionFacts, u factUpdate) bool {
 	}
 	if len(u.Spans) > 0 {
 		var added bool
-		if f.Spans, added = mergeSpans(f.Spans, u.Spans); added {
+		if f.Spans, added = MergeSpans(f.Spans, u.Spans); added {
 			changed = true
 		}
 	}
@@ -111,17 +103,17 @@ var closeReasonOrder = map[string]int{agent.CloseReason_CR_ERROR.String(): 0, ag
 	agent.CloseReason_CR_USER_INITIATED.String(): 2, agent.CloseReason_CR_JOB_SHUTDOWN.String(): 3,
 	agent.CloseReason_CR_COMPLETED.String(): 4, agent.CloseReason_CR_UNKNOWN.String(): 5}
 
-// resolve derives the facts from a set of observations. It is a pure
+// Resolve derives the facts from a set of observations. It is a pure
 // function of the set: the same observations in any order resolve alike.
-func resolve(obs []wire.Observation) wire.Resolved {
-	r := wire.Resolved{CloseReason: agent.CloseReason_CR_UNKNOWN.String(), CloseReasonSource: sourceAbsent}
+func Resolve(obs []wire.Observation) wire.Resolved {
+	r := wire.Resolved{CloseReason: agent.CloseReason_CR_UNKNOWN.String(), CloseReasonSource: SourceAbsent}
 	r.Provenance = map[string]string{}
 	best := map[string]wire.Observation{}
 	better := func(o, cur wire.Observation, rank map[string]int) bool {
 		if d := rank[o.Source] - rank[cur.Source]; d != 0 {
 			return d > 0
 		}
-		if o.Field == fieldCloseReason {
+		if o.Field == FieldCloseReason {
 			if d := closeReasonOrder[o.Value] - closeReasonOrder[cur.Value]; d != 0 {
 				return d < 0
 			}
@@ -131,32 +123,32 @@ func resolve(obs []wire.Observation) wire.Resolved {
 	tags := map[string]bool{}
 	for _, o := range obs {
 		switch o.Field {
-		case fieldTag:
+		case FieldTag:
 			tags[o.Value] = true
 			continue
-		case fieldSimulated:
+		case FieldSimulated:
 			r.Simulated = r.Simulated || o.Value == "true"
 			continue
-		case fieldRedaction:
+		case FieldRedaction:
 			r.RedactionEnabled = r.RedactionEnabled || o.Value == "true"
 			continue
-		case fieldEvaluation:
+		case FieldEvaluation:
 			continue // kept in the facts; the scorecard does not carry them yet
-		case fieldInput:
+		case FieldInput:
 			if !slices.Contains(r.Inputs, o.Value) {
 				r.Inputs = append(r.Inputs, o.Value)
 			}
 			continue
-		case fieldRecordingExpected:
+		case FieldRecordingExpected:
 			if r.RecordingExpected != "true" { // any report that says a recording follows wins
 				r.RecordingExpected = o.Value
 			}
 			continue
-		case fieldDeparture, fieldRoomEnd, fieldAgentIdentity:
+		case FieldDeparture, FieldRoomEnd, FieldAgentIdentity:
 			continue // the room's story, below
 		}
-		rank := fieldRank
-		if o.Field == fieldCloseReason {
+		rank := FieldRank
+		if o.Field == FieldCloseReason {
 			rank = closeReasonRank
 			if o.Value == agent.CloseReason_CR_UNKNOWN.String() {
 				continue // says nothing
@@ -167,26 +159,26 @@ func resolve(obs []wire.Observation) wire.Resolved {
 		}
 	}
 	// Where each single-valued field lands.
-	dst := map[string]*string{fieldAgentName: &r.AgentName, fieldSDKLanguage: &r.SDKLanguage, fieldSDKVersion: &r.SDKVersion,
-		fieldDeploymentID: &r.DeploymentID, fieldCloudAgentID: &r.CloudAgentID, fieldOutcome: &r.Outcome, fieldJobStatus: &r.JobStatus,
-		fieldJobError: &r.JobError}
+	dst := map[string]*string{FieldAgentName: &r.AgentName, FieldSDKLanguage: &r.SDKLanguage, FieldSDKVersion: &r.SDKVersion,
+		FieldDeploymentID: &r.DeploymentID, FieldCloudAgentID: &r.CloudAgentID, FieldOutcome: &r.Outcome, FieldJobStatus: &r.JobStatus,
+		FieldJobError: &r.JobError}
 	story := storyOf(obs)
 	story.apply(&r)
 	if reason, evidence := story.closeReason(); reason != "" {
-		o := wire.Observation{Field: fieldCloseReason, Value: reason, Source: sourceRoom, Evidence: evidence}
-		if cur, ok := best[fieldCloseReason]; !ok || better(o, cur, closeReasonRank) {
-			best[fieldCloseReason] = o
+		o := wire.Observation{Field: FieldCloseReason, Value: reason, Source: SourceRoom, Evidence: evidence}
+		if cur, ok := best[FieldCloseReason]; !ok || better(o, cur, closeReasonRank) {
+			best[FieldCloseReason] = o
 		}
 	}
 	for field, o := range best {
 		r.Provenance[field] = o.Source
-		if field == fieldCloseReason {
+		if field == FieldCloseReason {
 			r.CloseReason, r.CloseReasonSource, r.CloseReasonEvidence = o.Value, o.Source, o.Evidence
 		} else if p := dst[field]; p != nil {
 			*p = o.Value
 		}
 	}
-	if _, named := best[fieldCloseReason]; !named {
+	if _, named := best[FieldCloseReason]; !named {
 		r.CloseReasonEvidence = unnamedEvidence(r, story)
 	}
 	for t := range tags {
@@ -204,55 +196,55 @@ func resolve(obs []wire.Observation) wire.Resolved {
 // something about the end: the agent left the room, by LiveKit's job status
 // or the room's webhooks.
 func unnamedEvidence(r wire.Resolved, story roomStory) string {
-	if d, ok := story.first(); ok && d.role == roleAgent {
-		return fmt.Sprintf("%s: the agent left first (disconnect_reason=%s): it ended the session, for a reason no signal named", sourceRoom, d.reason)
+	if d, ok := story.first(); ok && d.role == RoleAgent {
+		return fmt.Sprintf("%s: the agent left first (disconnect_reason=%s): it ended the session, for a reason no signal named", SourceRoom, d.reason)
 	}
-	if r.JobStatus == livekit.JobStatus_JS_FAILED.String() && isDepartureError(r.JobError) {
+	if r.JobStatus == livekit.JobStatus_JS_FAILED.String() && IsDepartureError(r.JobError) {
 		return "job_status: JS_FAILED (" + r.JobError + ") is livekit-server's record of the agent leaving the room, not an error"
 	}
 	return ""
 }
 
-// complete reports whether nothing more is expected: the recording is
+// Complete reports whether nothing more is expected: the recording is
 // stored, the job has ended, and a signal named the close reason outright
 // (a summary, a span or a log record that names it). Anything less waits
 // for the settle window, or for the room's (roomFinished).
-func complete(f *wire.SessionFacts) bool {
+func Complete(f *wire.SessionFacts) bool {
 	if f.Recording == nil || !f.JobEnded {
 		return false
 	}
-	r := resolve(f.Observations)
-	return closeReasonRank[r.CloseReasonSource] >= closeReasonRank[sourceOTLPLog]
+	r := Resolve(f.Observations)
+	return closeReasonRank[r.CloseReasonSource] >= closeReasonRank[SourceOTLPLog]
 }
 
-// spansOnly reports whether the session is to be scored from its spans and
+// SpansOnly reports whether the session is to be scored from its spans and
 // logs alone: no recording, spans kept under a job id, and no session report
 // saying a recording follows (one that does keeps the session waiting for
 // it, as a session without spans waits).
-func spansOnly(f *wire.SessionFacts) bool {
-	return f.Recording == nil && len(f.Spans) > 0 && f.JobID != "" && f.JobID != wire.RoomKeyJob && recordingExpected(f) != "true"
+func SpansOnly(f *wire.SessionFacts) bool {
+	return f.Recording == nil && len(f.Spans) > 0 && f.JobID != "" && f.JobID != wire.RoomKeyJob && RecordingExpected(f) != "true"
 }
 
-// recordingExpected is what the session reports said: "true" when any said
+// RecordingExpected is what the session reports said: "true" when any said
 // a recording follows, "false" when they said none does, "" when none said.
-func recordingExpected(f *wire.SessionFacts) string {
+func RecordingExpected(f *wire.SessionFacts) string {
 	out := ""
 	for _, o := range f.Observations {
-		if o.Field == fieldRecordingExpected && out != "true" {
+		if o.Field == FieldRecordingExpected && out != "true" {
 			out = o.Value
 		}
 	}
 	return out
 }
 
-// roomFinished reports whether the recording is stored and room_finished
+// RoomFinished reports whether the recording is stored and room_finished
 // came: LiveKit has nothing more to say about the room, and the SDKs send
 // their logs before the upload, so the settler waits only roomSettle for
 // signals still in flight (one room's webhooks are handled concurrently).
-func roomFinished(f *wire.SessionFacts) bool {
-	return f.Recording != nil && slices.ContainsFunc(f.Observations, func(o wire.Observation) bool { return o.Field == fieldRoomEnd })
+func RoomFinished(f *wire.SessionFacts) bool {
+	return f.Recording != nil && slices.ContainsFunc(f.Observations, func(o wire.Observation) bool { return o.Field == FieldRoomEnd })
 }
 
-// roomSettle is how long a finished room's session waits after its last
+// RoomSettle is how long a finished room's session waits after its last
 // signal: enough for the room's other webhooks, handled in parallel, to land.
-const roomSettle = time.Second
+const RoomSettle = time.Second

@@ -1,20 +1,16 @@
-package consumer
+package facts
 
 import (
 	"cmp"
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/livekit/protocol/livekit"
 	"github.com/livekit/protocol/livekit/agent"
-	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/lkscore/lkscore/consumer/internal/failure"
 	"github.com/lkscore/lkscore/scoring"
 	"github.com/lkscore/lkscore/wire"
 )
@@ -34,20 +30,20 @@ import (
 
 // Room fact fields.
 const (
-	fieldDeparture     = "departure"      // "<order> <role> <reason> <identity hash>"
-	fieldRoomEnd       = "room_end"       // room_finished's end reason: the room is gone
-	fieldAgentIdentity = "agent_identity" // hash of the job's participant identity
-	fieldJobError      = "job_error"      // agent_job_ended's state.error
+	FieldDeparture     = "departure"      // "<order> <role> <reason> <identity hash>"
+	FieldRoomEnd       = "room_end"       // room_finished's end reason: the room is gone
+	FieldAgentIdentity = "agent_identity" // hash of the job's participant identity
+	FieldJobError      = "job_error"      // agent_job_ended's state.error
 )
 
-// sourceRoom is the room's webhooks as a close-reason source: below the SDK's
+// SourceRoom is the room's webhooks as a close-reason source: below the SDK's
 // logs and the job status, above absent.
-const sourceRoom = "webhook_room"
+const SourceRoom = "webhook_room"
 
 // Participant roles in a departure.
 const (
-	roleCaller = "caller"
-	roleAgent  = "agent"
+	RoleCaller = "caller"
+	RoleAgent  = "agent"
 )
 
 // reasonConnectionAborted is the departure reason of a
@@ -62,11 +58,11 @@ const reasonConnectionAborted = "CONNECTION_ABORTED"
 // either way: not evidence of an error, not of a clean end.
 var departureErrors = map[string]bool{"agent worker left the room": true}
 
-// isDepartureError reports whether a job's error is a normal departure.
-func isDepartureError(e string) bool { return departureErrors[strings.ToLower(strings.TrimSpace(e))] }
+// IsDepartureError reports whether a job's error is a normal departure.
+func IsDepartureError(e string) bool { return departureErrors[strings.ToLower(strings.TrimSpace(e))] }
 
-// identityHash keeps a participant identity comparable without storing it.
-func identityHash(identity string) string {
+// IdentityHash keeps a participant identity comparable without storing it.
+func IdentityHash(identity string) string {
 	if identity == "" {
 		return "-"
 	}
@@ -74,20 +70,20 @@ func identityHash(identity string) string {
 	return hex.EncodeToString(h[:6])
 }
 
-// departureObservation is one participant leaving, or nil for a participant
+// DepartureObservation is one participant leaving, or nil for a participant
 // that is not part of the call (egress, ingress) or a departure that is not
 // an end (a Cloud migration). orderNanos orders departures: the event's
 // created_at (seconds) first, then when the stream stored it (LiveKit's
 // notifier sends one room's events in order).
-func departureObservation(ev *livekit.WebhookEvent, storedNanos int64) *wire.Observation {
+func DepartureObservation(ev *livekit.WebhookEvent, storedNanos int64) *wire.Observation {
 	p := ev.GetParticipant()
 	if p == nil {
 		return nil
 	}
-	role := roleCaller
+	role := RoleCaller
 	switch p.GetKind() {
 	case livekit.ParticipantInfo_AGENT:
-		role = roleAgent
+		role = RoleAgent
 	case livekit.ParticipantInfo_EGRESS, livekit.ParticipantInfo_INGRESS:
 		return nil
 	}
@@ -98,14 +94,14 @@ func departureObservation(ev *livekit.WebhookEvent, storedNanos int64) *wire.Obs
 		return nil
 	}
 	order := fmt.Sprintf("%012d.%019d", max(ev.GetCreatedAt(), 0), max(storedNanos, 0))
-	return &wire.Observation{Field: fieldDeparture, Value: order + " " + role + " " + reason + " " + identityHash(p.GetIdentity()),
-		Source: sourceRoom, Evidence: ev.GetEvent() + " kind=" + p.GetKind().String() + " disconnect_reason=" + reason}
+	return &wire.Observation{Field: FieldDeparture, Value: order + " " + role + " " + reason + " " + IdentityHash(p.GetIdentity()),
+		Source: SourceRoom, Evidence: ev.GetEvent() + " kind=" + p.GetKind().String() + " disconnect_reason=" + reason}
 }
 
-// roomEndObservation is a finished room's end reason (the event's
+// RoomEndObservation is a finished room's end reason (the event's
 // room_end_reason; ROOM_END_UNKNOWN from servers that do not set it).
-func roomEndObservation(ev *livekit.WebhookEvent) wire.Observation {
-	return wire.Observation{Field: fieldRoomEnd, Value: ev.GetRoomEndReason().String(), Source: sourceRoom, Evidence: "room_finished"}
+func RoomEndObservation(ev *livekit.WebhookEvent) wire.Observation {
+	return wire.Observation{Field: FieldRoomEnd, Value: ev.GetRoomEndReason().String(), Source: SourceRoom, Evidence: "room_finished"}
 }
 
 // departure is one parsed departure observation.
@@ -134,14 +130,14 @@ func storyOf(obs []wire.Observation) roomStory {
 	agents := map[string]bool{}
 	for _, o := range obs {
 		switch o.Field {
-		case fieldRoomEnd:
+		case FieldRoomEnd:
 			s.finished = true
 			if s.endReason == "" || o.Value < s.endReason {
 				s.endReason = o.Value
 			}
-		case fieldAgentIdentity:
+		case FieldAgentIdentity:
 			agents[o.Value] = true
-		case fieldDeparture:
+		case FieldDeparture:
 			if d, ok := parseDeparture(o.Value); ok {
 				s.departures = append(s.departures, d)
 			}
@@ -149,7 +145,7 @@ func storyOf(obs []wire.Observation) roomStory {
 	}
 	for i, d := range s.departures {
 		if d.identity != "-" && agents[d.identity] {
-			s.departures[i].role = roleAgent // the job's participant, whatever its kind says
+			s.departures[i].role = RoleAgent // the job's participant, whatever its kind says
 		}
 	}
 	slices.SortFunc(s.departures, func(a, b departure) int {
@@ -203,13 +199,13 @@ func (s roomStory) closeReason() (reason, evidence string) {
 	d, ok := s.first()
 	switch {
 	case ok && shutdownReasons[d.reason]:
-		return agent.CloseReason_CR_JOB_SHUTDOWN.String(), fmt.Sprintf("%s: %s left first, disconnect_reason=%s", sourceRoom, d.role, d.reason)
-	case ok && d.role == roleCaller && d.reason == livekit.DisconnectReason_AGENT_ERROR.String():
-		return agent.CloseReason_CR_ERROR.String(), fmt.Sprintf("%s: caller removed, disconnect_reason=%s", sourceRoom, d.reason)
-	case ok && d.role == roleCaller && callerGoneReasons[d.reason]:
-		return agent.CloseReason_CR_PARTICIPANT_DISCONNECTED.String(), fmt.Sprintf("%s: caller left first, disconnect_reason=%s", sourceRoom, d.reason)
+		return agent.CloseReason_CR_JOB_SHUTDOWN.String(), fmt.Sprintf("%s: %s left first, disconnect_reason=%s", SourceRoom, d.role, d.reason)
+	case ok && d.role == RoleCaller && d.reason == livekit.DisconnectReason_AGENT_ERROR.String():
+		return agent.CloseReason_CR_ERROR.String(), fmt.Sprintf("%s: caller removed, disconnect_reason=%s", SourceRoom, d.reason)
+	case ok && d.role == RoleCaller && callerGoneReasons[d.reason]:
+		return agent.CloseReason_CR_PARTICIPANT_DISCONNECTED.String(), fmt.Sprintf("%s: caller left first, disconnect_reason=%s", SourceRoom, d.reason)
 	case !ok && shutdownReasons[s.endReason]:
-		return agent.CloseReason_CR_JOB_SHUTDOWN.String(), fmt.Sprintf("%s: room_finished end_reason=%s", sourceRoom, s.endReason)
+		return agent.CloseReason_CR_JOB_SHUTDOWN.String(), fmt.Sprintf("%s: room_finished end_reason=%s", SourceRoom, s.endReason)
 	}
 	return "", ""
 }
@@ -223,47 +219,4 @@ func (s roomStory) apply(r *wire.Resolved) {
 		r.Departures = append(r.Departures, scoring.Departure{Role: d.role, Reason: d.reason})
 	}
 	r.RoomEndReason = s.endReason
-}
-
-// roomEvent records a room webhook's facts: in the room's own entry, then in
-// every session entry the room's entry lists. A duplicate event still copies
-// (a crash may have stopped the first copy half-way); copies add nothing twice.
-func (l *locator) roomEvent(ctx context.Context, roomID string, obs ...wire.Observation) error {
-	if roomID == "" {
-		return failure.Permanent(errors.New("room webhook without room.sid"))
-	}
-	var sessions []string
-	err := l.facts.modify(ctx, wire.RoomFactsKey(roomID), func(f *wire.SessionFacts) bool {
-		if f.RoomID == "" {
-			f.RoomID, f.JobID = roomID, wire.RoomKeyJob
-		}
-		sessions = slices.Clone(f.Sessions)
-		if !mergeFacts(f, factUpdate{Observations: obs}) {
-			return false
-		}
-		f.LastInputAt = l.now().UTC()
-		return true
-	})
-	if err != nil {
-		return err
-	}
-	for _, k := range sessions {
-		if err := l.facts.addTo(ctx, k, obs); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// participantLeft records one participant leaving a room.
-func (l *locator) participantLeft(ctx context.Context, ev *livekit.WebhookEvent, m jetstream.Msg) error {
-	var stored int64
-	if md, err := m.Metadata(); err == nil {
-		stored = md.Timestamp.UnixNano()
-	}
-	o := departureObservation(ev, stored)
-	if o == nil {
-		return nil
-	}
-	return l.roomEvent(ctx, ev.GetRoom().GetSid(), *o)
 }

@@ -1,0 +1,103 @@
+package facts
+
+import (
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"testing"
+
+	"github.com/livekit/protocol/livekit"
+
+	"github.com/lkscore/lkscore/internal/testenv"
+	"github.com/lkscore/lkscore/wire"
+)
+
+func departureObs(t *testing.T, ev *livekit.WebhookEvent, storedNanos int64) wire.Observation {
+	t.Helper()
+	o := DepartureObservation(ev, storedNanos)
+	if o == nil {
+		t.Fatalf("no departure for %s", ev.GetParticipant().GetIdentity())
+	}
+	return *o
+}
+
+// TestRoomStory: what the room's webhooks imply, whatever order they come in.
+func TestRoomStory(t *testing.T) {
+	const caller, agentKind = livekit.ParticipantInfo_STANDARD, livekit.ParticipantInfo_AGENT
+	sip := livekit.ParticipantInfo_SIP
+	end := func(r livekit.RoomEndReason) wire.Observation {
+		return RoomEndObservation(testenv.RoomFinished("EV_f", "RM", r))
+	}
+	dep := func(identity string, kind livekit.ParticipantInfo_Kind, reason livekit.DisconnectReason, at, stored int64) wire.Observation {
+		return departureObs(t, testenv.ParticipantLeft("EV_"+identity, "RM", identity, kind, reason, at), stored)
+	}
+	for _, tc := range []struct {
+		name              string
+		obs               []wire.Observation
+		want, from, ended string
+	}{
+		{"caller hangs up first", []wire.Observation{
+			dep("caller", caller, livekit.DisconnectReason_CLIENT_INITIATED, 100, 5),
+			dep("agent-AJ", agentKind, livekit.DisconnectReason_CLIENT_INITIATED, 101, 1),
+			end(livekit.RoomEndReason_ROOM_END_IDLE_TIMEOUT)}, "CR_PARTICIPANT_DISCONNECTED", SourceRoom, RoleCaller},
+		{"same second: the stream's order decides", []wire.Observation{
+			dep("agent-AJ", agentKind, livekit.DisconnectReason_ROOM_CLOSED, 100, 9),
+			dep("caller", caller, livekit.DisconnectReason_CLIENT_INITIATED, 100, 8)}, "CR_PARTICIPANT_DISCONNECTED", SourceRoom, RoleCaller},
+		{"agent leaves first: nothing more", []wire.Observation{
+			dep("agent-AJ", agentKind, livekit.DisconnectReason_CLIENT_INITIATED, 100, 1),
+			dep("caller", caller, livekit.DisconnectReason_CLIENT_INITIATED, 104, 2),
+			end(livekit.RoomEndReason_ROOM_END_IDLE_TIMEOUT)}, "CR_UNKNOWN", SourceAbsent, RoleAgent},
+		{"room deleted via the API", []wire.Observation{
+			dep("caller", caller, livekit.DisconnectReason_ROOM_DELETED, 100, 1),
+			dep("agent-AJ", agentKind, livekit.DisconnectReason_ROOM_DELETED, 100, 2),
+			end(livekit.RoomEndReason_ROOM_END_API_DELETE)}, "CR_JOB_SHUTDOWN", SourceRoom, RoleCaller},
+		{"room deleted, no departures seen", []wire.Observation{end(livekit.RoomEndReason_ROOM_END_API_DELETE)}, "CR_JOB_SHUTDOWN", SourceRoom, ""},
+		{"server shutdown", []wire.Observation{dep("caller", caller, livekit.DisconnectReason_SERVER_SHUTDOWN, 100, 1)}, "CR_JOB_SHUTDOWN", SourceRoom, RoleCaller},
+		{"SIP callee unavailable", []wire.Observation{dep("+15550100", sip, livekit.DisconnectReason_USER_UNAVAILABLE, 100, 1)}, "CR_PARTICIPANT_DISCONNECTED", SourceRoom, RoleCaller},
+		{"caller's connection aborted", []wire.Observation{departureObs(t, &livekit.WebhookEvent{Event: "participant_connection_aborted", Id: "EV_ab", CreatedAt: 100,
+			Room: &livekit.Room{Sid: "RM"}, Participant: &livekit.ParticipantInfo{Identity: "caller"}}, 1)}, "CR_PARTICIPANT_DISCONNECTED", SourceRoom, RoleCaller},
+		{"caller removed by the app", []wire.Observation{dep("caller", caller, livekit.DisconnectReason_PARTICIPANT_REMOVED, 100, 1)}, "CR_UNKNOWN", SourceAbsent, RoleCaller},
+		{"caller removed for an agent error", []wire.Observation{dep("caller", caller, livekit.DisconnectReason_AGENT_ERROR, 100, 1)}, "CR_ERROR", SourceRoom, RoleCaller},
+		{"the job's identity marks the agent, whatever its kind", []wire.Observation{
+			{Field: FieldAgentIdentity, Value: IdentityHash("bot"), Source: SourceWebhook},
+			dep("bot", caller, livekit.DisconnectReason_CLIENT_INITIATED, 100, 1),
+			dep("caller", caller, livekit.DisconnectReason_CLIENT_INITIATED, 101, 1)}, "CR_UNKNOWN", SourceAbsent, RoleAgent},
+		{"the SDK's log outranks the room", []wire.Observation{
+			{Field: FieldCloseReason, Value: "CR_USER_INITIATED", Source: SourceOTLPLog, Evidence: "otlp_log: x"},
+			dep("caller", caller, livekit.DisconnectReason_ROOM_DELETED, 100, 1)}, "CR_USER_INITIATED", SourceOTLPLog, RoleCaller},
+		{"a crashed job outranks the room", []wire.Observation{
+			{Field: FieldCloseReason, Value: "CR_ERROR", Source: SourceJobStatus, Evidence: "job_status: x"},
+			dep("caller", caller, livekit.DisconnectReason_CLIENT_INITIATED, 100, 1)}, "CR_ERROR", SourceJobStatus, RoleCaller},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			want := Resolve(tc.obs)
+			if want.CloseReason != tc.want || want.CloseReasonSource != tc.from || want.EndedBy != tc.ended {
+				t.Fatalf("resolved %s from %s (%q), ended by %q; want %s from %s, ended by %q",
+					want.CloseReason, want.CloseReasonSource, want.CloseReasonEvidence, want.EndedBy, tc.want, tc.from, tc.ended)
+			}
+			for range 50 { // any arrival order, any duplicate
+				obs := append(slices.Clone(tc.obs), tc.obs[rand.IntN(len(tc.obs))])
+				rand.Shuffle(len(obs), func(a, b int) { obs[a], obs[b] = obs[b], obs[a] })
+				f := &wire.SessionFacts{}
+				Merge(f, Update{Observations: obs})
+				if got := Resolve(f.Observations); !reflect.DeepEqual(got, Resolve(sortedObs(tc.obs))) {
+					t.Fatalf("order changed the facts:\n%+v\n%+v", got, want)
+				}
+			}
+		})
+	}
+	// Egress and ingress participants are not part of the call; a Cloud
+	// migration is not an end.
+	for _, p := range []*livekit.ParticipantInfo{{Identity: "EG_1", Kind: livekit.ParticipantInfo_EGRESS},
+		{Identity: "IN_1", Kind: livekit.ParticipantInfo_INGRESS}, {Identity: "c", DisconnectReason: livekit.DisconnectReason_MIGRATION}} {
+		if o := DepartureObservation(&livekit.WebhookEvent{Event: "participant_left", Participant: p}, 1); o != nil {
+			t.Errorf("%s: departure %+v", p.Identity, o)
+		}
+	}
+}
+
+func sortedObs(obs []wire.Observation) []wire.Observation {
+	f := &wire.SessionFacts{}
+	Merge(f, Update{Observations: obs})
+	return f.Observations
+}

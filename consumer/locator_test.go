@@ -1,0 +1,34 @@
+package consumer
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/livekit/protocol/livekit"
+
+	"github.com/lkscore/lkscore/consumer/internal/facts"
+)
+
+// TestJobStatusDeparture: livekit-server's "agent worker left the room" is a
+// normal departure, not an error; any other JS_FAILED is.
+func TestJobStatusDeparture(t *testing.T) {
+	l := &locator{}
+	for _, tc := range []struct {
+		status    livekit.JobStatus
+		err, want string
+	}{
+		{livekit.JobStatus_JS_FAILED, "agent worker left the room", "CR_UNKNOWN"},
+		{livekit.JobStatus_JS_FAILED, "Agent worker left the room ", "CR_UNKNOWN"},
+		{livekit.JobStatus_JS_FAILED, "job process exited with code 1", "CR_ERROR"},
+		{livekit.JobStatus_JS_FAILED, "", "CR_ERROR"}, // the Python worker reports a failed process without an error
+		{livekit.JobStatus_JS_SUCCESS, "", "CR_UNKNOWN"},
+	} {
+		job := &livekit.Job{Id: "AJ", State: &livekit.JobState{Status: tc.status, Error: tc.err}}
+		r := facts.Resolve(l.jobObservations(job))
+		departed := tc.status == livekit.JobStatus_JS_FAILED && tc.want == "CR_UNKNOWN"
+		if r.CloseReason != tc.want || r.JobStatus != tc.status.String() || r.JobError != tc.err ||
+			departed != strings.Contains(r.CloseReasonEvidence, "not an error") {
+			t.Errorf("%s %q: close reason %s (%s), job %s %q", tc.status, tc.err, r.CloseReason, r.CloseReasonEvidence, r.JobStatus, r.JobError)
+		}
+	}
+}

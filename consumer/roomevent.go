@@ -1,0 +1,57 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"slices"
+
+	"github.com/livekit/protocol/livekit"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/lkscore/lkscore/consumer/internal/facts"
+	"github.com/lkscore/lkscore/consumer/internal/failure"
+	"github.com/lkscore/lkscore/wire"
+)
+
+// roomEvent records a room webhook's facts: in the room's own entry, then in
+// every session entry the room's entry lists. A duplicate event still copies
+// (a crash may have stopped the first copy half-way); copies add nothing twice.
+func (l *locator) roomEvent(ctx context.Context, roomID string, obs ...wire.Observation) error {
+	if roomID == "" {
+		return failure.Permanent(errors.New("room webhook without room.sid"))
+	}
+	var sessions []string
+	err := l.facts.Modify(ctx, wire.RoomFactsKey(roomID), func(f *wire.SessionFacts) bool {
+		if f.RoomID == "" {
+			f.RoomID, f.JobID = roomID, wire.RoomKeyJob
+		}
+		sessions = slices.Clone(f.Sessions)
+		if !facts.Merge(f, facts.Update{Observations: obs}) {
+			return false
+		}
+		f.LastInputAt = l.now().UTC()
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	for _, k := range sessions {
+		if err := l.facts.AddTo(ctx, k, obs); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// participantLeft records one participant leaving a room.
+func (l *locator) participantLeft(ctx context.Context, ev *livekit.WebhookEvent, m jetstream.Msg) error {
+	var stored int64
+	if md, err := m.Metadata(); err == nil {
+		stored = md.Timestamp.UnixNano()
+	}
+	o := facts.DepartureObservation(ev, stored)
+	if o == nil {
+		return nil
+	}
+	return l.roomEvent(ctx, ev.GetRoom().GetSid(), *o)
+}
