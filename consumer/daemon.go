@@ -313,8 +313,8 @@ func (d *Daemon) opsHandler() http.Handler {
 			http.Error(w, "not ready", http.StatusServiceUnavailable)
 		case d.nc == nil || !d.nc.IsConnected():
 			http.Error(w, "nats not connected", http.StatusServiceUnavailable)
-		case d.pipeline != nil && d.pipeline.health.status() != "":
-			http.Error(w, d.pipeline.health.status(), http.StatusServiceUnavailable)
+		case d.pipeline != nil && d.pipeline.health.Status() != "":
+			http.Error(w, d.pipeline.health.Status(), http.StatusServiceUnavailable)
 		case d.pipeline != nil && d.pipeline.shared.status() != "":
 			http.Error(w, d.pipeline.shared.status(), http.StatusServiceUnavailable)
 		default:

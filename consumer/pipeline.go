@@ -17,6 +17,7 @@ import (
 	"github.com/lkscore/lkscore/consumer/internal/broker"
 	"github.com/lkscore/lkscore/consumer/internal/facts"
 	"github.com/lkscore/lkscore/consumer/internal/metrics"
+	"github.com/lkscore/lkscore/consumer/internal/stage"
 	"github.com/lkscore/lkscore/notify"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/regress"
@@ -28,10 +29,10 @@ import (
 // pool's consumer, max-delivery advisories turned into dead letters, and the
 // background loops (lag polling, sweep, reconcile).
 type pipeline struct {
-	health     *health
+	health     *stage.Health
 	shared     *storeCheck // a misplaced store, shown on /readyz
 	settler    *settler
-	stages     []*stage
+	stages     []*stage.Stage
 	subs       []*nats.Subscription
 	cancel     context.CancelFunc // abandons in-flight work past the deadline
 	background context.CancelFunc // stops lag polling, sweep and reconcile
@@ -48,19 +49,11 @@ var retryReasons = []string{"recording_not_found", "transient", "dependency_down
 var locatorEvents = []string{"agent_job_started", "agent_job_ended", "participant_left", "participant_connection_aborted",
 	"room_finished", "egress_ended"}
 
-// stageSpec is one row of the pipeline table: the stream and durable
-// consumer that feed a stage, and what handles and settles its messages.
+// stageSpec is one row of the pipeline table: the role that runs the stage
+// (config.RoleWorker) and the stage.
 type stageSpec struct {
-	name     string // wire.StageLocate, StageScore: dead letters and metrics
-	role     string // the role that runs it (config.RoleWorker)
-	stream   string
-	consumer jetstream.ConsumerConfig
-	handle   func(ctx context.Context, m jetstream.Msg) error
-	// concurrency overrides pipeline.concurrency (alert delivery: 1).
-	concurrency int
-	// onGiveUp decides what happens when a recording never arrives: true
-	// dead-letters the message, false acks it (nothing was expected).
-	onGiveUp func(m jetstream.Msg) bool
+	role string
+	stage.Spec
 }
 
 // stageTable is the whole pipeline, in the order stages start. Every
@@ -92,17 +85,18 @@ func stageTable(s wire.Subjects, p config.Pipeline, loc *locator, w *worker, reg
 	// that is not an error. A finished job with none is.
 	roomMayBeEmpty := func(m jetstream.Msg) bool { return m.Subject() != s.Webhook("room_finished") }
 	// participant_left and agent_job_started never wait for a recording.
+	worker := func(spec stage.Spec) stageSpec { return stageSpec{role: config.RoleWorker, Spec: spec} }
 	table := []stageSpec{
-		{name: wire.StageLocate, role: config.RoleWorker, stream: s.WebhookStream(), handle: loc.handle, onGiveUp: roomMayBeEmpty,
-			consumer: with(wire.LocatorWebhooks, "lkscore locator: webhooks to session work", hooks)},
-		{name: wire.StageLocate, role: config.RoleWorker, stream: s.UploadStream(), handle: loc.handle, onGiveUp: roomMayBeEmpty,
-			consumer: with(wire.LocatorUploads, "lkscore locator: collector uploads to session work", []string{s.UploadStored()})},
-		{name: wire.StageScore, role: config.RoleWorker, stream: s.SessionStream(), handle: w.handle,
-			consumer: with(wire.ScoreConsumer(p.Pool), "lkscore scoring pool "+p.Pool, sessions)},
+		worker(stage.Spec{Name: wire.StageLocate, Stream: s.WebhookStream(), Handle: loc.handle, OnGiveUp: roomMayBeEmpty,
+			Consumer: with(wire.LocatorWebhooks, "lkscore locator: webhooks to session work", hooks)}),
+		worker(stage.Spec{Name: wire.StageLocate, Stream: s.UploadStream(), Handle: loc.handle, OnGiveUp: roomMayBeEmpty,
+			Consumer: with(wire.LocatorUploads, "lkscore locator: collector uploads to session work", []string{s.UploadStored()})}),
+		worker(stage.Spec{Name: wire.StageScore, Stream: s.SessionStream(), Handle: w.handle,
+			Consumer: with(wire.ScoreConsumer(p.Pool), "lkscore scoring pool "+p.Pool, sessions)}),
 	}
 	if reg != nil { // regression.enabled
-		table = append(table, stageSpec{name: wire.StageRegress, role: config.RoleWorker, stream: s.ResultStream(), handle: reg.handle,
-			consumer: with(wire.RegressConsumer, "lkscore regression detection over every scorecard", nil)})
+		table = append(table, worker(stage.Spec{Name: wire.StageRegress, Stream: s.ResultStream(), Handle: reg.handle,
+			Consumer: with(wire.RegressConsumer, "lkscore regression detection over every scorecard", nil)}))
 	}
 	// Alert delivery: one message at a time per target, so each target sees
 	// firing before resolved; a target configured later starts with the
@@ -111,8 +105,8 @@ func stageTable(s wire.Subjects, p config.Pipeline, loc *locator, w *worker, reg
 	for _, t := range targets {
 		c := with(t.id, "lkscore alert delivery to "+t.name, nil)
 		c.MaxAckPending, c.DeliverPolicy = 1, jetstream.DeliverNewPolicy
-		table = append(table, stageSpec{name: wire.StageNotify, role: config.RoleWorker, stream: s.AlertStream(), handle: t.handle,
-			concurrency: 1, consumer: c})
+		table = append(table, worker(stage.Spec{Name: wire.StageNotify, Stream: s.AlertStream(), Handle: t.handle,
+			Concurrency: 1, Consumer: c}))
 	}
 	return table
 }
@@ -168,7 +162,8 @@ func startPipeline(ctx context.Context, d pipelineDeps) (*pipeline, error) {
 	if err != nil {
 		return nil, err
 	}
-	dlq := &deadLetters{js: d.js, subjects: subj, timeouts: to, metrics: d.metrics, log: d.log, now: d.now}
+	env := broker.Env{JS: d.js, Subjects: subj, Timeouts: to, Now: d.now, Log: d.log}
+	dlq := stage.NewDeadLetters(env, d.metrics)
 	var reg *regressor
 	if cfg.Regression.Enabled && cfg.Runs(config.RoleWorker) {
 		var rkv jetstream.KeyValue
@@ -198,7 +193,7 @@ func startPipeline(ctx context.Context, d pipelineDeps) (*pipeline, error) {
 		}
 		return err
 	}
-	h := newHealth(d.nc, probe, cfg.Pipeline.HealthInterval, cfg.S3.RequestTimeout, d.metrics.DependencyUp, d.log)
+	h := stage.NewHealth(d.nc, probe, cfg.Pipeline.HealthInterval, cfg.S3.RequestTimeout, d.metrics.DependencyUp, d.log)
 	p := &pipeline{cancel: cancel, background: bgCancel, health: h, shared: shared}
 	fail := func(err error) (*pipeline, error) {
 		_ = p.stop(context.Background())
@@ -211,48 +206,44 @@ func startPipeline(ctx context.Context, d pipelineDeps) (*pipeline, error) {
 	if reg != nil {
 		targets = alertTargets(cfg.Alerts, alertClient, d.metrics.AlertDelivery(), d.log)
 	}
+	pacing := stage.Pacing{Concurrency: cfg.Pipeline.Concurrency, AckWait: cfg.Pipeline.AckWait,
+		PullWait: min(5*time.Second, cfg.Pipeline.AckWait/2), Deadline: cfg.Pipeline.RecordingDeadline, RetryBase: cfg.Pipeline.RetryBase}
+	deps := stage.Deps{Health: h, DLQ: dlq, Metrics: d.metrics, Log: d.log, Now: d.now}
 	for _, spec := range stageTable(subj, cfg.Pipeline, loc, w, reg, targets) {
 		if !cfg.Runs(spec.role) {
 			continue
 		}
 		// Every dead-letter reason from zero, so increase() sees the first one.
 		for _, reason := range deadLetterReasons {
-			d.metrics.DeadLettered.WithLabelValues(spec.name, reason).Add(0)
+			d.metrics.DeadLettered.WithLabelValues(spec.Name, reason).Add(0)
 		}
 		for _, reason := range retryReasons {
-			d.metrics.Retried.WithLabelValues(spec.name, reason).Add(0)
-		}
-		concurrency := cfg.Pipeline.Concurrency
-		if spec.concurrency > 0 {
-			concurrency = spec.concurrency
+			d.metrics.Retried.WithLabelValues(spec.Name, reason).Add(0)
 		}
 		var cons jetstream.Consumer
-		err := broker.RetrySetup(ctx, d.log, "create consumer "+spec.consumer.Durable, to.Request, func(ctx context.Context) (err error) {
-			cons, err = d.js.CreateOrUpdateConsumer(ctx, spec.stream, spec.consumer)
+		err := broker.RetrySetup(ctx, d.log, "create consumer "+spec.Consumer.Durable, to.Request, func(ctx context.Context) (err error) {
+			cons, err = d.js.CreateOrUpdateConsumer(ctx, spec.Stream, spec.Consumer)
 			return err
 		})
 		if err != nil {
 			return fail(err)
 		}
-		sub, err := dlq.watchMaxDeliveries(workCtx, d.nc, spec.stream, spec.consumer.Durable, spec.name)
+		sub, err := dlq.WatchMaxDeliveries(workCtx, d.nc, spec.Stream, spec.Consumer.Durable, spec.Name)
 		if err != nil {
 			return fail(fmt.Errorf("watch max deliveries: %w", err))
 		}
 		p.subs = append(p.subs, sub)
-		p.stages = append(p.stages, &stage{name: spec.name, consumerName: spec.consumer.Durable, cons: cons, handle: spec.handle,
-			onGiveUp: spec.onGiveUp, concurrency: concurrency, ackWait: cfg.Pipeline.AckWait, health: h,
-			pullWait: min(5*time.Second, cfg.Pipeline.AckWait/2),
-			deadline: cfg.Pipeline.RecordingDeadline, retryBase: cfg.Pipeline.RetryBase, dlq: dlq, metrics: d.metrics, log: d.log, now: d.now})
+		p.stages = append(p.stages, stage.New(spec.Spec, cons, pacing, deps))
 	}
 	lagEvery := min(15*time.Second, cfg.Pipeline.StallAfter/2)
 	for _, st := range p.stages {
-		if err := st.start(workCtx); err != nil {
+		if err := st.Start(workCtx); err != nil {
 			return fail(err)
 		}
-		p.goLoop(func() { st.watchLag(bgCtx, lagEvery, to.Request, cfg.Pipeline.StallAfter) })
+		p.goLoop(func() { st.WatchLag(bgCtx, lagEvery, to.Request, cfg.Pipeline.StallAfter) })
 	}
 	pc := cfg.Pipeline
-	p.goLoop(func() { h.run(bgCtx) })
+	p.goLoop(func() { h.Run(bgCtx) })
 	set := &settler{nc: d.nc, facts: d.facts, js: d.js, subjects: subj, window: pc.SettleWindow, tick: min(250*time.Millisecond, pc.SettleWindow),
 		noReport: pc.RecordingDeadline, selected: loc.selected, timeouts: to, metrics: d.metrics, log: d.log, now: d.now}
 	p.settler = set
@@ -322,7 +313,7 @@ func (p *pipeline) stop(ctx context.Context) error {
 		errs = append(errs, waitCtx(ctx, &p.loops, "background loops"))
 	}
 	for _, st := range p.stages {
-		errs = append(errs, st.drain(ctx))
+		errs = append(errs, st.Drain(ctx))
 	}
 	p.cancel()
 

@@ -1,4 +1,4 @@
-package consumer
+package stage
 
 import (
 	"context"
@@ -13,13 +13,13 @@ import (
 	"github.com/lkscore/lkscore/store"
 )
 
-// health tracks the pipeline's dependencies. A stage takes work only while
+// Health tracks the pipeline's dependencies. A stage takes work only while
 // NATS is connected and the store is up: during an outage messages stay in
 // their stream (nothing cycles through retries and delivery counts), and
 // work resumes within one probe interval of the dependency's return. The
 // store is probed every upEvery while up (so /readyz notices an outage
 // before any work meets it) and every interval while down.
-type health struct {
+type Health struct {
 	nc       *nats.Conn
 	probe    func(ctx context.Context) error // nil: the store is always up
 	interval time.Duration
@@ -37,17 +37,17 @@ type health struct {
 	wake      chan struct{}
 }
 
-func newHealth(nc *nats.Conn, probe func(context.Context) error, interval, probeTimeout time.Duration, up *prometheus.GaugeVec,
-	log *slog.Logger) *health {
-	h := &health{nc: nc, probe: probe, interval: interval, probeTimeout: probeTimeout, upEvery: max(5*time.Second, interval), up: up, log: log,
+func NewHealth(nc *nats.Conn, probe func(context.Context) error, interval, probeTimeout time.Duration, up *prometheus.GaugeVec,
+	log *slog.Logger) *Health {
+	h := &Health{nc: nc, probe: probe, interval: interval, probeTimeout: probeTimeout, upEvery: max(5*time.Second, interval), up: up, log: log,
 		wake: make(chan struct{}, 1)}
 	up.WithLabelValues("store").Set(1)
 	up.WithLabelValues("nats").Set(1)
 	return h
 }
 
-// run probes the store until ctx ends.
-func (h *health) run(ctx context.Context) {
+// Run probes the store until ctx ends.
+func (h *Health) Run(ctx context.Context) {
 	if h.probe == nil {
 		return
 	}
@@ -75,13 +75,13 @@ func (h *health) run(ctx context.Context) {
 		case err == nil, errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrPermanent):
 			h.storeUp() // reachable: a denied probe is a configuration problem, not an outage
 		default:
-			h.storeDown(err)
+			h.StoreDown(err)
 		}
 	}
 }
 
-// storeDown records that the store failed with a transient error.
-func (h *health) storeDown(err error) {
+// StoreDown records that the store failed with a transient error.
+func (h *Health) StoreDown(err error) {
 	if h.probe == nil {
 		return
 	}
@@ -99,7 +99,7 @@ func (h *health) storeDown(err error) {
 	}
 }
 
-func (h *health) storeUp() {
+func (h *Health) storeUp() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.storeErr == nil {
@@ -111,8 +111,8 @@ func (h *health) storeUp() {
 	h.log.Info("recording store is back: resuming the pipeline", "down_for", time.Since(h.downSince).Round(time.Millisecond).String())
 }
 
-// wait blocks until NATS is connected and the store is up, or ctx ends.
-func (h *health) wait(ctx context.Context) error {
+// Wait blocks until NATS is connected and the store is up, or ctx ends.
+func (h *Health) Wait(ctx context.Context) error {
 	for {
 		h.mu.Lock()
 		back := h.storeBack
@@ -139,8 +139,8 @@ func (h *health) wait(ctx context.Context) error {
 	}
 }
 
-// status says what is down, or "" when all is up.
-func (h *health) status() string {
+// Status says what is down, or "" when all is up.
+func (h *Health) Status() string {
 	if h.nc != nil && !h.nc.IsConnected() {
 		return "nats not connected"
 	}
@@ -151,3 +151,6 @@ func (h *health) status() string {
 	}
 	return ""
 }
+
+// Interval is how often a down store is probed.
+func (h *Health) Interval() time.Duration { return h.interval }

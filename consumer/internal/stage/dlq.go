@@ -1,10 +1,9 @@
-package consumer
+package stage
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"strconv"
 	"strings"
 	"time"
@@ -18,15 +17,16 @@ import (
 	"github.com/lkscore/lkscore/wire"
 )
 
-// deadLetters publishes messages that could not be processed to
+// DeadLetters publishes messages that could not be processed to
 // lkscore.dlq.<stage>, with why.
-type deadLetters struct {
-	js       jetstream.JetStream
-	subjects wire.Subjects
-	timeouts broker.Timeouts
-	metrics  *metrics.Pipeline
-	log      *slog.Logger
-	now      func() time.Time
+type DeadLetters struct {
+	env     broker.Env
+	metrics *metrics.Pipeline
+}
+
+// NewDeadLetters publishes dead letters through env.
+func NewDeadLetters(env broker.Env, m *metrics.Pipeline) *DeadLetters {
+	return &DeadLetters{env: env, metrics: m}
 }
 
 // letter is one dead letter's content.
@@ -42,8 +42,8 @@ type letter struct {
 // send publishes l; its msg id (stream + sequence) makes it idempotent, so
 // a crash between the publish and the Term, or two workers reacting to the
 // same advisory, leave one dead letter.
-func (d *deadLetters) send(ctx context.Context, l letter) error {
-	msg := nats.NewMsg(d.subjects.DLQ(l.stage))
+func (d *DeadLetters) send(ctx context.Context, l letter) error {
+	msg := nats.NewMsg(d.env.Subjects.DLQ(l.stage))
 	msg.Data = l.data
 	for k, v := range l.header {
 		switch {
@@ -61,15 +61,15 @@ func (d *deadLetters) send(ctx context.Context, l letter) error {
 	msg.Header.Set(wire.HeaderDLQStream, l.stream)
 	msg.Header.Set(wire.HeaderDLQSeq, strconv.FormatUint(l.seq, 10))
 	msg.Header.Set(wire.HeaderDLQDeliveries, strconv.FormatUint(l.deliveries, 10))
-	msg.Header.Set(wire.HeaderDLQAt, d.now().UTC().Format(time.RFC3339Nano))
-	ctx, cancel := context.WithTimeout(ctx, d.timeouts.Publish)
+	msg.Header.Set(wire.HeaderDLQAt, d.env.Now().UTC().Format(time.RFC3339Nano))
+	ctx, cancel := context.WithTimeout(ctx, d.env.Timeouts.Publish)
 	defer cancel()
 	id := fmt.Sprintf("dlq/%s/%d", l.stream, l.seq)
-	if _, err := d.js.PublishMsg(ctx, msg, jetstream.WithMsgID(id)); err != nil {
+	if _, err := d.env.JS.PublishMsg(ctx, msg, jetstream.WithMsgID(id)); err != nil {
 		return fmt.Errorf("publish dead letter: %w", err)
 	}
 	d.metrics.DeadLettered.WithLabelValues(l.stage, l.kind).Inc()
-	d.log.Warn("dead-lettered", "stage", l.stage, "subject", l.subject, "stream_seq", l.seq, "deliveries", l.deliveries, "reason", l.reason)
+	d.env.Log.Warn("dead-lettered", "stage", l.stage, "subject", l.subject, "stream_seq", l.seq, "deliveries", l.deliveries, "reason", l.reason)
 	return nil
 }
 
@@ -91,34 +91,34 @@ type maxDeliveriesAdvisory struct {
 	Deliveries uint64 `json:"deliveries"`
 }
 
-// watchMaxDeliveries turns max-delivery advisories for a consumer into dead
+// WatchMaxDeliveries turns max-delivery advisories for a consumer into dead
 // letters, under ctx (the pipeline's work context, so shutdown can abandon
 // a lookup). Advisories are core NATS messages: one sent while no lkscore
 // process listens is lost, but the message stays in its stream.
-func (d *deadLetters) watchMaxDeliveries(ctx context.Context, nc *nats.Conn, stream, consumer, stage string) (*nats.Subscription, error) {
+func (d *DeadLetters) WatchMaxDeliveries(ctx context.Context, nc *nats.Conn, stream, consumer, stage string) (*nats.Subscription, error) {
 	subject := fmt.Sprintf("$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.%s.%s", stream, consumer)
 	return nc.Subscribe(subject, func(m *nats.Msg) {
 		var adv maxDeliveriesAdvisory
 		if err := json.Unmarshal(m.Data, &adv); err != nil {
-			d.log.Error("bad max-deliveries advisory", "err", err)
+			d.env.Log.Error("bad max-deliveries advisory", "err", err)
 			return
 		}
-		ctx, cancel := context.WithTimeout(ctx, d.timeouts.Request)
+		ctx, cancel := context.WithTimeout(ctx, d.env.Timeouts.Request)
 		defer cancel()
-		s, err := d.js.Stream(ctx, adv.Stream)
+		s, err := d.env.JS.Stream(ctx, adv.Stream)
 		if err != nil {
-			d.log.Error("max deliveries: stream", "stream", adv.Stream, "err", err)
+			d.env.Log.Error("max deliveries: stream", "stream", adv.Stream, "err", err)
 			return
 		}
 		raw, err := s.GetMsg(ctx, adv.StreamSeq)
 		if err != nil {
-			d.log.Error("max deliveries: get message", "stream", adv.Stream, "seq", adv.StreamSeq, "err", err)
+			d.env.Log.Error("max deliveries: get message", "stream", adv.Stream, "seq", adv.StreamSeq, "err", err)
 			return
 		}
 		l := letter{stage: stage, subject: raw.Subject, stream: adv.Stream, seq: adv.StreamSeq, deliveries: adv.Deliveries,
 			header: raw.Header, data: raw.Data, kind: "max_deliveries", reason: fmt.Sprintf("max deliveries (%d) exceeded", adv.Deliveries)}
 		if err := d.send(ctx, l); err != nil {
-			d.log.Error("max deliveries: dead letter", "err", err)
+			d.env.Log.Error("max deliveries: dead letter", "err", err)
 		}
 	})
 }

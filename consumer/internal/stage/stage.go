@@ -1,4 +1,9 @@
-package consumer
+// Package stage is the pipeline's machinery: a Stage runs one durable pull
+// consumer with bounded concurrency and settles every message in one place
+// (ack, retry with backoff, dead-letter); Health pauses every stage while
+// NATS or the store is down; DeadLetters publishes what cannot be done,
+// with why, and turns max-delivery advisories into dead letters.
+package stage
 
 import (
 	"context"
@@ -16,28 +21,55 @@ import (
 	"github.com/lkscore/lkscore/consumer/internal/metrics"
 )
 
-// stage runs one durable pull consumer: it fetches only as many messages
+// Spec is what a stage consumes and how it handles it: one row of the
+// pipeline's table.
+type Spec struct {
+	Name     string // wire.StageLocate, …: dead letters and metrics
+	Stream   string
+	Consumer jetstream.ConsumerConfig
+	Handle   func(ctx context.Context, m jetstream.Msg) error
+	// Concurrency overrides the pipeline's (alert delivery: 1).
+	Concurrency int
+	// OnGiveUp decides what happens when a recording never arrives
+	// (failure.ErrNotYet outlives the deadline): true dead-letters the
+	// message, false acks it (nothing was expected). nil dead-letters.
+	OnGiveUp func(m jetstream.Msg) bool
+}
+
+// Pacing is how a stage takes and retries work (config pipeline.*).
+type Pacing struct {
+	Concurrency int
+	AckWait     time.Duration
+	PullWait    time.Duration // how long one fetch waits for messages
+	Deadline    time.Duration // failure.KindNotYet: how long after storage to keep retrying
+	RetryBase   time.Duration
+}
+
+// Deps are what every stage of a process shares.
+type Deps struct {
+	Health  *Health
+	DLQ     *DeadLetters
+	Metrics *metrics.Pipeline
+	Log     *slog.Logger
+	Now     func() time.Time
+}
+
+// Stage runs one durable pull consumer: it fetches only as many messages
 // as it has free slots and only while its dependencies are up, signals
 // progress while a message is worked on, and settles (acks, retries or
 // dead-letters) every message in one place.
-type stage struct {
+type Stage struct {
 	name         string
 	consumerName string
 	cons         jetstream.Consumer
-	concurrency  int
-	ackWait      time.Duration
-	pullWait     time.Duration // how long one fetch waits for messages
-	deadline     time.Duration // failure.KindNotYet: how long after storage to keep retrying
-	retryBase    time.Duration
 	handle       func(ctx context.Context, m jetstream.Msg) error
-	// onGiveUp decides what happens when failure.ErrNotYet outlives the deadline:
-	// true dead-letters the message, false acks it (nothing was expected).
-	onGiveUp func(m jetstream.Msg) bool
-	health   *health
-	dlq      *deadLetters
-	metrics  *metrics.Pipeline
-	log      *slog.Logger
-	now      func() time.Time
+	onGiveUp     func(m jetstream.Msg) bool
+	Pacing
+	health  *Health
+	dlq     *DeadLetters
+	metrics *metrics.Pipeline
+	log     *slog.Logger
+	now     func() time.Time
 
 	stopFetch context.CancelFunc
 	fetching  sync.WaitGroup
@@ -47,10 +79,19 @@ type stage struct {
 	lastErr   atomic.Int64 // Unix ns of the last consumer error logged
 }
 
-// start begins fetching. Work runs under workCtx, which outlives the
+// New is the stage of spec on cons; a spec's concurrency overrides p's.
+func New(spec Spec, cons jetstream.Consumer, p Pacing, d Deps) *Stage {
+	if spec.Concurrency > 0 {
+		p.Concurrency = spec.Concurrency
+	}
+	return &Stage{name: spec.Name, consumerName: spec.Consumer.Durable, cons: cons, handle: spec.Handle, onGiveUp: spec.OnGiveUp,
+		Pacing: p, health: d.Health, dlq: d.DLQ, metrics: d.Metrics, log: d.Log, now: d.Now}
+}
+
+// Start begins fetching. Work runs under workCtx, which outlives the
 // shutdown signal so in-flight messages can finish; cancel it to abandon them.
-func (s *stage) start(workCtx context.Context) error {
-	if s.health == nil || s.concurrency < 1 || s.pullWait <= 0 {
+func (s *Stage) Start(workCtx context.Context) error {
+	if s.health == nil || s.Concurrency < 1 || s.PullWait <= 0 {
 		return fmt.Errorf("stage %s: health, concurrency and pull wait are required", s.consumerName)
 	}
 	fetchCtx, cancel := context.WithCancel(workCtx)
@@ -67,8 +108,8 @@ func (s *stage) start(workCtx context.Context) error {
 // fetchLoop pulls work while slots are free and dependencies are up. A
 // message is only ever fetched for a free slot, so nothing waits in a client
 // buffer while its ack timer runs.
-func (s *stage) fetchLoop(ctx, workCtx context.Context) {
-	slots := make(chan struct{}, s.concurrency)
+func (s *Stage) fetchLoop(ctx, workCtx context.Context) {
+	slots := make(chan struct{}, s.Concurrency)
 	for {
 		select { // one free slot at least
 		case slots <- struct{}{}:
@@ -76,7 +117,7 @@ func (s *stage) fetchLoop(ctx, workCtx context.Context) {
 			return
 		}
 		n := 1
-		for n < s.concurrency { // and every other free one
+		for n < s.Concurrency { // and every other free one
 			select {
 			case slots <- struct{}{}:
 				n++
@@ -85,11 +126,11 @@ func (s *stage) fetchLoop(ctx, workCtx context.Context) {
 			}
 			break
 		}
-		if err := s.health.wait(ctx); err != nil {
+		if err := s.health.Wait(ctx); err != nil {
 			return
 		}
 		// A shutdown cancels the fetch; otherwise it waits up to pullWait.
-		fctx, cancel := context.WithTimeout(ctx, s.pullWait)
+		fctx, cancel := context.WithTimeout(ctx, s.PullWait)
 		batch, err := s.cons.Fetch(n, jetstream.FetchContext(fctx))
 		got := 0
 		if err == nil {
@@ -122,7 +163,7 @@ func (s *stage) fetchLoop(ctx, workCtx context.Context) {
 
 // consumerError counts every consumer error and logs it at warning level,
 // at most every few seconds per stage.
-func (s *stage) consumerError(err error) {
+func (s *Stage) consumerError(err error) {
 	s.metrics.ConsumerErrs.WithLabelValues(s.consumerName).Inc()
 	now := s.now().UnixNano()
 	if last := s.lastErr.Load(); now-last > int64(5*time.Second) && s.lastErr.CompareAndSwap(last, now) {
@@ -130,8 +171,8 @@ func (s *stage) consumerError(err error) {
 	}
 }
 
-// drain stops taking work and waits for in-flight messages, or ctx.
-func (s *stage) drain(ctx context.Context) error {
+// Drain stops taking work and waits for in-flight messages, or ctx.
+func (s *Stage) Drain(ctx context.Context) error {
 	if s.stopFetch == nil {
 		return nil
 	}
@@ -154,14 +195,14 @@ func (s *stage) drain(ctx context.Context) error {
 // that meets a dependency outage (the store, NATS) is held, with progress
 // signals, and tried again when the dependency is back: an outage costs no
 // delivery and no backoff. stopCtx ends the holding at shutdown.
-func (s *stage) process(ctx, stopCtx context.Context, m jetstream.Msg) {
+func (s *Stage) process(ctx, stopCtx context.Context, m jetstream.Msg) {
 	s.metrics.Received.WithLabelValues(s.name).Inc()
 	start := time.Now()
 	// Tell the server we are alive while the work runs, so AckWait need not
 	// cover the worst case: only a dead worker's messages wait it out.
 	stop := make(chan struct{})
 	go func() {
-		t := time.NewTicker(s.ackWait / 3)
+		t := time.NewTicker(s.AckWait / 3)
 		defer t.Stop()
 		for {
 			select {
@@ -180,7 +221,7 @@ func (s *stage) process(ctx, stopCtx context.Context, m jetstream.Msg) {
 			break
 		}
 		s.metrics.Retried.WithLabelValues(s.name, "dependency_down").Inc()
-		if werr := s.health.wait(stopCtx); werr != nil {
+		if werr := s.health.Wait(stopCtx); werr != nil {
 			// Shutting down while the dependency is still down: hand the
 			// message back for another worker, or this one after a restart.
 			_ = m.Nak()
@@ -194,23 +235,23 @@ func (s *stage) process(ctx, stopCtx context.Context, m jetstream.Msg) {
 
 // dependencyDown reports whether err means the store or NATS is down; the
 // store is then marked down, so every stage pauses.
-func (s *stage) dependencyDown(ctx context.Context, err error) bool {
+func (s *Stage) dependencyDown(ctx context.Context, err error) bool {
 	if err == nil {
 		return false
 	}
 	switch failure.Classify(err).Kind {
 	case failure.KindStoreDown:
-		s.health.storeDown(err)
+		s.health.StoreDown(err)
 		return true
 	case failure.KindTransient:
-		return s.health.status() != "" // NATS dropped while we worked
+		return s.health.Status() != "" // NATS dropped while we worked
 	}
 	return false
 }
 
 // settle is the only place a message is acked, retried or dead-lettered;
 // classify decides which.
-func (s *stage) settle(ctx context.Context, m jetstream.Msg, err error) {
+func (s *Stage) settle(ctx context.Context, m jetstream.Msg, err error) {
 	if err == nil {
 		s.ack(m, "done")
 		return
@@ -227,9 +268,9 @@ func (s *stage) settle(ctx context.Context, m jetstream.Msg, err error) {
 		if merr == nil {
 			age = s.now().Sub(meta.Timestamp)
 		}
-		if age < s.deadline {
+		if age < s.Deadline {
 			s.metrics.Retried.WithLabelValues(s.name, "recording_not_found").Inc()
-			_ = m.NakWithDelay(min(failure.Backoff(s.retryBase, delivered), s.deadline-age+time.Second))
+			_ = m.NakWithDelay(min(failure.Backoff(s.RetryBase, delivered), s.Deadline-age+time.Second))
 			return
 		}
 		if s.onGiveUp != nil && !s.onGiveUp(m) {
@@ -241,16 +282,16 @@ func (s *stage) settle(ctx context.Context, m jetstream.Msg, err error) {
 	case failure.KindPermanent:
 		s.deadLetter(ctx, m, f.Label, err.Error())
 	case failure.KindStoreDown: // process holds these; reached only if the store fails between probes
-		s.health.storeDown(err)
-		_ = m.NakWithDelay(s.health.interval)
+		s.health.StoreDown(err)
+		_ = m.NakWithDelay(s.health.Interval())
 	default:
 		s.log.Warn("retrying", "stage", s.name, "subject", m.Subject(), "deliveries", delivered, "err", err)
 		s.metrics.Retried.WithLabelValues(s.name, "transient").Inc()
-		_ = m.NakWithDelay(failure.Backoff(s.retryBase, delivered))
+		_ = m.NakWithDelay(failure.Backoff(s.RetryBase, delivered))
 	}
 }
 
-func (s *stage) ack(m jetstream.Msg, outcome string) {
+func (s *Stage) ack(m jetstream.Msg, outcome string) {
 	if err := m.Ack(); err != nil {
 		s.log.Warn("ack failed; the message will be redelivered", "subject", m.Subject(), "err", err)
 		return
@@ -260,21 +301,21 @@ func (s *stage) ack(m jetstream.Msg, outcome string) {
 
 // deadLetter publishes to the DLQ, then terminates. If the DLQ publish
 // fails, the message is retried instead: it is never dropped.
-func (s *stage) deadLetter(ctx context.Context, m jetstream.Msg, kind, reason string) {
+func (s *Stage) deadLetter(ctx context.Context, m jetstream.Msg, kind, reason string) {
 	if err := s.dlq.send(ctx, letterFrom(s.name, m, kind, reason)); err != nil {
 		s.log.Error("dead letter failed; retrying the message", "err", err)
-		_ = m.NakWithDelay(failure.Backoff(s.retryBase, 1))
+		_ = m.NakWithDelay(failure.Backoff(s.RetryBase, 1))
 		return
 	}
 	_ = m.TermWithReason(failure.TruncateHeader(reason))
 	s.metrics.Done.WithLabelValues(s.name, "dead_lettered").Inc()
 }
 
-// watchLag polls the consumer's pending counts into gauges until ctx ends,
+// WatchLag polls the consumer's pending counts into gauges until ctx ends,
 // each poll bounded by timeout. It is also the stage's watchdog: work
 // pending and nothing settled for stallAfter is logged with what is known
 // of why, and flagged in lkscore_stage_stalled.
-func (s *stage) watchLag(ctx context.Context, every, timeout, stallAfter time.Duration) {
+func (s *Stage) WatchLag(ctx context.Context, every, timeout, stallAfter time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -296,7 +337,7 @@ func (s *stage) watchLag(ctx context.Context, every, timeout, stallAfter time.Du
 	}
 }
 
-func (s *stage) checkStall(info *jetstream.ConsumerInfo, stallAfter time.Duration) {
+func (s *Stage) checkStall(info *jetstream.ConsumerInfo, stallAfter time.Duration) {
 	idle := s.now().Sub(time.Unix(0, s.progress.Load()))
 	stalled := info.NumPending > 0 && idle > stallAfter
 	gauge := s.metrics.Stalled.WithLabelValues(s.name, s.consumerName)
@@ -305,10 +346,10 @@ func (s *stage) checkStall(info *jetstream.ConsumerInfo, stallAfter time.Duratio
 		return
 	}
 	gauge.Set(1)
-	why := s.health.status()
+	why := s.health.Status()
 	switch {
 	case why != "":
-	case s.busy.Load() >= int64(s.concurrency):
+	case s.busy.Load() >= int64(s.Concurrency):
 		why = "every slot is busy with a message that has not finished"
 	case info.Config.MaxAckPending > 0 && info.NumAckPending >= info.Config.MaxAckPending:
 		why = "max_ack_pending reached: messages delivered elsewhere are not acknowledged"
