@@ -13,6 +13,7 @@ import (
 	"github.com/livekit/protocol/livekit"
 
 	"github.com/lkscore/lkscore/consumer/internal/facts"
+	"github.com/lkscore/lkscore/internal/testenv"
 	"github.com/lkscore/lkscore/scoring"
 	"github.com/lkscore/lkscore/wire"
 )
@@ -56,7 +57,7 @@ func TestRealAgentsJS(t *testing.T) {
 		cmd := exec.CommandContext(ctx, node, "session.mjs")
 		cmd.Dir = dir
 		cmd.Env = append(os.Environ(), "LKSCORE_URL=http://"+d.IngestAddr(), "ROOM_ID="+tc.room, "JOB_ID="+tc.job, "LOGS="+tc.logs,
-			"LIVEKIT_API_KEY="+testKey, "LIVEKIT_API_SECRET="+testSecret)
+			"LIVEKIT_API_KEY="+testenv.Key, "LIVEKIT_API_SECRET="+testenv.Secret)
 		out, err := cmd.CombinedOutput()
 		cancel()
 		if err != nil || !strings.Contains(string(out), "session sent") || strings.Contains(string(out), "Failed") {
@@ -109,7 +110,7 @@ func TestAgentsJSObserver(t *testing.T) {
 	cmd := exec.CommandContext(ctx, node, "observer-session.mjs")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "LKSCORE_URL=http://"+d.IngestAddr(), "ROOM_ID=RM_Observer", "JOB_ID=AJ_Observer",
-		"CLOSE_REASON=participant_disconnected", "LIVEKIT_API_KEY="+testKey, "LIVEKIT_API_SECRET="+testSecret)
+		"CLOSE_REASON=participant_disconnected", "LIVEKIT_API_KEY="+testenv.Key, "LIVEKIT_API_SECRET="+testenv.Secret)
 	out, err := cmd.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "session sent") || strings.Contains(string(out), "Failed") {
 		t.Fatalf("agents-js: %v\n%s", err, out)

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/livekit/protocol/livekit"
+
+	"github.com/lkscore/lkscore/internal/testenv"
 )
 
 // TestPipelineMeasuresAudio: an upload with a stereo recording gets an audio
@@ -17,8 +19,8 @@ func TestPipelineMeasuresAudio(t *testing.T) {
 	header := mustReadFile(t, filepath.Join(scenarioDir, "1_clean_call", "header.binpb"))
 	chat := mustReadFile(t, filepath.Join(scenarioDir, "1_clean_call", "chat_history.json"))
 	ogg := mustReadFile(t, "../audio/testdata/short.ogg")
-	body, ct := pythonUpload(t, fullParts(header, chat, ogg))
-	if resp, msg := post(t, "http://"+d.IngestAddr()+"/observability/recordings/v0", bearer(pythonToken(t, testKey, testSecret, true)), ct, bytes.NewReader(body)); resp.StatusCode != 200 {
+	body, ct := testenv.PythonUpload(t, testenv.FullParts(header, chat, ogg))
+	if resp, msg := post(t, "http://"+d.IngestAddr()+"/observability/recordings/v0", testenv.Bearer(testenv.PythonToken(t, testenv.Key, testenv.Secret, true)), ct, bytes.NewReader(body)); resp.StatusCode != 200 {
 		t.Fatalf("upload: %d %s", resp.StatusCode, msg)
 	}
 	sendWebhook(t, d, jobEnded("EV_audio", "RM_CleanCall01", "AJ_CleanCall01", "booking-agent", livekit.JobStatus_JS_SUCCESS))

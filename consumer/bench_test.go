@@ -18,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lkscore/lkscore/consumer/internal/broker"
+	"github.com/lkscore/lkscore/internal/testenv"
 	"github.com/lkscore/lkscore/wire"
 )
 
@@ -45,7 +46,7 @@ func benchEvents(b *testing.B, n int) []signedEvent {
 	evs := make([]signedEvent, n)
 	for i := range evs {
 		body := []byte(fmt.Sprintf(`{"event":"room_finished","room":{"sid":"RM_bench%08d","name":"bench-room","creationTime":"1764417600","numParticipants":2},"id":"EV_bench_%08d_%d","createdAt":"1764417781"}`, i, i, time.Now().UnixNano()))
-		evs[i] = signedEvent{body: body, tok: signWebhook(b, testKey, testSecret, body, 5*time.Minute)}
+		evs[i] = signedEvent{body: body, tok: testenv.SignWebhook(b, testenv.Key, testenv.Secret, body, 5*time.Minute)}
 	}
 	return evs
 }
@@ -94,7 +95,7 @@ func BenchmarkWebhookHTTP(b *testing.B) {
 
 func BenchmarkWebhookVerify(b *testing.B) {
 	evs := benchEvents(b, 1)
-	kp := auth.NewSimpleKeyProvider(testKey, testSecret)
+	kp := auth.NewSimpleKeyProvider(testenv.Key, testenv.Secret)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {

@@ -5,107 +5,36 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"mime/multipart"
 	"net"
 	"net/http"
-	"net/textproto"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/golang-jwt/jwt/v5"
-	"github.com/livekit/protocol/livekit"
 	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/lkscore/lkscore/internal/testenv"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/wire"
 )
-
-// pythonToken mints the JWT the Python SDK sends (docs/formats.md, "Recording upload"): HS256,
-// {"observability":{"write":true},"sub":"","iss":key,"nbf":now,"exp":now+6h}.
-func pythonToken(t testing.TB, key, secret string, grant bool) string {
-	t.Helper()
-	now := time.Now()
-	claims := jwt.MapClaims{"sub": "", "iss": key, "nbf": now.Unix(), "exp": now.Add(6 * time.Hour).Unix()}
-	if grant {
-		claims["observability"] = map[string]any{"write": true}
-	}
-	tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString([]byte(secret))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tok
-}
-
-type uploadPart struct {
-	name, filename, contentType string
-	body                        []byte
-}
-
-// pythonUpload builds the multipart body as aiohttp's MultipartWriter("form-data")
-// does in the SDK: parts in order, each with Content-Type and Content-Length.
-func pythonUpload(t testing.TB, parts []uploadPart) (body []byte, contentType string) {
-	t.Helper()
-	var buf bytes.Buffer
-	mw := multipart.NewWriter(&buf)
-	for _, p := range parts {
-		h := textproto.MIMEHeader{}
-		h.Set("Content-Type", p.contentType)
-		h.Set("Content-Disposition", fmt.Sprintf(`form-data; name="%s"; filename="%s"`, p.name, p.filename))
-		h.Set("Content-Length", strconv.Itoa(len(p.body)))
-		w, err := mw.CreatePart(h)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, _ = w.Write(p.body)
-	}
-	_ = mw.Close()
-	return buf.Bytes(), mw.FormDataContentType()
-}
-
-func testHeader(t testing.TB, roomID, jobID string) []byte {
-	return testHeaderSummary(t, roomID, jobID, `{"close_reason":"CR_PARTICIPANT_DISCONNECTED"}`)
-}
-
-func testHeaderSummary(t testing.TB, roomID, jobID, summary string) []byte {
-	t.Helper()
-	b, err := proto.Marshal(&livekit.MetricsRecordingHeader{
-		RoomId: roomID, JobId: jobID, StartTime: timestamppb.New(time.Unix(1764417600, 0)),
-		SessionSummary: summary,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-func fullParts(header, chat, audio []byte) []uploadPart {
-	return []uploadPart{
-		{"header", "header.binpb", "application/protobuf", header},
-		{"chat_history", "chat_history.json", "application/json", chat},
-		{"audio", "recording.ogg", "audio/ogg", audio},
-	}
-}
 
 func TestCollectorPythonUpload(t *testing.T) {
 	ns := startNATS(t)
 	cfg := testConfig(t, ns.URL())
 	d, reg := startDaemon(t, cfg)
-	header := testHeader(t, "RM_abc", "AJ_def")
+	header := testenv.Header(t, "RM_abc", "AJ_def")
 	chat := []byte(`{"items": [{"id": "item_1", "type": "message", "role": "user", "content": ["hi"], "created_at": 1764417604.2}]}`)
 	audio := bytes.Repeat([]byte("OggS\x00fake-opus"), 50_000)
-	body, ct := pythonUpload(t, fullParts(header, chat, audio))
+	body, ct := testenv.PythonUpload(t, testenv.FullParts(header, chat, audio))
 
 	// Twice: the SDK may retry; one notice, same bytes. A doubled slash is tolerated.
 	for i, path := range []string{"/observability/recordings/v0", "//observability/recordings/v0"} {
-		resp, msg := post(t, "http://"+d.IngestAddr()+path, bearer(pythonToken(t, testKey, testSecret, true)), ct, bytes.NewReader(body))
+		resp, msg := post(t, "http://"+d.IngestAddr()+path, testenv.Bearer(testenv.PythonToken(t, testenv.Key, testenv.Secret, true)), ct, bytes.NewReader(body))
 		if resp.StatusCode != 200 {
 			t.Fatalf("upload %d: status %d: %s", i, resp.StatusCode, msg)
 		}
@@ -126,7 +55,7 @@ func TestCollectorPythonUpload(t *testing.T) {
 		t.Fatal(err)
 	}
 	if n.SessionKey != "RM_abc/AJ_def" || msgs[0].Header.Get(jetstream.MsgIDHeader) != n.SessionKey ||
-		n.Objects[recording.ObjectAudio].Size != int64(len(audio)) || n.APIKey != testKey {
+		n.Objects[recording.ObjectAudio].Size != int64(len(audio)) || n.APIKey != testenv.Key {
 		t.Fatalf("notice %+v", n)
 	}
 	if v := counter(t, reg, "lkscore_collector_bytes_stored_total", map[string]string{"part": "audio"}); v != 2*float64(len(audio)) {
@@ -139,9 +68,9 @@ func TestCollectorHeaderOnlyAndLegacyHeader(t *testing.T) {
 	cfg := testConfig(t, ns.URL())
 	d, _ := startDaemon(t, cfg)
 	// An SDK before 1.6.6 sends no job_id: the key falls back to a header hash.
-	header := testHeader(t, "RM_old", "")
-	body, ct := pythonUpload(t, fullParts(header, nil, nil)[:1])
-	resp, msg := post(t, "http://"+d.IngestAddr()+"/observability/recordings/v0", bearer(pythonToken(t, testKey, testSecret, true)), ct, bytes.NewReader(body))
+	header := testenv.Header(t, "RM_old", "")
+	body, ct := testenv.PythonUpload(t, testenv.FullParts(header, nil, nil)[:1])
+	resp, msg := post(t, "http://"+d.IngestAddr()+"/observability/recordings/v0", testenv.Bearer(testenv.PythonToken(t, testenv.Key, testenv.Secret, true)), ct, bytes.NewReader(body))
 	if resp.StatusCode != 200 {
 		t.Fatalf("status %d: %s", resp.StatusCode, msg)
 	}
@@ -161,12 +90,12 @@ func TestCollectorRefusals(t *testing.T) {
 	cfg.Limits.ChatHistoryBytes = 1024
 	d, _ := startDaemon(t, cfg)
 	url := "http://" + d.IngestAddr() + "/observability/recordings/v0"
-	good := pythonToken(t, testKey, testSecret, true)
-	header := testHeader(t, "RM_ref", "AJ_ref")
-	okBody, okCT := pythonUpload(t, fullParts(header, []byte(`{"items": []}`), nil)[:2])
-	bigBody, bigCT := pythonUpload(t, fullParts(header, bytes.Repeat([]byte("x"), 2048), nil)[:2])
-	badHdr, badHdrCT := pythonUpload(t, fullParts([]byte("\xff\xff\xff"), nil, nil)[:1])
-	wrongOrder, wrongOrderCT := pythonUpload(t, []uploadPart{fullParts(nil, []byte("{}"), nil)[1], fullParts(header, nil, nil)[0]})
+	good := testenv.PythonToken(t, testenv.Key, testenv.Secret, true)
+	header := testenv.Header(t, "RM_ref", "AJ_ref")
+	okBody, okCT := testenv.PythonUpload(t, testenv.FullParts(header, []byte(`{"items": []}`), nil)[:2])
+	bigBody, bigCT := testenv.PythonUpload(t, testenv.FullParts(header, bytes.Repeat([]byte("x"), 2048), nil)[:2])
+	badHdr, badHdrCT := testenv.PythonUpload(t, testenv.FullParts([]byte("\xff\xff\xff"), nil, nil)[:1])
+	wrongOrder, wrongOrderCT := testenv.PythonUpload(t, []testenv.UploadPart{testenv.FullParts(nil, []byte("{}"), nil)[1], testenv.FullParts(header, nil, nil)[0]})
 
 	tests := []struct {
 		name, auth, ct string
@@ -175,13 +104,13 @@ func TestCollectorRefusals(t *testing.T) {
 	}{
 		{"no token", "", okCT, okBody, 401},
 		{"raw token without Bearer", good, okCT, okBody, 401},
-		{"missing grant", bearer(pythonToken(t, testKey, testSecret, false)), okCT, okBody, 401},
-		{"wrong secret", bearer(pythonToken(t, testKey, "nope", true)), okCT, okBody, 401},
-		{"unknown key", bearer(pythonToken(t, "APIother", testSecret, true)), okCT, okBody, 401},
-		{"not multipart", bearer(good), "application/json", []byte("{}"), 400},
-		{"oversize chat history", bearer(good), bigCT, bigBody, 413},
-		{"header not a protobuf", bearer(good), badHdrCT, badHdr, 400},
-		{"header not first", bearer(good), wrongOrderCT, wrongOrder, 400},
+		{"missing grant", testenv.Bearer(testenv.PythonToken(t, testenv.Key, testenv.Secret, false)), okCT, okBody, 401},
+		{"wrong secret", testenv.Bearer(testenv.PythonToken(t, testenv.Key, "nope", true)), okCT, okBody, 401},
+		{"unknown key", testenv.Bearer(testenv.PythonToken(t, "APIother", testenv.Secret, true)), okCT, okBody, 401},
+		{"not multipart", testenv.Bearer(good), "application/json", []byte("{}"), 400},
+		{"oversize chat history", testenv.Bearer(good), bigCT, bigBody, 413},
+		{"header not a protobuf", testenv.Bearer(good), badHdrCT, badHdr, 400},
+		{"header not first", testenv.Bearer(good), wrongOrderCT, wrongOrder, 400},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -221,13 +150,13 @@ func TestCollectorClientDisconnects(t *testing.T) {
 	ns := startNATS(t)
 	cfg := testConfig(t, ns.URL())
 	d, reg := startDaemon(t, cfg)
-	body, ct := pythonUpload(t, fullParts(testHeader(t, "RM_gone", "AJ_gone"), []byte(`{"items": []}`), bytes.Repeat([]byte("a"), 1<<20)))
+	body, ct := testenv.PythonUpload(t, testenv.FullParts(testenv.Header(t, "RM_gone", "AJ_gone"), []byte(`{"items": []}`), bytes.Repeat([]byte("a"), 1<<20)))
 	conn, err := net.Dial("tcp", d.IngestAddr())
 	if err != nil {
 		t.Fatal(err)
 	}
 	fmt.Fprintf(conn, "POST /observability/recordings/v0 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n",
-		pythonToken(t, testKey, testSecret, true), ct, len(body))
+		testenv.PythonToken(t, testenv.Key, testenv.Secret, true), ct, len(body))
 	_, _ = conn.Write(body[:len(body)/2])
 	_ = conn.Close()
 	waitFor(t, "the request to end", func() bool {
@@ -243,9 +172,9 @@ func TestCollectorNATSDown(t *testing.T) {
 	cfg := testConfig(t, ns.URL())
 	d, _ := startDaemon(t, cfg)
 	url := "http://" + d.IngestAddr() + "/observability/recordings/v0"
-	body, ct := pythonUpload(t, fullParts(testHeader(t, "RM_t", "AJ_t"), []byte(`{"items": []}`), nil)[:2])
+	body, ct := testenv.PythonUpload(t, testenv.FullParts(testenv.Header(t, "RM_t", "AJ_t"), []byte(`{"items": []}`), nil)[:2])
 	ns.Stop()
-	resp, msg := post(t, url, bearer(pythonToken(t, testKey, testSecret, true)), ct, bytes.NewReader(body))
+	resp, msg := post(t, url, testenv.Bearer(testenv.PythonToken(t, testenv.Key, testenv.Secret, true)), ct, bytes.NewReader(body))
 	if resp.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("status %d, want 503", resp.StatusCode)
 	}
@@ -259,7 +188,7 @@ func TestCollectorNATSDown(t *testing.T) {
 	}
 	ns.Start()
 	waitFor(t, "retry to succeed", func() bool {
-		resp, _ := post(t, url, bearer(pythonToken(t, testKey, testSecret, true)), ct, bytes.NewReader(body))
+		resp, _ := post(t, url, testenv.Bearer(testenv.PythonToken(t, testenv.Key, testenv.Secret, true)), ct, bytes.NewReader(body))
 		return resp.StatusCode == 200
 	})
 	if msgs := streamMsgs(t, ns.URL(), "LKSCORE_UPLOADS"); len(msgs) != 1 {
@@ -278,11 +207,11 @@ func TestCollectorInflightBound(t *testing.T) {
 	cfg.HTTP.MaxInflightUploads, cfg.HTTP.UploadWait = 1, time.Second
 	d, reg := startDaemon(t, cfg)
 	url := "http://" + d.IngestAddr() + "/observability/recordings/v0"
-	tok := bearer(pythonToken(t, testKey, testSecret, true))
+	tok := testenv.Bearer(testenv.PythonToken(t, testenv.Key, testenv.Secret, true))
 	waiting := func() float64 { return gauge(t, reg, "lkscore_collector_uploads_waiting", nil) }
 
 	// The first upload holds the only slot while its body trickles in.
-	body1, ct1 := pythonUpload(t, fullParts(testHeader(t, "RM_slow", "AJ_slow"), []byte(`{"items": []}`), bytes.Repeat([]byte("a"), 4096)))
+	body1, ct1 := testenv.PythonUpload(t, testenv.FullParts(testenv.Header(t, "RM_slow", "AJ_slow"), []byte(`{"items": []}`), bytes.Repeat([]byte("a"), 4096)))
 	pr, pw := io.Pipe()
 	first := make(chan int, 1)
 	go func() {
@@ -306,7 +235,7 @@ func TestCollectorInflightBound(t *testing.T) {
 	})
 
 	// A second upload waits past http.upload_wait: 503, nothing stored.
-	body2, ct2 := pythonUpload(t, fullParts(testHeader(t, "RM_late", "AJ_late"), []byte(`{"items": []}`), nil))
+	body2, ct2 := testenv.PythonUpload(t, testenv.FullParts(testenv.Header(t, "RM_late", "AJ_late"), []byte(`{"items": []}`), nil))
 	start := time.Now()
 	if resp, msg := post(t, url, tok, ct2, bytes.NewReader(body2)); resp.StatusCode != http.StatusServiceUnavailable || time.Since(start) < cfg.HTTP.UploadWait {
 		t.Fatalf("second upload: %d after %s: %s", resp.StatusCode, time.Since(start), msg)

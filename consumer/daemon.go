@@ -14,12 +14,10 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/livekit/protocol/auth"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -29,8 +27,8 @@ import (
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/consumer/internal/broker"
 	"github.com/lkscore/lkscore/consumer/internal/facts"
+	"github.com/lkscore/lkscore/consumer/internal/ingest"
 	"github.com/lkscore/lkscore/consumer/internal/metrics"
-	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/store"
 	"github.com/lkscore/lkscore/wire"
 )
@@ -119,7 +117,7 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	if err := broker.EnsureStreams(ctx, js, d.subjects, d.cfg, d.log); err != nil {
 		return err
 	}
-	facts, err := facts.Open(ctx, js, d.subjects, d.cfg.NATS, d.log)
+	fs, err := facts.Open(ctx, js, d.subjects, d.cfg.NATS, d.log)
 	if err != nil {
 		return err
 	}
@@ -128,18 +126,19 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 		return err
 	}
 	if d.cfg.Runs(config.RoleWorker) {
-		d.pipeline, err = startPipeline(ctx, pipelineDeps{cfg: d.cfg, nc: d.nc, js: js, store: st, facts: facts, metrics: d.pmetrics, log: d.log,
+		d.pipeline, err = startPipeline(ctx, pipelineDeps{cfg: d.cfg, nc: d.nc, js: js, store: st, facts: fs, metrics: d.pmetrics, log: d.log,
 			now: time.Now})
 		if err != nil {
 			return err
 		}
 	}
-	if err := d.startUI(ctx, js, facts, st); err != nil {
+	if err := d.startUI(ctx, js, fs, st); err != nil {
 		return err
 	}
 	listen := ""
 	if d.cfg.Runs(config.RoleIngest) {
-		h, err := d.ingestHandler(js, st, facts)
+		h, err := ingest.Handler(ingest.Options{Config: d.cfg, JS: js, Store: st, Facts: fs, Connected: d.nc.IsConnected,
+			Metrics: d.metrics, Log: d.log})
 		if err != nil {
 			return err
 		}
@@ -249,57 +248,6 @@ func (d *Daemon) NATSURL() string { return d.nc.ConnectedUrl() }
 // httpServer is an HTTP server with the configured timeouts.
 func (d *Daemon) httpServer(h http.Handler) *http.Server {
 	return &http.Server{Handler: h, ReadHeaderTimeout: d.cfg.HTTP.ReadHeaderTimeout, IdleTimeout: d.cfg.HTTP.IdleTimeout}
-}
-
-func (d *Daemon) ingestHandler(js jetstream.JetStream, st uploadStore, facts factSink) (http.Handler, error) {
-	keys := auth.NewFileBasedKeyProviderFromMap(d.cfg.LiveKit.Keys)
-	connected := d.nc.IsConnected
-	wh, err := newWebhookHandler(webhookOptions{
-		privacy: d.cfg.Privacy, keys: keys, publisher: js, connected: connected, subjects: d.subjects,
-		maxBodyBytes: d.cfg.Webhook.MaxBodyBytes, events: d.cfg.Webhook.Events,
-		publishTimeout: d.cfg.NATS.PublishTimeout,
-	}, d.metrics, d.log)
-	if err != nil {
-		return nil, err
-	}
-	layout, err := recording.NewLayout(d.cfg.S3.Prefix, d.cfg.Recordings.KeyTemplate)
-	if err != nil {
-		return nil, err
-	}
-	col, err := newCollector(collectorOptions{
-		keys: keys, store: st, pub: js, connected: connected, subjects: d.subjects,
-		limits: d.cfg.Limits, layout: layout, timeout: d.cfg.NATS.PublishTimeout, now: time.Now,
-		metrics: d.metrics, log: d.log, inflight: d.cfg.HTTP.MaxInflightUploads, maxWait: d.cfg.HTTP.UploadWait,
-	})
-	if err != nil {
-		return nil, err
-	}
-	mux := http.NewServeMux()
-	mux.Handle("/webhook", wh)
-	mux.Handle("/observability/recordings/v0", col)
-	for _, sig := range []string{"traces", "logs", "metrics"} {
-		rcv := &otlpReceiver{signal: sig, keys: keys, facts: facts, maxBody: d.cfg.Limits.OTLPBytes, metrics: d.metrics, log: d.log}
-		if sig == "metrics" {
-			rcv.facts = nil // metrics carry no session facts lkscore uses
-		}
-		mux.Handle("/observability/"+sig+"/otlp/v0", rcv)
-	}
-	return collapseSlashes(mux), nil
-}
-
-// collapseSlashes tolerates a doubled slash ("//observability/…"): the SDK
-// uses LIVEKIT_OBSERVABILITY_URL verbatim, and ServeMux would answer a POST
-// to an unclean path with a redirect.
-func collapseSlashes(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.Contains(r.URL.Path, "//") {
-			for strings.Contains(r.URL.Path, "//") {
-				r.URL.Path = strings.ReplaceAll(r.URL.Path, "//", "/")
-			}
-			r.URL.RawPath = ""
-		}
-		h.ServeHTTP(w, r)
-	})
 }
 
 func (d *Daemon) opsHandler() http.Handler {

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lkscore/lkscore/consumer/internal/facts"
+	"github.com/lkscore/lkscore/consumer/internal/ingest"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/store"
 	"github.com/lkscore/lkscore/wire"
@@ -110,7 +111,7 @@ func Forget(ctx context.Context, js jetstream.JetStream, s wire.Subjects, st for
 		for _, id := range jobIDs {
 			if bytes.Contains(m.Data(), id) {
 				var ev livekit.WebhookEvent
-				return unmarshalEvent.Unmarshal(m.Data(), &ev) == nil && ev.GetJob().GetId() == job
+				return ingest.DecodeEvent(m.Data(), &ev) == nil && ev.GetJob().GetId() == job
 			}
 		}
 		return false

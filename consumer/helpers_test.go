@@ -3,18 +3,14 @@ package consumer
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/base64"
 	"io"
 	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/golang-jwt/jwt/v5"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
@@ -25,11 +21,6 @@ import (
 	"github.com/lkscore/lkscore/internal/testenv"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/store"
-)
-
-const (
-	testKey    = "APItestkey"
-	testSecret = "testsecret-0123456789abcdef-0123456789"
 )
 
 func startNATS(t testing.TB) *testenv.NATS { return testenv.StartNATS(t) }
@@ -43,7 +34,7 @@ func testConfig(t testing.TB, url string) config.Config {
 	cfg.DataDir = t.TempDir()
 	cfg.NATS.URL = url
 	cfg.NATS.EmbeddedPort = -1
-	cfg.LiveKit.Keys = map[string]string{testKey: testSecret}
+	cfg.LiveKit.Keys = map[string]string{testenv.Key: testenv.Secret}
 	return cfg
 }
 
@@ -100,22 +91,6 @@ func streamMsgs(t testing.TB, url, stream string) []*jetstream.RawStreamMsg {
 		out = append(out, m)
 	}
 	return out
-}
-
-// signWebhook signs body exactly as livekit/protocol's notifier does.
-func signWebhook(t testing.TB, key, secret string, body []byte, exp time.Duration) string {
-	t.Helper()
-	sum := sha256.Sum256(body)
-	now := time.Now()
-	claims := jwt.MapClaims{
-		"iss": key, "iat": now.Unix(), "nbf": now.Unix(), "exp": now.Add(exp).Unix(),
-		"sha256": base64.StdEncoding.EncodeToString(sum[:]),
-	}
-	tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString([]byte(secret))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tok
 }
 
 func post(t testing.TB, url, auth, contentType string, body io.Reader) (*http.Response, string) {
@@ -178,8 +153,6 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	testenv.WaitFor(t, 15*time.Second, what, cond)
 }
-
-func bearer(tok string) string { return "Bearer " + strings.TrimSpace(tok) }
 
 // gauge reads a gauge's value (-1 when absent).
 func gauge(t testing.TB, reg *prometheus.Registry, name string, want map[string]string) float64 {

@@ -19,6 +19,7 @@ import (
 	"github.com/lkscore/lkscore/consumer/internal/broker"
 	"github.com/lkscore/lkscore/consumer/internal/facts"
 	"github.com/lkscore/lkscore/consumer/internal/failure"
+	"github.com/lkscore/lkscore/consumer/internal/ingest"
 	"github.com/lkscore/lkscore/consumer/internal/metrics"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/store"
@@ -122,7 +123,7 @@ func (l *locator) handle(ctx context.Context, m jetstream.Msg) error {
 		return l.record(ctx, located{dir: n.Dir, origin: "upload"})
 	case strings.HasPrefix(subj, l.subjects.Webhook("")):
 		var ev livekit.WebhookEvent
-		if err := unmarshalEvent.Unmarshal(m.Data(), &ev); err != nil {
+		if err := ingest.DecodeEvent(m.Data(), &ev); err != nil {
 			return failure.Permanent(fmt.Errorf("stored webhook is not a WebhookEvent: %w", err))
 		}
 		switch ev.Event {
@@ -213,7 +214,7 @@ func (l *locator) jobStarted(ctx context.Context, ev *livekit.WebhookEvent) erro
 // room that way, a clean one included.
 func (l *locator) jobObservations(job *livekit.Job) []wire.Observation {
 	status := job.GetState().GetStatus()
-	jobErr := bounded(job.GetState().GetError(), maxEvidence)
+	jobErr := facts.Bounded(job.GetState().GetError(), facts.MaxEvidence)
 	obs := []wire.Observation{
 		{Field: facts.FieldAgentName, Value: job.GetAgentName(), Source: facts.SourceWebhook},
 		{Field: facts.FieldDeploymentID, Value: job.GetDeployment(), Source: facts.SourceWebhook},
@@ -299,11 +300,11 @@ func (l *locator) recordingUpdate(s *recording.Session, ref *wire.RecordingRef, 
 			Source: facts.SourceSummary, Evidence: "summary: close_reason=" + s.CloseReason})
 	}
 	if v := s.Summary.SDK; v != "" {
-		u.Observations = append(u.Observations, wire.Observation{Field: facts.FieldSDKLanguage, Value: bounded(v, 32), Source: facts.SourceHeader,
+		u.Observations = append(u.Observations, wire.Observation{Field: facts.FieldSDKLanguage, Value: facts.Bounded(v, 32), Source: facts.SourceHeader,
 			Evidence: "summary sdk"})
 	}
 	if v := s.Summary.SDKVersion; v != "" {
-		u.Observations = append(u.Observations, wire.Observation{Field: facts.FieldSDKVersion, Value: bounded(v, 32), Source: facts.SourceHeader,
+		u.Observations = append(u.Observations, wire.Observation{Field: facts.FieldSDKVersion, Value: facts.Bounded(v, 32), Source: facts.SourceHeader,
 			Evidence: "summary sdk_version"})
 	}
 	if s.Simulated {
@@ -346,10 +347,10 @@ func (v versionFromMetadata) tag(job *livekit.Job) string {
 		switch val := m[v.key].(type) {
 		case string:
 			if val != "" {
-				return bounded(v.prefix+val, 128)
+				return facts.Bounded(v.prefix+val, 128)
 			}
 		case float64:
-			return bounded(v.prefix+strconv.FormatFloat(val, 'f', -1, 64), 128)
+			return facts.Bounded(v.prefix+strconv.FormatFloat(val, 'f', -1, 64), 128)
 		}
 	}
 	return ""

@@ -18,10 +18,6 @@ import (
 	"github.com/lkscore/lkscore/internal/testenv"
 )
 
-func intKV(k string, v int64) *common.KeyValue {
-	return &common.KeyValue{Key: k, Value: &common.AnyValue{Value: &common.AnyValue_IntValue{IntValue: v}}}
-}
-
 // pythonObserverRecord is the OTLP request the Python SDK sends for the
 // observer's record (examples/agents-python/observe_lkscore.py), built from
 // livekit/agents telemetry/traces.py: the resource is service.name
@@ -32,11 +28,11 @@ func intKV(k string, v int64) *common.KeyValue {
 // It goes out as protobuf, gzip-compressed.
 func pythonObserverRecord(t *testing.T, roomID, jobID string) []byte {
 	t.Helper()
-	meta := []*common.KeyValue{strKV("room_id", roomID), strKV("job_id", jobID), strKV("lk.agent_name", "py-agent")}
+	meta := []*common.KeyValue{testenv.StrKV("room_id", roomID), testenv.StrKV("job_id", jobID), testenv.StrKV("lk.agent_name", "py-agent")}
 	req := &collogs.ExportLogsServiceRequest{ResourceLogs: []*logspb.ResourceLogs{{
 		Resource: &resourcepb.Resource{Attributes: append([]*common.KeyValue{
-			strKV("telemetry.sdk.language", "python"), strKV("telemetry.sdk.name", "opentelemetry"),
-			strKV("telemetry.sdk.version", "1.39.1"), strKV("service.name", "livekit-agents")}, meta...)},
+			testenv.StrKV("telemetry.sdk.language", "python"), testenv.StrKV("telemetry.sdk.name", "opentelemetry"),
+			testenv.StrKV("telemetry.sdk.version", "1.39.1"), testenv.StrKV("service.name", "livekit-agents")}, meta...)},
 		ScopeLogs: []*logspb.ScopeLogs{{
 			Scope: &common.InstrumentationScope{Name: "livekit.agents"},
 			LogRecords: []*logspb.LogRecord{{
@@ -44,10 +40,10 @@ func pythonObserverRecord(t *testing.T, roomID, jobID string) []byte {
 				SeverityNumber: logspb.SeverityNumber_SEVERITY_NUMBER_INFO, SeverityText: "INFO",
 				Body: &common.AnyValue{Value: &common.AnyValue_StringValue{StringValue: "lkscore session closed"}},
 				Attributes: append([]*common.KeyValue{
-					strKV("lk.close_reason", "error"), strKV("lk.close_error", "APIConnectionError: tts timed out"),
-					strKV("lk.agent_name", "py-agent"), strKV("lkscore.agent_version", "2.0.1"),
-					strKV("code.file.path", "/app/observe_lkscore.py"), strKV("code.function.name", "_on_close"),
-					intKV("code.line.number", 41), strKV("logger.name", "livekit.agents")}, meta...),
+					testenv.StrKV("lk.close_reason", "error"), testenv.StrKV("lk.close_error", "APIConnectionError: tts timed out"),
+					testenv.StrKV("lk.agent_name", "py-agent"), testenv.StrKV("lkscore.agent_version", "2.0.1"),
+					testenv.StrKV("code.file.path", "/app/observe_lkscore.py"), testenv.StrKV("code.function.name", "_on_close"),
+					testenv.IntKV("code.line.number", 41), testenv.StrKV("logger.name", "livekit.agents")}, meta...),
 			}},
 		}},
 	}}}
@@ -67,7 +63,7 @@ func pythonObserverRecord(t *testing.T, roomID, jobID string) []byte {
 // (source otlp_log, with the close error as evidence), agent name and version
 // tag; on a self-hosted server, with the room's webhooks only.
 func TestPythonObserverRecord(t *testing.T) {
-	ns := startNATS(t)
+	ns := testenv.StartNATS(t)
 	d, _ := startDaemon(t, pipelineConfig(t, ns.URL()))
 	resp, msg := postOTLP(t, d, "logs", "application/x-protobuf", pythonObserverRecord(t, "RM_PyObs", "AJ_PyObs"),
 		map[string]string{"Content-Encoding": "gzip"})

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/livekit/protocol/livekit"
+	"github.com/livekit/protocol/utils/protojson"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlplog/otlploghttp"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
@@ -34,44 +35,10 @@ import (
 	"github.com/lkscore/lkscore/wire"
 )
 
-// jsLogs builds an OTLP/JSON logs body exactly as agents-js 1.9.0's pino
-// exporter does (agents/src/telemetry/pino_otel_transport.ts): resource and
-// scope attributes room_id and job_id, scope "livekit.agents", records with
-// room_id, job_id, logger.name, the session metadata and the pino fields,
-// intValue as strings, empty trace and span ids.
-func jsLogs(roomID, jobID, agentName string, records ...map[string]any) []byte {
-	str := func(k, v string) map[string]any {
-		return map[string]any{"key": k, "value": map[string]any{"stringValue": v}}
-	}
-	var recs []any
-	for _, r := range records {
-		attrs := []any{str("room_id", roomID), str("job_id", jobID), str("logger.name", "livekit.agents"),
-			str("lk.agent_name", agentName), map[string]any{"key": "process.pid", "value": map[string]any{"intValue": "4242"}}}
-		for k, v := range r {
-			if k != "msg" {
-				attrs = append(attrs, str(k, fmt.Sprint(v)))
-			}
-		}
-		recs = append(recs, map[string]any{
-			"timeUnixNano": fmt.Sprint(time.Now().UnixNano()), "observedTimeUnixNano": fmt.Sprint(time.Now().UnixNano()),
-			"severityNumber": 9, "severityText": "INFO", "body": map[string]any{"stringValue": r["msg"]},
-			"attributes": attrs, "traceId": "", "spanId": "",
-		})
-	}
-	b, _ := json.Marshal(map[string]any{"resourceLogs": []any{map[string]any{
-		"resource": map[string]any{"attributes": []any{str("service.name", "livekit-agents"), str("room_id", roomID), str("job_id", jobID)}},
-		"scopeLogs": []any{map[string]any{
-			"scope":      map[string]any{"name": "livekit.agents", "attributes": []any{str("room_id", roomID), str("job_id", jobID)}},
-			"logRecords": recs,
-		}},
-	}}})
-	return b
-}
-
 func postOTLP(t *testing.T, d *Daemon, signal, contentType string, body []byte, headers map[string]string) (*http.Response, string) {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, "http://"+d.IngestAddr()+"/observability/"+signal+"/otlp/v0", bytes.NewReader(body))
-	req.Header.Set("Authorization", bearer(pythonToken(t, testKey, testSecret, true)))
+	req.Header.Set("Authorization", testenv.Bearer(testenv.PythonToken(t, testenv.Key, testenv.Secret, true)))
 	req.Header.Set("Content-Type", contentType)
 	for k, v := range headers {
 		req.Header.Set(k, v)
@@ -107,10 +74,10 @@ func readFacts(t *testing.T, url, roomID, jobID string) *wire.SessionFacts {
 // (protobuf, gzip, as the Python SDK sends) deliver logs and spans whose
 // facts land in the session's entry.
 func TestOTLPFromGoExporters(t *testing.T) {
-	ns := startNATS(t)
+	ns := testenv.StartNATS(t)
 	d, reg := startDaemon(t, pipelineConfig(t, ns.URL()))
 	ctx := context.Background()
-	headers := map[string]string{"Authorization": bearer(pythonToken(t, testKey, testSecret, true))}
+	headers := map[string]string{"Authorization": testenv.Bearer(testenv.PythonToken(t, testenv.Key, testenv.Secret, true))}
 	res := resource.NewWithAttributes(semconv.SchemaURL, semconv.ServiceName("livekit-agents"),
 		semconv.TelemetrySDKLanguagePython, attribute.String("room_id", "RM_Otel"), attribute.String("job_id", "AJ_Otel"))
 
@@ -190,7 +157,7 @@ func TestSessionFactsArrivalOrders(t *testing.T) {
 		{"upload", "job", "otlp"}, {"upload", "otlp", "job"}, {"job", "upload", "otlp"},
 		{"job", "otlp", "upload"}, {"otlp", "upload", "job"}, {"otlp", "job", "upload"},
 	}
-	ns := startNATS(t)
+	ns := testenv.StartNATS(t)
 	cfg := pipelineConfig(t, ns.URL())
 	cfg.Pipeline.SettleWindow = 5 * time.Second // OTLP last must still count
 	d, _ := startDaemon(t, cfg)
@@ -205,7 +172,7 @@ func TestSessionFactsArrivalOrders(t *testing.T) {
 			case "job":
 				sendWebhook(t, d, jobEnded("EV_"+job, room, job, "agent-js", livekit.JobStatus_JS_SUCCESS))
 			case "otlp":
-				body := jsLogs(room, job, "agent-js",
+				body := testenv.JSLogs(room, job, "agent-js",
 					map[string]any{"msg": "closing agent session due to participant disconnect (disable via `inputOptions.closeOnDisconnect`)"},
 					map[string]any{"msg": "AgentSession closed", "reason": "user_initiated", "error": "null"})
 				if resp, msg := postOTLP(t, d, "logs", "application/json", body, nil); resp.StatusCode != 200 {
@@ -240,14 +207,14 @@ func TestSessionFactsArrivalOrders(t *testing.T) {
 // close-reason signal is implied waits for the settle window, then is
 // scored with that reason; a late duplicate of every signal changes nothing.
 func TestSessionSettlesWithoutNamedReason(t *testing.T) {
-	ns := startNATS(t)
+	ns := testenv.StartNATS(t)
 	cfg := pipelineConfig(t, ns.URL())
 	cfg.Pipeline.SettleWindow = time.Second
 	d, _ := startDaemon(t, cfg)
 	dir := t.TempDir()
 	writeScenarioCopy(t, dir, "1_clean_call", "RM_Py", "AJ_Py", "")
 	logs := &collogs.ExportLogsServiceRequest{}
-	if err := otlpJSON.Unmarshal(jsLogs("RM_Py", "AJ_Py", "py-agent",
+	if err := protojson.Unmarshal(testenv.JSLogs("RM_Py", "AJ_Py", "py-agent",
 		map[string]any{"msg": "closing agent session due to participant disconnect (disable via `RoomInputOptions.close_on_disconnect=False`)"}), logs); err != nil {
 		t.Fatal(err)
 	}
@@ -282,7 +249,7 @@ func TestSessionSettlesWithoutNamedReason(t *testing.T) {
 // TestOTLPHostile: hostile bodies get a clear 4xx, never a 401 that could
 // switch the SDK off, and never a panic.
 func TestOTLPHostile(t *testing.T) {
-	ns := startNATS(t)
+	ns := testenv.StartNATS(t)
 	cfg := testConfig(t, ns.URL())
 	cfg.Limits.OTLPBytes = 1 << 20
 	d, _ := startDaemon(t, cfg)
@@ -293,7 +260,7 @@ func TestOTLPHostile(t *testing.T) {
 	_ = zw.Close()
 	deep := `{"resourceLogs":[{"scopeLogs":[{"logRecords":[{"body":` + strings.Repeat(`{"kvlistValue":{"values":[{"key":"k","value":`, 200) +
 		`{"stringValue":"x"}` + strings.Repeat(`}]}}`, 200) + `}]}]}]}`
-	huge := jsLogs("RM_Huge", "AJ_Huge", strings.Repeat("a", 600<<10), map[string]any{"msg": "AgentSession closed", "reason": strings.Repeat("r", 300<<10)})
+	huge := testenv.JSLogs("RM_Huge", "AJ_Huge", strings.Repeat("a", 600<<10), map[string]any{"msg": "AgentSession closed", "reason": strings.Repeat("r", 300<<10)})
 
 	for _, tc := range []struct {
 		name, signal, contentType, encoding string
@@ -325,7 +292,7 @@ func TestOTLPHostile(t *testing.T) {
 		t.Error("the huge-attribute record left no facts")
 	} else {
 		for _, o := range f.Observations {
-			if len(o.Value) > maxEvidence || len(o.Evidence) > maxEvidence+32 {
+			if len(o.Value) > facts.MaxEvidence || len(o.Evidence) > facts.MaxEvidence+32 {
 				t.Errorf("unbounded observation: %d/%d bytes", len(o.Value), len(o.Evidence))
 			}
 		}
@@ -352,12 +319,12 @@ func TestOTLPHostile(t *testing.T) {
 // TestOTLPChunkedGzip: a gzipped protobuf body sent chunked, without a
 // Content-Length (as agents-js sends its traces), is read.
 func TestOTLPChunkedGzip(t *testing.T) {
-	ns := startNATS(t)
+	ns := testenv.StartNATS(t)
 	d, _ := startDaemon(t, testConfig(t, ns.URL()))
 	req := &coltrace.ExportTraceServiceRequest{ResourceSpans: []*tracepb.ResourceSpans{{
-		Resource: &resourcepb.Resource{Attributes: []*common.KeyValue{strKV("room_id", "RM_Chunk"), strKV("job_id", "AJ_Chunk")}},
+		Resource: &resourcepb.Resource{Attributes: []*common.KeyValue{testenv.StrKV("room_id", "RM_Chunk"), testenv.StrKV("job_id", "AJ_Chunk")}},
 		ScopeSpans: []*tracepb.ScopeSpans{{Spans: []*tracepb.Span{{Name: "session_close",
-			Attributes: []*common.KeyValue{strKV("lk.close_reason", "participant_disconnected")}}}}},
+			Attributes: []*common.KeyValue{testenv.StrKV("lk.close_reason", "participant_disconnected")}}}}},
 	}}}
 	pb, _ := proto.Marshal(req)
 	var gz bytes.Buffer
@@ -365,7 +332,7 @@ func TestOTLPChunkedGzip(t *testing.T) {
 	_, _ = zw.Write(pb)
 	_ = zw.Close()
 	hr, _ := http.NewRequest(http.MethodPost, "http://"+d.IngestAddr()+"/observability/traces/otlp/v0", io.MultiReader(&gz))
-	hr.Header.Set("Authorization", bearer(pythonToken(t, testKey, testSecret, true)))
+	hr.Header.Set("Authorization", testenv.Bearer(testenv.PythonToken(t, testenv.Key, testenv.Secret, true)))
 	hr.Header.Set("Content-Type", "application/x-protobuf")
 	hr.Header.Set("Content-Encoding", "gzip")
 	resp, err := http.DefaultClient.Do(hr)

@@ -152,8 +152,8 @@ func (f *fakeEgressAPI) ListEgress(ctx context.Context, _ *livekit.ListEgressReq
 func requireRecordGrant(t *testing.T, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		v, err := auth.ParseAPIToken(strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))
-		if err == nil && v.APIKey() == testKey {
-			if _, grants, err := v.Verify(testSecret); err == nil && grants.Video != nil && grants.Video.RoomRecord {
+		if err == nil && v.APIKey() == testenv.Key {
+			if _, grants, err := v.Verify(testenv.Secret); err == nil && grants.Video != nil && grants.Video.RoomRecord {
 				h.ServeHTTP(w, r)
 				return
 			}
@@ -226,7 +226,7 @@ func putRawUpload(t *testing.T, st *store.S3, scenario, name string) {
 	ctx := context.Background()
 	header := mustReadFile(t, filepath.Join(scenarioDir, scenario, "header.binpb"))
 	chat := mustReadFile(t, filepath.Join(scenarioDir, scenario, "chat_history.json"))
-	body, _ := pythonUpload(t, fullParts(header, chat, []byte("OggS")))
+	body, _ := testenv.PythonUpload(t, testenv.FullParts(header, chat, []byte("OggS")))
 	up, err := st.Begin(ctx, "uploads/")
 	if err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lkscore/lkscore/config"
+	"github.com/lkscore/lkscore/internal/testenv"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/scoring"
 	"github.com/lkscore/lkscore/wire"
@@ -42,8 +43,8 @@ func uploadScenario(t *testing.T, d *Daemon, name string, chat []byte) {
 	if chat == nil {
 		chat = mustReadFile(t, filepath.Join(scenarioDir, name, "chat_history.json"))
 	}
-	body, ct := pythonUpload(t, fullParts(header, chat, nil)[:2])
-	resp, msg := post(t, "http://"+d.IngestAddr()+"/observability/recordings/v0", bearer(pythonToken(t, testKey, testSecret, true)), ct, bytes.NewReader(body))
+	body, ct := testenv.PythonUpload(t, testenv.FullParts(header, chat, nil)[:2])
+	resp, msg := post(t, "http://"+d.IngestAddr()+"/observability/recordings/v0", testenv.Bearer(testenv.PythonToken(t, testenv.Key, testenv.Secret, true)), ct, bytes.NewReader(body))
 	if resp.StatusCode != 200 {
 		t.Fatalf("upload %s: %d %s", name, resp.StatusCode, msg)
 	}
@@ -56,7 +57,7 @@ func sendWebhook(t *testing.T, d *Daemon, ev *livekit.WebhookEvent) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, msg := post(t, "http://"+d.IngestAddr()+"/webhook", signWebhook(t, testKey, testSecret, body, 5*time.Minute), "application/webhook+json", bytes.NewReader(body))
+	resp, msg := post(t, "http://"+d.IngestAddr()+"/webhook", testenv.SignWebhook(t, testenv.Key, testenv.Secret, body, 5*time.Minute), "application/webhook+json", bytes.NewReader(body))
 	if resp.StatusCode != 200 {
 		t.Fatalf("webhook %s: %d %s", ev.Event, resp.StatusCode, msg)
 	}
@@ -225,15 +226,15 @@ func TestPipelineCloseReasonFilter(t *testing.T) {
 // writeScenarioCopy writes a scenario's recording under new ids and summary.
 func writeScenarioCopy(t *testing.T, dir, name, roomID, jobID, summary string) {
 	t.Helper()
-	header := testHeaderSummary(t, roomID, jobID, summary)
+	header := testenv.HeaderWithSummary(t, roomID, jobID, summary)
 	_ = os.WriteFile(filepath.Join(dir, "header.binpb"), header, 0o644)
 	_ = os.WriteFile(filepath.Join(dir, "chat_history.json"), mustReadFile(t, filepath.Join(scenarioDir, name, "chat_history.json")), 0o644)
 }
 
 func uploadDir(t *testing.T, d *Daemon, dir string) {
 	t.Helper()
-	body, ct := pythonUpload(t, fullParts(mustReadFile(t, filepath.Join(dir, "header.binpb")), mustReadFile(t, filepath.Join(dir, "chat_history.json")), nil)[:2])
-	resp, msg := post(t, "http://"+d.IngestAddr()+"/observability/recordings/v0", bearer(pythonToken(t, testKey, testSecret, true)), ct, bytes.NewReader(body))
+	body, ct := testenv.PythonUpload(t, testenv.FullParts(mustReadFile(t, filepath.Join(dir, "header.binpb")), mustReadFile(t, filepath.Join(dir, "chat_history.json")), nil)[:2])
+	resp, msg := post(t, "http://"+d.IngestAddr()+"/observability/recordings/v0", testenv.Bearer(testenv.PythonToken(t, testenv.Key, testenv.Secret, true)), ct, bytes.NewReader(body))
 	if resp.StatusCode != 200 {
 		t.Fatalf("upload: %d %s", resp.StatusCode, msg)
 	}
@@ -320,7 +321,7 @@ func TestPipelineLegacyUploadMatchesJob(t *testing.T) {
 	ns := startNATS(t)
 	cfg := pipelineConfig(t, ns.URL())
 	cfg.Pipeline.RecordingDeadline = 2 * time.Second
-	header := testHeaderSummary(t, "RM_Legacy", "", `{"close_reason":"CR_COMPLETED"}`)
+	header := testenv.HeaderWithSummary(t, "RM_Legacy", "", `{"close_reason":"CR_COMPLETED"}`)
 	key := recording.SessionKey("RM_Legacy", "", header)
 	dir := filepath.Join(cfg.DataDir, "recordings", filepath.FromSlash(key))
 	if err := os.MkdirAll(dir, 0o755); err != nil {

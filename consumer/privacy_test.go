@@ -179,8 +179,8 @@ func TestRedactionMarkers(t *testing.T) {
 	}
 	send := func(room, job, prefix string, redacted bool) {
 		header, _ := proto.Marshal(&livekit.MetricsRecordingHeader{RoomId: room, JobId: job, RedactionEnabled: redacted})
-		body, ct := pythonUpload(t, fullParts(header, chat(prefix), nil)[:2])
-		resp, msg := post(t, "http://"+d.IngestAddr()+"/observability/recordings/v0", bearer(pythonToken(t, testKey, testSecret, true)), ct, bytes.NewReader(body))
+		body, ct := testenv.PythonUpload(t, testenv.FullParts(header, chat(prefix), nil)[:2])
+		resp, msg := post(t, "http://"+d.IngestAddr()+"/observability/recordings/v0", testenv.Bearer(testenv.PythonToken(t, testenv.Key, testenv.Secret, true)), ct, bytes.NewReader(body))
 		answers.WriteString(msg)
 		if resp.StatusCode != 200 {
 			t.Fatalf("upload: %d %s", resp.StatusCode, msg)
@@ -192,12 +192,12 @@ func TestRedactionMarkers(t *testing.T) {
 				Participant: &livekit.ParticipantInfo{Identity: "caller", Name: prefix + mark("participant_name"), Metadata: prefix + mark("participant_metadata")},
 				State:       &livekit.JobState{Status: livekit.JobStatus_JS_FAILED, Error: prefix + mark("job_error")}}}
 		wb, _ := protojson.Marshal(ev)
-		resp, msg = post(t, "http://"+d.IngestAddr()+"/webhook", signWebhook(t, testKey, testSecret, wb, 5*time.Minute), "application/webhook+json", bytes.NewReader(wb))
+		resp, msg = post(t, "http://"+d.IngestAddr()+"/webhook", testenv.SignWebhook(t, testenv.Key, testenv.Secret, wb, 5*time.Minute), "application/webhook+json", bytes.NewReader(wb))
 		answers.WriteString(msg)
 		if resp.StatusCode != 200 {
 			t.Fatalf("webhook: %d %s", resp.StatusCode, msg)
 		}
-		logsBody := jsLogs(room, job, "red-agent",
+		logsBody := testenv.JSLogs(room, job, "red-agent",
 			map[string]any{"msg": "AgentSession closed", "reason": "error", "error": prefix + mark("otlp_error")},
 			map[string]any{"msg": "user said something", "transcript": prefix + mark("otlp_field")})
 		r, msg := postOTLP(t, d, "logs", "application/json", logsBody, nil)
@@ -212,7 +212,7 @@ func TestRedactionMarkers(t *testing.T) {
 		Metadata: mark("lost_job_metadata"), Room: &livekit.Room{Sid: "RM_Lost", Metadata: mark("lost_room_metadata")},
 		State: &livekit.JobState{Status: livekit.JobStatus_JS_FAILED, Error: mark("lost_job_error")}}}
 	lb, _ := protojson.Marshal(lost)
-	if resp, msg := post(t, "http://"+d.IngestAddr()+"/webhook", signWebhook(t, testKey, testSecret, lb, 5*time.Minute), "application/webhook+json", bytes.NewReader(lb)); resp.StatusCode != 200 {
+	if resp, msg := post(t, "http://"+d.IngestAddr()+"/webhook", testenv.SignWebhook(t, testenv.Key, testenv.Secret, lb, 5*time.Minute), "application/webhook+json", bytes.NewReader(lb)); resp.StatusCode != 200 {
 		t.Fatalf("webhook: %d %s", resp.StatusCode, msg)
 	}
 	redacted := maps.Clone(markers)

@@ -25,7 +25,7 @@ func TestRoomStoryPipeline(t *testing.T) {
 	cfg.Pipeline.SettleWindow = config.Default().Pipeline.SettleWindow
 	cfg.Pipeline.CloseReasons = append(cfg.Pipeline.CloseReasons, "CR_JOB_SHUTDOWN")
 	d, _ := startDaemon(t, cfg)
-	notifier, delivered := newNotifier(t, "http://"+d.IngestAddr()+"/webhook", testKey, testSecret)
+	notifier, delivered := newNotifier(t, "http://"+d.IngestAddr()+"/webhook", testenv.Key, testenv.Secret)
 	now := time.Now().Unix()
 	type session struct {
 		room, job   string

@@ -37,10 +37,10 @@ func TestCollectorToS3(t *testing.T) {
 	cfg.S3 = s3Config(srv, "lk-recordings")
 	cfg.S3.Prefix = "agents"
 	d, _ := startDaemon(t, cfg)
-	header := testHeader(t, "RM_c", "AJ_c")
+	header := testenv.Header(t, "RM_c", "AJ_c")
 	chat := mustReadFile(t, "../recording/testdata/chat_js.json")
-	body, ct := pythonUpload(t, fullParts(header, chat, []byte("OggS"))[:3])
-	resp, msg := post(t, "http://"+d.IngestAddr()+"/observability/recordings/v0", bearer(pythonToken(t, testKey, testSecret, true)), ct, bytes.NewReader(body))
+	body, ct := testenv.PythonUpload(t, testenv.FullParts(header, chat, []byte("OggS"))[:3])
+	resp, msg := post(t, "http://"+d.IngestAddr()+"/observability/recordings/v0", testenv.Bearer(testenv.PythonToken(t, testenv.Key, testenv.Secret, true)), ct, bytes.NewReader(body))
 	if resp.StatusCode != 200 {
 		t.Fatalf("status %d: %s", resp.StatusCode, msg)
 	}

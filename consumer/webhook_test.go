@@ -16,6 +16,7 @@ import (
 	"github.com/livekit/protocol/webhook"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/lkscore/lkscore/internal/testenv"
 	"github.com/lkscore/lkscore/wire"
 )
 
@@ -53,7 +54,7 @@ func awaitDelivery(t *testing.T, done <-chan *livekit.WebhookInfo) *livekit.Webh
 func TestWebhookFromLiveKitNotifier(t *testing.T) {
 	ns := startNATS(t)
 	d, reg := startDaemon(t, testConfig(t, ns.URL()))
-	n, done := newNotifier(t, "http://"+d.IngestAddr()+"/webhook", testKey, testSecret)
+	n, done := newNotifier(t, "http://"+d.IngestAddr()+"/webhook", testenv.Key, testenv.Secret)
 
 	events := []*livekit.WebhookEvent{
 		{Event: webhook.EventRoomFinished, Id: "EV_room", Room: &livekit.Room{Sid: "RM_1", Name: "r1"}, CreatedAt: time.Now().Unix()},
@@ -82,7 +83,7 @@ func TestWebhookFromLiveKitNotifier(t *testing.T) {
 		if err := protojson.Unmarshal(m.Data, &ev); err != nil {
 			t.Fatalf("stored body is not a WebhookEvent: %v", err)
 		}
-		if ev.Id != m.Header.Get(jetstream.MsgIDHeader) || m.Header.Get(wire.HeaderAPIKey) != testKey {
+		if ev.Id != m.Header.Get(jetstream.MsgIDHeader) || m.Header.Get(wire.HeaderAPIKey) != testenv.Key {
 			t.Errorf("stored message headers %v do not match event %s", m.Header, ev.Id)
 		}
 	}
@@ -117,18 +118,18 @@ func TestWebhookRefusals(t *testing.T) {
 		chunk  bool // hide Content-Length
 		status int
 	}{
-		{"valid raw token", good, signWebhook(t, testKey, testSecret, good, 5*time.Minute), false, 200},
-		{"valid bearer token", good, "Bearer " + signWebhook(t, testKey, testSecret, good, 5*time.Minute), false, 200},
+		{"valid raw token", good, testenv.SignWebhook(t, testenv.Key, testenv.Secret, good, 5*time.Minute), false, 200},
+		{"valid bearer token", good, "Bearer " + testenv.SignWebhook(t, testenv.Key, testenv.Secret, good, 5*time.Minute), false, 200},
 		{"missing auth", good, "", false, 401},
 		{"garbage token", good, "not-a-jwt", false, 401},
-		{"wrong secret", good, signWebhook(t, testKey, "other-secret", good, 5*time.Minute), false, 401},
-		{"unknown key", good, signWebhook(t, "APIother", testSecret, good, 5*time.Minute), false, 401},
-		{"expired token", good, signWebhook(t, testKey, testSecret, good, -3*time.Minute), false, 401},
-		{"tampered body", bytes.Replace(good, []byte("RM_x"), []byte("RM_y"), 1), signWebhook(t, testKey, testSecret, good, 5*time.Minute), false, 401},
-		{"oversize with length", big, signWebhook(t, testKey, testSecret, big, 5*time.Minute), false, 413},
-		{"oversize chunked", big, signWebhook(t, testKey, testSecret, big, 5*time.Minute), true, 413},
-		{"signed non-event", []byte(`[1,2,3]`), signWebhook(t, testKey, testSecret, []byte(`[1,2,3]`), 5*time.Minute), false, 400},
-		{"signed event without id", []byte(`{"event":"room_finished"}`), signWebhook(t, testKey, testSecret, []byte(`{"event":"room_finished"}`), 5*time.Minute), false, 400},
+		{"wrong secret", good, testenv.SignWebhook(t, testenv.Key, "other-secret", good, 5*time.Minute), false, 401},
+		{"unknown key", good, testenv.SignWebhook(t, "APIother", testenv.Secret, good, 5*time.Minute), false, 401},
+		{"expired token", good, testenv.SignWebhook(t, testenv.Key, testenv.Secret, good, -3*time.Minute), false, 401},
+		{"tampered body", bytes.Replace(good, []byte("RM_x"), []byte("RM_y"), 1), testenv.SignWebhook(t, testenv.Key, testenv.Secret, good, 5*time.Minute), false, 401},
+		{"oversize with length", big, testenv.SignWebhook(t, testenv.Key, testenv.Secret, big, 5*time.Minute), false, 413},
+		{"oversize chunked", big, testenv.SignWebhook(t, testenv.Key, testenv.Secret, big, 5*time.Minute), true, 413},
+		{"signed non-event", []byte(`[1,2,3]`), testenv.SignWebhook(t, testenv.Key, testenv.Secret, []byte(`[1,2,3]`), 5*time.Minute), false, 400},
+		{"signed event without id", []byte(`{"event":"room_finished"}`), testenv.SignWebhook(t, testenv.Key, testenv.Secret, []byte(`{"event":"room_finished"}`), 5*time.Minute), false, 400},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -170,7 +171,7 @@ func TestWebhookReplay(t *testing.T) {
 	ns := startNATS(t)
 	d, _ := startDaemon(t, testConfig(t, ns.URL()))
 	body := []byte(`{"event":"agent_job_ended","id":"EV_replay","job":{"id":"AJ_r","room":{"sid":"RM_r"}}}`)
-	tok := signWebhook(t, testKey, testSecret, body, 5*time.Minute)
+	tok := testenv.SignWebhook(t, testenv.Key, testenv.Secret, body, 5*time.Minute)
 	for i := 0; i < 3; i++ {
 		resp, _ := post(t, "http://"+d.IngestAddr()+"/webhook", tok, "application/webhook+json", bytes.NewReader(body))
 		if resp.StatusCode != 200 {
@@ -192,7 +193,7 @@ func TestWebhookNATSOutage(t *testing.T) {
 	url := "http://" + d.IngestAddr() + "/webhook"
 	send := func(id string) int {
 		body := []byte(fmt.Sprintf(`{"event":"room_finished","id":%q,"room":{"sid":"RM_o"}}`, id))
-		resp, _ := post(t, url, signWebhook(t, testKey, testSecret, body, 5*time.Minute), "", bytes.NewReader(body))
+		resp, _ := post(t, url, testenv.SignWebhook(t, testenv.Key, testenv.Secret, body, 5*time.Minute), "", bytes.NewReader(body))
 		return resp.StatusCode
 	}
 	if s := send("EV_before"); s != 200 {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"time"
+	"unicode/utf8"
 
 	"github.com/livekit/protocol/livekit"
 	"github.com/livekit/protocol/livekit/agent"
@@ -248,3 +249,17 @@ func RoomFinished(f *wire.SessionFacts) bool {
 // RoomSettle is how long a finished room's session waits after its last
 // signal: enough for the room's other webhooks, handled in parallel, to land.
 const RoomSettle = time.Second
+
+// MaxEvidence bounds an evidence string (or a value) kept from a record.
+const MaxEvidence = 200
+
+// Bounded cuts s to at most n bytes on a character boundary.
+func Bounded(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}

@@ -1,4 +1,4 @@
-package consumer
+package ingest
 
 import (
 	"bytes"
@@ -14,7 +14,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/livekit/protocol/auth"
 	collogs "go.opentelemetry.io/proto/otlp/collector/logs/v1"
@@ -40,9 +39,6 @@ import (
 // otlpRecursionLimit bounds message nesting (AnyValue in AnyValue…): the
 // SDKs nest a few levels; a hostile body cannot make decoding recurse deep.
 const otlpRecursionLimit = 32
-
-// maxEvidence bounds an evidence string kept from a record.
-const maxEvidence = 200
 
 // factSink is where the receiver puts what it learned.
 type factSink interface {
@@ -221,7 +217,7 @@ func (a attrs) str(key string) string {
 	if !ok {
 		return ""
 	}
-	return bounded(anyString(v), maxEvidence)
+	return facts.Bounded(anyString(v), facts.MaxEvidence)
 }
 
 func (a attrs) session() sessionID {
@@ -241,17 +237,6 @@ func anyString(v *common.AnyValue) string {
 		return strconv.FormatFloat(x.DoubleValue, 'g', -1, 64)
 	}
 	return ""
-}
-
-// bounded cuts s to at most n bytes on a character boundary.
-func bounded(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }
 
 // collector gathers observations per session.
@@ -294,14 +279,14 @@ func (c factCollector) identity(id sessionID, a attrs) {
 		c.add(id, wire.Observation{Field: facts.FieldSDKLanguage, Value: lang, Source: facts.SourceOTLP, Evidence: "resource telemetry.sdk.language"})
 	}
 	if v, ok := a.get("lk.close_reason"); ok {
-		evidence := "lk.close_reason=" + bounded(anyString(v), 64)
+		evidence := "lk.close_reason=" + facts.Bounded(anyString(v), 64)
 		if e := a.str(attrCloseError); e != "" && e != "null" {
-			evidence += " " + attrCloseError + "=" + bounded(e, 120)
+			evidence += " " + attrCloseError + "=" + facts.Bounded(e, 120)
 		}
 		c.closeReason(id, facts.SourceOTLPLog, anyString(v), evidence)
 	}
 	if v := a.str(attrAgentVersion); v != "" {
-		c.add(id, wire.Observation{Field: facts.FieldTag, Value: bounded("version:"+v, 128), Source: facts.SourceOTLP, Evidence: attrAgentVersion})
+		c.add(id, wire.Observation{Field: facts.FieldTag, Value: facts.Bounded("version:"+v, 128), Source: facts.SourceOTLP, Evidence: attrAgentVersion})
 	}
 }
 
@@ -316,7 +301,7 @@ const (
 // closeReason records a close reason a signal named.
 func (c factCollector) closeReason(id sessionID, source, raw, evidence string) {
 	name, _ := recording.NormalizeCloseReasonString(raw)
-	c.add(id, wire.Observation{Field: facts.FieldCloseReason, Value: name, Source: source, Evidence: source + ": " + bounded(evidence, maxEvidence)})
+	c.add(id, wire.Observation{Field: facts.FieldCloseReason, Value: name, Source: source, Evidence: source + ": " + facts.Bounded(evidence, facts.MaxEvidence)})
 }
 
 // Log bodies that say how a session closed (agents-js 1.9.0
@@ -344,7 +329,7 @@ func logFacts(req *collogs.ExportLogsServiceRequest, isJSON bool) map[sessionID]
 				id := a.session()
 				c.identity(id, a)
 				c.add(id, wire.Observation{Field: facts.FieldInput, Value: scoring.InputLogs, Source: facts.SourceOTLP})
-				body := bounded(anyString(rec.GetBody()), 1024)
+				body := facts.Bounded(anyString(rec.GetBody()), 1024)
 				c.logRecord(id, a, body, isJSON)
 			}
 		}
@@ -382,13 +367,13 @@ func (c factCollector) logRecord(id sessionID, a attrs, body string, isJSON bool
 		}
 		if v, ok := a.get("session.tags"); ok {
 			for _, t := range tagValues(v) {
-				c.add(id, wire.Observation{Field: facts.FieldTag, Value: bounded(t, 128), Source: facts.SourceOTLP})
+				c.add(id, wire.Observation{Field: facts.FieldTag, Value: facts.Bounded(t, 128), Source: facts.SourceOTLP})
 			}
 		}
 	case body == logOutcome:
 		out := a.str("outcome")
 		if v, ok := a.get("outcome"); ok && v.GetKvlistValue() != nil {
-			out = bounded(anyString(kvGet(v.GetKvlistValue().GetValues(), "outcome")), 64)
+			out = facts.Bounded(anyString(kvGet(v.GetKvlistValue().GetValues(), "outcome")), 64)
 		}
 		c.add(id, wire.Observation{Field: facts.FieldOutcome, Value: out, Source: facts.SourceOTLP})
 	case body == logEvaluation:
@@ -396,7 +381,7 @@ func (c factCollector) logRecord(id sessionID, a attrs, body string, isJSON bool
 			kv := v.GetKvlistValue().GetValues()
 			name, verdict := anyString(kvGet(kv, "name")), anyString(kvGet(kv, "verdict"))
 			if name != "" {
-				c.add(id, wire.Observation{Field: facts.FieldEvaluation, Value: bounded(name, 64) + "=" + bounded(verdict, 32), Source: facts.SourceOTLP})
+				c.add(id, wire.Observation{Field: facts.FieldEvaluation, Value: facts.Bounded(name, 64) + "=" + facts.Bounded(verdict, 32), Source: facts.SourceOTLP})
 			}
 		}
 	}
@@ -446,7 +431,7 @@ func traceFacts(req *coltrace.ExportTraceServiceRequest) map[sessionID]*facts.Up
 				}
 				if v, ok := a.get("lk.close_reason"); ok {
 					raw := anyString(v)
-					c.closeReason(id, facts.SourceOTLPSpan, raw, fmt.Sprintf("span %s lk.close_reason=%s", bounded(sp.GetName(), 64), bounded(raw, 64)))
+					c.closeReason(id, facts.SourceOTLPSpan, raw, fmt.Sprintf("span %s lk.close_reason=%s", facts.Bounded(sp.GetName(), 64), facts.Bounded(raw, 64)))
 				}
 				// identity without lk.close_reason: a span's reason is a span fact, not a log fact
 				c.identity(id, attrs{withoutKey(sp.GetAttributes(), "lk.close_reason"), ss.GetScope().GetAttributes(), rs.GetResource().GetAttributes()})

@@ -1,4 +1,4 @@
-package consumer
+package ingest
 
 import (
 	"bytes"
@@ -20,6 +20,7 @@ import (
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/consumer/internal/broker"
 	"github.com/lkscore/lkscore/consumer/internal/metrics"
+	"github.com/lkscore/lkscore/internal/testenv"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/store"
 	"github.com/lkscore/lkscore/wire"
@@ -28,7 +29,7 @@ import (
 // fuzzJS returns a JetStream context on a fresh embedded server with lkscore's streams.
 func fuzzJS(t testing.TB) (jetstream.JetStream, wire.Subjects) {
 	t.Helper()
-	ns := startNATS(t)
+	ns := testenv.StartNATS(t)
 	nc, err := nats.Connect(ns.URL())
 	if err != nil {
 		t.Fatal(err)
@@ -53,7 +54,7 @@ func FuzzWebhookHandler(f *testing.F) {
 	f.Add([]byte(`null`), false)
 	js, subj := fuzzJS(f)
 	h, err := newWebhookHandler(webhookOptions{
-		keys: auth.NewSimpleKeyProvider(testKey, testSecret), publisher: js, subjects: subj,
+		keys: auth.NewSimpleKeyProvider(testenv.Key, testenv.Secret), publisher: js, subjects: subj,
 		maxBodyBytes: 4096, events: config.Default().Webhook.Events, publishTimeout: 2 * time.Second,
 	}, metrics.NewIngest(nil), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
@@ -62,7 +63,7 @@ func FuzzWebhookHandler(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte, sign bool) {
 		req := httptest.NewRequest(http.MethodPost, "/webhook", bytes.NewReader(body))
 		if sign {
-			req.Header.Set("Authorization", signWebhook(t, testKey, testSecret, body, time.Minute))
+			req.Header.Set("Authorization", testenv.SignWebhook(t, testenv.Key, testenv.Secret, body, time.Minute))
 		}
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
@@ -92,10 +93,10 @@ func FuzzWebhookHandler(f *testing.F) {
 }
 
 func FuzzCollectorMultipart(f *testing.F) {
-	header := testHeader(f, "RM_fz", "AJ_fz")
-	seed, _ := pythonUpload(f, fullParts(header, []byte(`{"items": []}`), []byte("OggS")))
+	header := testenv.Header(f, "RM_fz", "AJ_fz")
+	seed, _ := testenv.PythonUpload(f, testenv.FullParts(header, []byte(`{"items": []}`), []byte("OggS")))
 	f.Add(seed)
-	seed2, _ := pythonUpload(f, fullParts(header, nil, nil)[:1])
+	seed2, _ := testenv.PythonUpload(f, testenv.FullParts(header, nil, nil)[:1])
 	f.Add(seed2)
 	f.Add([]byte("--B\r\nContent-Disposition: form-data; name=\"header\"\r\n\r\n\n\x06RM_abc\r\n--B--\r\n"))
 	f.Add([]byte("--B\r\n\r\n--B--"))
@@ -108,14 +109,14 @@ func FuzzCollectorMultipart(f *testing.F) {
 	limits := config.Default().Limits
 	limits.ChatHistoryBytes, limits.AudioBytes = 4096, 4096
 	c, err := newCollector(collectorOptions{
-		keys: auth.NewSimpleKeyProvider(testKey, testSecret), store: st, pub: js,
+		keys: auth.NewSimpleKeyProvider(testenv.Key, testenv.Secret), store: st, pub: js,
 		subjects: subj, limits: limits, timeout: 2 * time.Second,
 		layout: mustLayout(f), now: time.Now, metrics: metrics.NewIngest(nil), log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err != nil {
 		f.Fatal(err)
 	}
-	tok := bearer(pythonToken(f, testKey, testSecret, true))
+	tok := testenv.Bearer(testenv.PythonToken(f, testenv.Key, testenv.Secret, true))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		// The seeds use multipart.Writer's random boundary; re-frame them on "B".
 		if i := bytes.Index(body, []byte("\r\n")); i > 2 && bytes.HasPrefix(body, []byte("--")) {

@@ -1,4 +1,4 @@
-package consumer
+package ingest
 
 import (
 	"encoding/hex"
@@ -7,6 +7,7 @@ import (
 	common "go.opentelemetry.io/proto/otlp/common/v1"
 	trace "go.opentelemetry.io/proto/otlp/trace/v1"
 
+	"github.com/lkscore/lkscore/consumer/internal/facts"
 	"github.com/lkscore/lkscore/scoring"
 )
 
@@ -55,7 +56,7 @@ func spanOf(sp *trace.Span, lang string) (scoring.Span, bool) {
 	a := attrs{sp.GetAttributes()}
 	s := scoring.Span{
 		ID: hex.EncodeToString(sp.GetSpanId()), Parent: hex.EncodeToString(parent),
-		Name: bounded(sp.GetName(), 64), Start: float64(sp.GetStartTimeUnixNano()) / 1e9, End: float64(sp.GetEndTimeUnixNano()) / 1e9,
+		Name: facts.Bounded(sp.GetName(), 64), Start: float64(sp.GetStartTimeUnixNano()) / 1e9, End: float64(sp.GetEndTimeUnixNano()) / 1e9,
 		E2ELatency: a.num(attrE2ELatency), TTFT: a.num(attrTTFT), TTFB: a.num(attrTTFB),
 		TranscriptConfidence: a.num(attrConfidence),
 		TranscriptionDelay:   a.num(attrTranscriptionDelay), EndOfTurnDelay: a.num(attrEndOfTurnDelay),
@@ -70,13 +71,13 @@ func spanOf(sp *trace.Span, lang string) (scoring.Span, bool) {
 		}
 	}
 	if s.Name == scoring.SpanFunctionTool {
-		s.Tool = bounded(a.str(attrToolName), 64)
+		s.Tool = facts.Bounded(a.str(attrToolName), 64)
 		s.ToolError = a.boolean(attrToolIsError)
 	}
 	if failed {
-		s.Error = cmpOr(bounded(sp.GetStatus().GetMessage(), 160), bounded(a.str(attrErrorType), 64), "error")
+		s.Error = cmpOr(facts.Bounded(sp.GetStatus().GetMessage(), 160), facts.Bounded(a.str(attrErrorType), 64), "error")
 	} else if t := a.str(attrErrorType); t != "" && s.Name != scoring.SpanFunctionTool {
-		s.Error = bounded(t, 64)
+		s.Error = facts.Bounded(t, 64)
 	}
 	return s, true
 }

@@ -1,4 +1,4 @@
-package consumer
+package ingest
 
 import (
 	"context"
@@ -98,6 +98,12 @@ func newWebhookHandler(o webhookOptions, m *metrics.Ingest, log *slog.Logger) (*
 }
 
 var unmarshalEvent = protojson.UnmarshalOptions{DiscardUnknown: true, AllowPartial: true}
+
+// DecodeEvent decodes a webhook event as stored on the webhooks stream (or
+// as LiveKit sent it): protobuf JSON, unknown fields ignored.
+func DecodeEvent(data []byte, ev *livekit.WebhookEvent) error {
+	return unmarshalEvent.Unmarshal(data, ev)
+}
 
 func (h *webhookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	outcome := h.serve(w, r)

@@ -1,4 +1,4 @@
-package consumer
+package ingest
 
 import (
 	"bytes"
@@ -15,12 +15,13 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/lkscore/lkscore/consumer/internal/facts"
+	"github.com/lkscore/lkscore/internal/testenv"
 )
 
 func FuzzOTLPLogs(f *testing.F) {
-	f.Add(jsLogs("RM_f", "AJ_f", "agent", map[string]any{"msg": "AgentSession closed", "reason": "user_initiated"}), true)
+	f.Add(testenv.JSLogs("RM_f", "AJ_f", "agent", map[string]any{"msg": "AgentSession closed", "reason": "user_initiated"}), true)
 	var req collogs.ExportLogsServiceRequest
-	_ = otlpJSON.Unmarshal(jsLogs("RM_f", "AJ_f", "agent", map[string]any{"msg": "session report", "sdk_version": "1.7.0"}), &req)
+	_ = otlpJSON.Unmarshal(testenv.JSLogs("RM_f", "AJ_f", "agent", map[string]any{"msg": "session report", "sdk_version": "1.7.0"}), &req)
 	pb, _ := proto.Marshal(&req)
 	f.Add(pb, false)
 	f.Add([]byte(`{"resourceLogs":[{"scopeLogs":[{"logRecords":[{"body":{"kvlistValue":{"values":[]}}}]}]}]}`), true)
@@ -35,9 +36,9 @@ func FuzzOTLPLogs(f *testing.F) {
 
 func FuzzOTLPTraces(f *testing.F) {
 	req := &coltrace.ExportTraceServiceRequest{ResourceSpans: []*tracepb.ResourceSpans{{
-		Resource: &resourcepb.Resource{Attributes: []*common.KeyValue{strKV("room_id", "RM_f"), strKV("job_id", "AJ_f")}},
+		Resource: &resourcepb.Resource{Attributes: []*common.KeyValue{testenv.StrKV("room_id", "RM_f"), testenv.StrKV("job_id", "AJ_f")}},
 		ScopeSpans: []*tracepb.ScopeSpans{{Spans: []*tracepb.Span{{Name: "session_close",
-			Attributes: []*common.KeyValue{strKV("lk.close_reason", "error"), strKV("lk.agent_name", "a")}}}}},
+			Attributes: []*common.KeyValue{testenv.StrKV("lk.close_reason", "error"), testenv.StrKV("lk.agent_name", "a")}}}}},
 	}}}
 	pb, _ := proto.Marshal(req)
 	f.Add(pb, false)
@@ -67,15 +68,11 @@ func checkBounded(t *testing.T, m map[sessionID]*facts.Update) {
 			}
 		}
 		for _, o := range u.Observations {
-			if len(o.Evidence) > 2*maxEvidence || len(o.Value) > maxEvidence {
+			if len(o.Evidence) > 2*facts.MaxEvidence || len(o.Value) > facts.MaxEvidence {
 				t.Fatalf("unbounded observation %d/%d bytes", len(o.Value), len(o.Evidence))
 			}
 		}
 	}
-}
-
-func strKV(k, v string) *common.KeyValue {
-	return &common.KeyValue{Key: k, Value: &common.AnyValue{Value: &common.AnyValue_StringValue{StringValue: v}}}
 }
 
 // BenchmarkOTLPDecode compares the receiver's whole decode (gunzip,
@@ -89,7 +86,7 @@ func BenchmarkOTLPDecode(b *testing.B) {
 		recs = append(recs, map[string]any{"msg": "chat item", "chat.item": fmt.Sprintf(`{"id":"item_%012x","type":"message","role":"user","content":["I would like to move my booking to Friday at ten, please"],"created_at":%d}`, i, 1764417600+i)})
 	}
 	recs = append(recs, map[string]any{"msg": "AgentSession closed", "reason": "user_initiated"})
-	jsonBody := jsLogs("RM_bench", "AJ_bench", "booking-agent", recs...)
+	jsonBody := testenv.JSLogs("RM_bench", "AJ_bench", "booking-agent", recs...)
 	var req collogs.ExportLogsServiceRequest
 	if err := otlpJSON.Unmarshal(jsonBody, &req); err != nil {
 		b.Fatal(err)

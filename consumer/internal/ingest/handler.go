@@ -1,0 +1,87 @@
+// Package ingest is the daemon's HTTP ingest: LiveKit's signed webhooks,
+// the agents SDKs' recording upload and their OTLP logs and traces. Each
+// endpoint answers 2xx only once what it received is durable (on JetStream,
+// in the store, or in the session facts), and refuses bad input with a clear
+// 4xx; a dependency that is down is a 503 the SDKs retry.
+package ingest
+
+import (
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/livekit/protocol/auth"
+
+	"github.com/lkscore/lkscore/config"
+	"github.com/lkscore/lkscore/consumer/internal/metrics"
+	"github.com/lkscore/lkscore/recording"
+	"github.com/lkscore/lkscore/wire"
+)
+
+// Options are what the ingest endpoints need.
+type Options struct {
+	Config    config.Config
+	JS        publisher
+	Store     uploadStore
+	Facts     factSink
+	Connected func() bool // whether NATS is connected: 503 at once when not
+	Metrics   *metrics.Ingest
+	Log       *slog.Logger
+}
+
+// Handler serves the ingest endpoints: LiveKit's webhooks (/webhook), the
+// agents SDKs' recording upload (/observability/recordings/v0) and their
+// OTLP logs, traces and metrics (/observability/<signal>/otlp/v0).
+func Handler(o Options) (http.Handler, error) {
+	cfg := o.Config
+	keys := auth.NewFileBasedKeyProviderFromMap(cfg.LiveKit.Keys)
+	subjects := wire.NewSubjects(cfg.NATS.SubjectPrefix, cfg.NATS.StreamPrefix)
+	connected := o.Connected
+	wh, err := newWebhookHandler(webhookOptions{
+		privacy: cfg.Privacy, keys: keys, publisher: o.JS, connected: connected, subjects: subjects,
+		maxBodyBytes: cfg.Webhook.MaxBodyBytes, events: cfg.Webhook.Events,
+		publishTimeout: cfg.NATS.PublishTimeout,
+	}, o.Metrics, o.Log)
+	if err != nil {
+		return nil, err
+	}
+	layout, err := recording.NewLayout(cfg.S3.Prefix, cfg.Recordings.KeyTemplate)
+	if err != nil {
+		return nil, err
+	}
+	col, err := newCollector(collectorOptions{
+		keys: keys, store: o.Store, pub: o.JS, connected: connected, subjects: subjects,
+		limits: cfg.Limits, layout: layout, timeout: cfg.NATS.PublishTimeout, now: time.Now,
+		metrics: o.Metrics, log: o.Log, inflight: cfg.HTTP.MaxInflightUploads, maxWait: cfg.HTTP.UploadWait,
+	})
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/webhook", wh)
+	mux.Handle("/observability/recordings/v0", col)
+	for _, sig := range []string{"traces", "logs", "metrics"} {
+		rcv := &otlpReceiver{signal: sig, keys: keys, facts: o.Facts, maxBody: cfg.Limits.OTLPBytes, metrics: o.Metrics, log: o.Log}
+		if sig == "metrics" {
+			rcv.facts = nil // metrics carry no session facts lkscore uses
+		}
+		mux.Handle("/observability/"+sig+"/otlp/v0", rcv)
+	}
+	return collapseSlashes(mux), nil
+}
+
+// collapseSlashes tolerates a doubled slash ("//observability/…"): the SDK
+// uses LIVEKIT_OBSERVABILITY_URL verbatim, and ServeMux would answer a POST
+// to an unclean path with a redirect.
+func collapseSlashes(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.Contains(r.URL.Path, "//") {
+			for strings.Contains(r.URL.Path, "//") {
+				r.URL.Path = strings.ReplaceAll(r.URL.Path, "//", "/")
+			}
+			r.URL.RawPath = ""
+		}
+		h.ServeHTTP(w, r)
+	})
+}
