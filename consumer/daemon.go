@@ -263,8 +263,8 @@ func (d *Daemon) opsHandler() http.Handler {
 			http.Error(w, "nats not connected", http.StatusServiceUnavailable)
 		case d.pipeline != nil && d.pipeline.health.Status() != "":
 			http.Error(w, d.pipeline.health.Status(), http.StatusServiceUnavailable)
-		case d.pipeline != nil && d.pipeline.shared.status() != "":
-			http.Error(w, d.pipeline.shared.status(), http.StatusServiceUnavailable)
+		case d.pipeline != nil && d.pipeline.shared.Status() != "":
+			http.Error(w, d.pipeline.shared.Status(), http.StatusServiceUnavailable)
 		default:
 			_, _ = w.Write([]byte("ready\n"))
 		}

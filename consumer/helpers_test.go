@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -19,8 +18,6 @@ import (
 
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/internal/testenv"
-	"github.com/lkscore/lkscore/recording"
-	"github.com/lkscore/lkscore/store"
 )
 
 func startNATS(t testing.TB) *testenv.NATS { return testenv.StartNATS(t) }
@@ -183,28 +180,6 @@ func readyz(t testing.TB, d *Daemon) int {
 	}
 	_ = resp.Body.Close()
 	return resp.StatusCode
-}
-
-// putSession writes a scenario's upload into a store directory, as the
-// collector would.
-func putSession(t testing.TB, st interface {
-	Begin(context.Context, string) (store.Upload, error)
-}, scenario, dir string) {
-	t.Helper()
-	ctx := context.Background()
-	up, err := st.Begin(ctx, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range []string{recording.ObjectChatHistory, recording.ObjectHeader} {
-		b := mustReadFile(t, filepath.Join(scenarioDir, scenario, name))
-		if _, err := up.Write(ctx, name, bytes.NewReader(b), 1<<20); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := up.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
 }
 
 type syncBuffer = testenv.SyncBuffer

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/livekit/protocol/livekit"
-	"github.com/livekit/protocol/utils/protojson"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlplog/otlploghttp"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
@@ -22,7 +21,6 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.26.0"
-	collogs "go.opentelemetry.io/proto/otlp/collector/logs/v1"
 	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	common "go.opentelemetry.io/proto/otlp/common/v1"
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
@@ -200,49 +198,6 @@ func TestSessionFactsArrivalOrders(t *testing.T) {
 			t.Errorf("%s: agent %q, close %s from %s (%q), session %+v", s.Key, s.AgentName, c.Completion.CloseReason,
 				c.Completion.CloseReasonSource, c.Completion.CloseReasonEvidence, s)
 		}
-	}
-}
-
-// TestSessionSettlesWithoutNamedReason: a Python-style session whose only
-// close-reason signal is implied waits for the settle window, then is
-// scored with that reason; a late duplicate of every signal changes nothing.
-func TestSessionSettlesWithoutNamedReason(t *testing.T) {
-	ns := testenv.StartNATS(t)
-	cfg := pipelineConfig(t, ns.URL())
-	cfg.Pipeline.SettleWindow = time.Second
-	d, _ := startDaemon(t, cfg)
-	dir := t.TempDir()
-	writeScenarioCopy(t, dir, "1_clean_call", "RM_Py", "AJ_Py", "")
-	logs := &collogs.ExportLogsServiceRequest{}
-	if err := protojson.Unmarshal(testenv.JSLogs("RM_Py", "AJ_Py", "py-agent",
-		map[string]any{"msg": "closing agent session due to participant disconnect (disable via `RoomInputOptions.close_on_disconnect=False`)"}), logs); err != nil {
-		t.Fatal(err)
-	}
-	pb, _ := proto.Marshal(logs)
-	var gz bytes.Buffer
-	zw := gzip.NewWriter(&gz)
-	_, _ = zw.Write(pb)
-	_ = zw.Close()
-	send := func() {
-		uploadDir(t, d, dir)
-		sendWebhook(t, d, jobEnded("EV_py", "RM_Py", "AJ_Py", "py-agent", livekit.JobStatus_JS_SUCCESS))
-		if resp, msg := postOTLP(t, d, "logs", "application/x-protobuf", gz.Bytes(), map[string]string{"Content-Encoding": "gzip"}); resp.StatusCode != 200 {
-			t.Fatalf("otlp: %d %s", resp.StatusCode, msg)
-		}
-	}
-	start := time.Now()
-	send()
-	waitFor(t, "a scorecard", func() bool { return len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")) == 1 })
-	if waited := time.Since(start); waited < cfg.Pipeline.SettleWindow {
-		t.Errorf("scored after %s, before the settle window (%s) closed", waited, cfg.Pipeline.SettleWindow)
-	}
-	send() // the SDK's retries, LiveKit's duplicates
-	time.Sleep(2 * cfg.Pipeline.SettleWindow)
-	quiesce(t, ns.URL(), defaultConsumers)
-	cards := results(t, ns.URL())
-	if len(cards) != 1 || cards[0].Completion.CloseReason != "CR_PARTICIPANT_DISCONNECTED" ||
-		cards[0].Completion.CloseReasonSource != facts.SourceOTLPLogImplied || cards[0].Session.AgentName != "py-agent" {
-		t.Fatalf("%d scorecards: %+v", len(cards), cards)
 	}
 }
 

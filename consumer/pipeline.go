@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"sort"
 	"sync"
 	"time"
 
@@ -16,11 +15,11 @@ import (
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/consumer/internal/broker"
 	"github.com/lkscore/lkscore/consumer/internal/facts"
+	"github.com/lkscore/lkscore/consumer/internal/locate"
 	"github.com/lkscore/lkscore/consumer/internal/metrics"
 	"github.com/lkscore/lkscore/consumer/internal/stage"
 	"github.com/lkscore/lkscore/notify"
 	"github.com/lkscore/lkscore/recording"
-	"github.com/lkscore/lkscore/regress"
 	"github.com/lkscore/lkscore/scoring"
 	"github.com/lkscore/lkscore/wire"
 )
@@ -30,8 +29,8 @@ import (
 // background loops (lag polling, sweep, reconcile).
 type pipeline struct {
 	health     *stage.Health
-	shared     *storeCheck // a misplaced store, shown on /readyz
-	settler    *settler
+	shared     *locate.StoreCheck // a misplaced store, shown on /readyz
+	settler    *locate.Settler
 	stages     []*stage.Stage
 	subs       []*nats.Subscription
 	cancel     context.CancelFunc // abandons in-flight work past the deadline
@@ -64,7 +63,7 @@ type stageSpec struct {
 // fill it; MaxDeliver bounds retries before a max-deliveries advisory
 // dead-letters the message. Each process bounds its own share with
 // pipeline.concurrency.
-func stageTable(s wire.Subjects, p config.Pipeline, loc *locator, w *worker, reg *regressor, targets []*alertTarget) []stageSpec {
+func stageTable(s wire.Subjects, p config.Pipeline, loc *locate.Locator, w *worker, reg *regressor, targets []*alertTarget) []stageSpec {
 	base := jetstream.ConsumerConfig{
 		AckPolicy: jetstream.AckExplicitPolicy, AckWait: p.AckWait, MaxDeliver: p.MaxDeliver,
 		MaxAckPending: p.MaxAckPending, DeliverPolicy: jetstream.DeliverAllPolicy,
@@ -87,9 +86,9 @@ func stageTable(s wire.Subjects, p config.Pipeline, loc *locator, w *worker, reg
 	// participant_left and agent_job_started never wait for a recording.
 	worker := func(spec stage.Spec) stageSpec { return stageSpec{role: config.RoleWorker, Spec: spec} }
 	table := []stageSpec{
-		worker(stage.Spec{Name: wire.StageLocate, Stream: s.WebhookStream(), Handle: loc.handle, OnGiveUp: roomMayBeEmpty,
+		worker(stage.Spec{Name: wire.StageLocate, Stream: s.WebhookStream(), Handle: loc.Handle, OnGiveUp: roomMayBeEmpty,
 			Consumer: with(wire.LocatorWebhooks, "lkscore locator: webhooks to session work", hooks)}),
-		worker(stage.Spec{Name: wire.StageLocate, Stream: s.UploadStream(), Handle: loc.handle, OnGiveUp: roomMayBeEmpty,
+		worker(stage.Spec{Name: wire.StageLocate, Stream: s.UploadStream(), Handle: loc.Handle, OnGiveUp: roomMayBeEmpty,
 			Consumer: with(wire.LocatorUploads, "lkscore locator: collector uploads to session work", []string{s.UploadStored()})}),
 		worker(stage.Spec{Name: wire.StageScore, Stream: s.SessionStream(), Handle: w.handle,
 			Consumer: with(wire.ScoreConsumer(p.Pool), "lkscore scoring pool "+p.Pool, sessions)}),
@@ -116,7 +115,7 @@ type pipelineDeps struct {
 	cfg     config.Config
 	nc      *nats.Conn
 	js      jetstream.JetStream
-	store   recordings
+	store   locate.Recordings
 	facts   *facts.Store
 	metrics *metrics.Pipeline
 	log     *slog.Logger
@@ -127,6 +126,7 @@ func startPipeline(ctx context.Context, d pipelineDeps) (*pipeline, error) {
 	cfg := d.cfg
 	subj := wire.NewSubjects(cfg.NATS.SubjectPrefix, cfg.NATS.StreamPrefix)
 	to := broker.TimeoutsFrom(cfg.NATS)
+	env := broker.Env{JS: d.js, Subjects: subj, Timeouts: to, Now: d.now, Log: d.log}
 	layout, err := recording.NewLayout(cfg.S3.Prefix, cfg.Recordings.KeyTemplate)
 	if err != nil {
 		return nil, err
@@ -147,22 +147,15 @@ func startPipeline(ctx context.Context, d pipelineDeps) (*pipeline, error) {
 		return nil, err
 	}
 	d.metrics.Quality.SetMaxAgents(cfg.Metrics.MaxAgents)
-	shared := &storeCheck{own: d.store.Identity(), metric: d.metrics.StoreNotShared, log: d.log, now: d.now}
-	loc, err := newLocator(locatorOptions{js: d.js, facts: d.facts, kv: kv, store: d.store, layout: layout, subjects: subj,
-		cfg: cfg.Pipeline, shared: shared, limits: cfg.Limits, lp: recording.LocationParser{Endpoint: cfg.S3.Endpoint,
-			ForcePathStyle: cfg.S3.ForcePathStyle},
-		timeouts: to, metrics: d.metrics, log: d.log, now: d.now,
-		version: versionFromMetadata{key: cfg.Regression.VersionMetadataKey, prefix: regress.MetadataVersionTag}})
+	shared := locate.NewStoreCheck(d.store.Identity(), d.metrics.StoreNotShared, d.log, d.now)
+	loc, err := locate.New(env, d.facts, d.store, kv, cfg, shared, d.metrics)
 	if err != nil {
 		return nil, err
 	}
-	w, err := newWorker(workerOptions{privacy: cfg.Privacy, facts: d.facts, deleted: d.metrics.RecordingsDeleted, js: d.js,
-		store: d.store, scorer: scorer, limits: cfg.Limits, audio: cfg.Audio, scoring: cfg.Scoring.Audio, subjects: subj,
-		timeouts: to, quality: d.metrics.Quality, log: d.log, agentResults: cfg.Pipeline.AgentResults})
+	w, err := newWorker(env, d.facts, d.store, scorer, cfg, d.metrics)
 	if err != nil {
 		return nil, err
 	}
-	env := broker.Env{JS: d.js, Subjects: subj, Timeouts: to, Now: d.now, Log: d.log}
 	dlq := stage.NewDeadLetters(env, d.metrics)
 	var reg *regressor
 	if cfg.Regression.Enabled && cfg.Runs(config.RoleWorker) {
@@ -179,8 +172,7 @@ func startPipeline(ctx context.Context, d pipelineDeps) (*pipeline, error) {
 				d.metrics.Alerts.WithLabelValues(kind, status).Add(0)
 			}
 		}
-		reg = &regressor{kv: rkv, js: d.js, subjects: subj, cfg: cfg.Regression, timeouts: to,
-			alerts: d.metrics.Alerts, sessions: d.metrics.AgentSessions, log: d.log, now: d.now}
+		reg = &regressor{Env: env, kv: rkv, cfg: cfg.Regression, alerts: d.metrics.Alerts, sessions: d.metrics.AgentSessions}
 	}
 
 	workCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -244,14 +236,12 @@ func startPipeline(ctx context.Context, d pipelineDeps) (*pipeline, error) {
 	}
 	pc := cfg.Pipeline
 	p.goLoop(func() { h.Run(bgCtx) })
-	set := &settler{nc: d.nc, facts: d.facts, js: d.js, subjects: subj, window: pc.SettleWindow, tick: min(250*time.Millisecond, pc.SettleWindow),
-		noReport: pc.RecordingDeadline, selected: loc.selected, timeouts: to, metrics: d.metrics, log: d.log, now: d.now}
+	set := locate.NewSettler(env, d.nc, d.facts, pc, d.metrics)
 	p.settler = set
-	p.goLoop(func() { set.run(bgCtx) })
+	p.goLoop(func() { set.Run(bgCtx) })
 	if r := cfg.Retention; r.Recordings > 0 && cfg.S3.Bucket == "" {
-		ret := &retention{store: d.store, facts: d.facts, layout: layout, keep: r.Recordings, interval: r.SweepInterval,
-			deleted: d.metrics.RecordingsDeleted, log: d.log, now: d.now}
-		p.goLoop(func() { ret.run(bgCtx) })
+		ret := locate.NewRetention(d.store, d.facts, layout, r.Recordings, r.SweepInterval, d.metrics.RecordingsDeleted, d.log, d.now)
+		p.goLoop(func() { ret.Run(bgCtx) })
 	}
 	if am := cfg.Alerts.Alertmanager; reg != nil && len(am.URLs) > 0 {
 		rs := &resender{kv: reg.kv, interval: am.ResendInterval, timeout: cfg.Alerts.Timeout, metrics: d.metrics.AlertDelivery(), log: d.log,
@@ -262,17 +252,12 @@ func startPipeline(ctx context.Context, d pipelineDeps) (*pipeline, error) {
 		p.goLoop(func() { rs.run(bgCtx) })
 	}
 	if pc.SweepInterval > 0 {
-		sw := &sweeper{loc: loc, interval: pc.SweepInterval, rate: pc.SweepRate, window: pc.DedupWindow, log: d.log}
-		p.goLoop(func() { sw.run(bgCtx) })
+		sw := locate.NewSweeper(loc, pc)
+		p.goLoop(func() { sw.Run(bgCtx) })
 	}
 	if pc.LiveKitURL != "" {
-		key := pc.LiveKitAPIKey
-		if key == "" {
-			key = firstKey(cfg.LiveKit.Keys)
-		}
-		rc := &reconciler{loc: loc, client: newEgressClient(pc.LiveKitURL, key, cfg.LiveKit.Keys[key]), interval: pc.ReconcileInterval,
-			timeout: pc.LiveKitTimeout, rate: pc.SweepRate, window: pc.DedupWindow, log: d.log}
-		p.goLoop(func() { rc.run(bgCtx) })
+		rc := locate.NewReconciler(loc, cfg)
+		p.goLoop(func() { rc.Run(bgCtx) })
 	}
 	return p, nil
 }
@@ -284,18 +269,6 @@ func (p *pipeline) goLoop(f func()) {
 		defer p.loops.Done()
 		f()
 	}()
-}
-
-func firstKey(keys map[string]string) string {
-	ks := make([]string, 0, len(keys))
-	for k := range keys {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	if len(ks) == 0 {
-		return ""
-	}
-	return ks[0]
 }
 
 // stop shuts the pipeline down in order, within ctx:

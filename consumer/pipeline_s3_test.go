@@ -60,7 +60,7 @@ func TestPipelineStoreOutagePauses(t *testing.T) {
 	srv := testenv.StartS3(t)
 	s3Env(t, testenv.S3SecretKey)
 	st := newTestS3Store(t, srv, "rec")
-	putSession(t, st, "1_clean_call", "RM_Out/AJ_Out/")
+	testenv.PutSession(t, st, "1_clean_call", "RM_Out/AJ_Out/")
 	ns := startNATS(t)
 	cfg := pipelineConfig(t, ns.URL())
 	cfg.S3 = s3Config(srv, "rec")
@@ -126,7 +126,7 @@ func TestPipelineEgressEnded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var link EgressLink
+	var link wire.EgressLink
 	_ = json.Unmarshal(entry.Value(), &link)
 	if len(link.Locations) != 1 || !strings.HasSuffix(link.Locations[0], ".ogg") || link.Status != "EGRESS_COMPLETE" {
 		t.Fatalf("egress link %+v", link)

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
-	"log/slog"
 	"sync"
 	"time"
 
@@ -51,15 +50,11 @@ type versionSpan struct {
 // compare-and-set, and every alert carries a message id derived from the
 // state it changes, so two replicas never publish one alert twice.
 type regressor struct {
+	broker.Env
 	kv       jetstream.KeyValue
-	js       jetstream.JetStream
-	subjects wire.Subjects
 	cfg      config.Regression
-	timeouts broker.Timeouts
 	alerts   *prometheus.CounterVec // kind, status
 	sessions *prometheus.CounterVec // agent, version
-	log      *slog.Logger
-	now      func() time.Time
 	// stripes serialize, within this process, the handling of scorecards of
 	// one agent/version: they share one history entry, and goroutines
 	// racing on it would only lose compare-and-sets to each other.
@@ -247,7 +242,7 @@ func (r *regressor) reconcile(ctx context.Context, key regress.Key, evals []regr
 		if basis < st.Basis {
 			return false // judged on an older history than the state's: only flush the outbox
 		}
-		now := r.now().UTC()
+		now := r.Now().UTC()
 		for _, ev := range evals {
 			st.advance(ev, func(s regress.Signal) wire.Alert { return alertFrom(key, ev, s, session, seq, now) },
 				r.cfg, now, session, seq)
@@ -339,19 +334,19 @@ func (r *regressor) publish(ctx context.Context, a wire.Alert) error {
 	if err != nil {
 		return failure.Permanent(err)
 	}
-	msg := nats.NewMsg(r.subjects.Alert(a.Kind, a.Agent))
+	msg := nats.NewMsg(r.Subjects.Alert(a.Kind, a.Agent))
 	msg.Data = data
 	msg.Header.Set(wire.HeaderAlertStatus, a.Status)
 	msg.Header.Set(wire.HeaderAgentName, a.Agent)
-	pctx, cancel := context.WithTimeout(ctx, r.timeouts.Publish)
+	pctx, cancel := context.WithTimeout(ctx, r.Timeouts.Publish)
 	defer cancel()
-	ack, err := r.js.PublishMsg(pctx, msg, jetstream.WithMsgID(a.ID+"#"+a.Status), jetstream.WithExpectStream(r.subjects.AlertStream()))
+	ack, err := r.JS.PublishMsg(pctx, msg, jetstream.WithMsgID(a.ID+"#"+a.Status), jetstream.WithExpectStream(r.Subjects.AlertStream()))
 	if err != nil {
 		return fmt.Errorf("publish alert %s: %w", a.ID, err)
 	}
 	if !ack.Duplicate {
 		r.alerts.WithLabelValues(a.Kind, a.Status).Inc()
-		r.log.Warn("regression alert", "kind", a.Kind, "status", a.Status, "agent", a.Agent, "version", a.Version,
+		r.Log.Warn("regression alert", "kind", a.Kind, "status", a.Status, "agent", a.Agent, "version", a.Version,
 			"metric", a.Metric, "baseline", a.Baseline, "current", a.Current, "baseline_of", a.BaselineOf)
 	}
 	return nil
@@ -359,21 +354,21 @@ func (r *regressor) publish(ctx context.Context, a wire.Alert) error {
 
 // states, indexes, baselines and histories are the detector's entries.
 func (r *regressor) states() broker.KV[alertState] {
-	return broker.KV[alertState]{Bucket: r.kv, Timeout: r.timeouts.Request, Attempts: 20}
+	return broker.KV[alertState]{Bucket: r.kv, Timeout: r.Timeouts.Request, Attempts: 20}
 }
 
 func (r *regressor) indexes() broker.KV[versionIndex] {
-	return broker.KV[versionIndex]{Bucket: r.kv, Timeout: r.timeouts.Request, Attempts: 50}
+	return broker.KV[versionIndex]{Bucket: r.kv, Timeout: r.Timeouts.Request, Attempts: 50}
 }
 
 func (r *regressor) baselines() broker.KV[regress.Baseline] {
-	return broker.KV[regress.Baseline]{Bucket: r.kv, Timeout: r.timeouts.Request}
+	return broker.KV[regress.Baseline]{Bucket: r.kv, Timeout: r.Timeouts.Request}
 }
 
 // histories encode with goccy/go-json, and decode the revision this process
 // last wrote from its cache.
 func (r *regressor) histories() broker.KV[regress.History] {
-	return broker.KV[regress.History]{Bucket: r.kv, Timeout: r.timeouts.Request, Attempts: 50,
+	return broker.KV[regress.History]{Bucket: r.kv, Timeout: r.Timeouts.Request, Attempts: 50,
 		Encode: func(h *regress.History) ([]byte, error) { return gojson.Marshal(h) },
 		Decode: func(key string, rev uint64, data []byte, h *regress.History) error {
 			r.cacheMu.Lock()

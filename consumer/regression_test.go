@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/livekit/protocol/livekit"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -166,29 +165,6 @@ func summary(all []wire.Alert) []string {
 		out = append(out, fmt.Sprintf("%s/%s/%s base=%v cur=%v q=%v", a.Kind, a.Metric, a.Status, a.Baseline, a.Current, a.QValue))
 	}
 	return out
-}
-
-// TestVersionFromMetadata: regression.version_metadata_key reads the job's
-// JSON metadata, else the room's, into the version tag.
-func TestVersionFromMetadata(t *testing.T) {
-	v := versionFromMetadata{key: "agent_version", prefix: "version:"} // regress.MetadataVersionTag in the daemon
-	for _, c := range []struct {
-		job, room, want string
-	}{
-		{`{"agent_version": "1.4.2"}`, `{"agent_version": "0.9"}`, "version:1.4.2"},
-		{``, `{"agent_version": "0.9"}`, "version:0.9"},
-		{`{"agent_version": 7}`, ``, "version:7"},
-		{`not json`, `{"other": "x"}`, ""},
-		{`{"agent_version": ""}`, ``, ""},
-	} {
-		job := &livekit.Job{Metadata: c.job, Room: &livekit.Room{Metadata: c.room}}
-		if got := v.tag(job); got != c.want {
-			t.Errorf("job %q room %q: %q, want %q", c.job, c.room, got, c.want)
-		}
-	}
-	if got := (versionFromMetadata{}).tag(&livekit.Job{Metadata: `{"agent_version": "1"}`}); got != "" {
-		t.Errorf("no key configured: %q", got)
-	}
 }
 
 // TestFailureSpikeAlert: a version whose latest sessions start closing in

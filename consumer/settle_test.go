@@ -1,33 +1,23 @@
 package consumer
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/livekit/protocol/livekit"
-	"github.com/nats-io/nats.go/jetstream"
+	"github.com/livekit/protocol/utils/protojson"
+	collogs "go.opentelemetry.io/proto/otlp/collector/logs/v1"
+	"google.golang.org/protobuf/proto"
 
+	"github.com/lkscore/lkscore/consumer/internal/facts"
 	"github.com/lkscore/lkscore/internal/testenv"
 	"github.com/lkscore/lkscore/wire"
 )
-
-// TestSettlerInProcess: only nats-server's 409 "duplicate message id is in
-// process" (another replica publishing the same session) is taken as the
-// other replica winning; any other publish error is a warning.
-func TestSettlerInProcess(t *testing.T) {
-	inProc := fmt.Errorf("publish session RM/AJ: %w", &jetstream.APIError{Code: 409, ErrorCode: 10158, Description: "duplicate message id is in process"})
-	if !inProcess(inProc) {
-		t.Error("10158 not recognised")
-	}
-	for _, err := range []error{errors.New("nats: timeout"), &jetstream.APIError{Code: 503, ErrorCode: 10008}} {
-		if inProcess(err) {
-			t.Errorf("%v taken for another replica's publish", err)
-		}
-	}
-}
 
 // TestSettlerResumesFromLowWater: a worker stores the settlers' low-water
 // mark; a worker started later watches the facts from it instead of from the
@@ -78,11 +68,54 @@ func TestSettlerResumesFromLowWater(t *testing.T) {
 
 	w2, _ := startDaemon(t, wcfg)
 	waitFor(t, "the late session's scorecard", func() bool { return len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")) == 3 })
-	if from := w2.pipeline.settler.watchedFrom.Load(); from < mark {
+	if from := w2.pipeline.settler.WatchedFrom(); from < mark {
 		t.Errorf("the restarted settler watched from revision %d, below the stored mark %d", from, mark)
 	}
 	quiesce(t, ns.URL(), defaultConsumers)
 	if n := len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")); n != 3 {
 		t.Errorf("%d scorecards, want 3", n)
+	}
+}
+
+// TestSessionSettlesWithoutNamedReason: a Python-style session whose only
+// close-reason signal is implied waits for the settle window, then is
+// scored with that reason; a late duplicate of every signal changes nothing.
+func TestSessionSettlesWithoutNamedReason(t *testing.T) {
+	ns := testenv.StartNATS(t)
+	cfg := pipelineConfig(t, ns.URL())
+	cfg.Pipeline.SettleWindow = time.Second
+	d, _ := startDaemon(t, cfg)
+	dir := t.TempDir()
+	writeScenarioCopy(t, dir, "1_clean_call", "RM_Py", "AJ_Py", "")
+	logs := &collogs.ExportLogsServiceRequest{}
+	if err := protojson.Unmarshal(testenv.JSLogs("RM_Py", "AJ_Py", "py-agent",
+		map[string]any{"msg": "closing agent session due to participant disconnect (disable via `RoomInputOptions.close_on_disconnect=False`)"}), logs); err != nil {
+		t.Fatal(err)
+	}
+	pb, _ := proto.Marshal(logs)
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	_, _ = zw.Write(pb)
+	_ = zw.Close()
+	send := func() {
+		uploadDir(t, d, dir)
+		sendWebhook(t, d, jobEnded("EV_py", "RM_Py", "AJ_Py", "py-agent", livekit.JobStatus_JS_SUCCESS))
+		if resp, msg := postOTLP(t, d, "logs", "application/x-protobuf", gz.Bytes(), map[string]string{"Content-Encoding": "gzip"}); resp.StatusCode != 200 {
+			t.Fatalf("otlp: %d %s", resp.StatusCode, msg)
+		}
+	}
+	start := time.Now()
+	send()
+	waitFor(t, "a scorecard", func() bool { return len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")) == 1 })
+	if waited := time.Since(start); waited < cfg.Pipeline.SettleWindow {
+		t.Errorf("scored after %s, before the settle window (%s) closed", waited, cfg.Pipeline.SettleWindow)
+	}
+	send() // the SDK's retries, LiveKit's duplicates
+	time.Sleep(2 * cfg.Pipeline.SettleWindow)
+	quiesce(t, ns.URL(), defaultConsumers)
+	cards := results(t, ns.URL())
+	if len(cards) != 1 || cards[0].Completion.CloseReason != "CR_PARTICIPANT_DISCONNECTED" ||
+		cards[0].Completion.CloseReasonSource != facts.SourceOTLPLogImplied || cards[0].Session.AgentName != "py-agent" {
+		t.Fatalf("%d scorecards: %+v", len(cards), cards)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -35,10 +34,10 @@ type sessionReader interface {
 // and publishes the scorecard on lkscore.result.<CLOSE_REASON> (and on
 // lkscore.agent.<agent>.<CLOSE_REASON> with pipeline.agent_results).
 type worker struct {
+	broker.Env
 	privacy    config.Privacy
 	facts      *facts.Store
 	deleted    *prometheus.CounterVec // reason
-	js         jetstream.JetStream
 	store      sessionReader
 	scorer     *scoring.Scorer
 	lim        recording.Limits
@@ -46,45 +45,27 @@ type worker struct {
 	audioCfg   config.Audio
 	analysis   audio.Config // from the scoring config (audio.ForScoring)
 	audioBytes int64
-	subjects   wire.Subjects
-	timeouts   broker.Timeouts
 	quality    *metrics.Quality // nil in tests that do not count
-	log        *slog.Logger
 	// agentResults: publish on lkscore.agent.<agent>.<close reason> too
 	// (pipeline.agent_results).
 	agentResults bool
 }
 
-// workerOptions configures newWorker.
-type workerOptions struct {
-	privacy  config.Privacy
-	facts    *facts.Store
-	deleted  *prometheus.CounterVec
-	js       jetstream.JetStream
-	store    sessionReader
-	scorer   *scoring.Scorer
-	limits   config.Limits
-	audio    config.Audio
-	scoring  scoring.AudioConfig // the scoring model's audio thresholds
-	subjects wire.Subjects
-	timeouts broker.Timeouts
-	quality  *metrics.Quality
-	log      *slog.Logger
-	// agentResults: publish each scorecard on the per-agent stream too.
-	agentResults bool
-}
-
-func newWorker(o workerOptions) (*worker, error) {
-	if o.js == nil || o.store == nil || o.scorer == nil || o.log == nil {
-		return nil, errors.New("worker: js, store, scorer and log are required")
+// newWorker scores with scorer what the store st holds, as cfg says
+// (privacy, limits, audio, the scoring model's audio thresholds,
+// pipeline.agent_results), and records content it drops in fs.
+func newWorker(env broker.Env, fs *facts.Store, st sessionReader, scorer *scoring.Scorer, cfg config.Config,
+	m *metrics.Pipeline) (*worker, error) {
+	if env.JS == nil || st == nil || scorer == nil || env.Log == nil || m == nil {
+		return nil, errors.New("worker: js, store, scorer, metrics and log are required")
 	}
-	if o.timeouts.Publish <= 0 {
+	if env.Timeouts.Publish <= 0 {
 		return nil, errors.New("worker: the publish timeout must be positive")
 	}
-	return &worker{privacy: o.privacy, facts: o.facts, deleted: o.deleted, js: o.js, store: o.store, scorer: o.scorer,
-		lim: o.limits.Parser(), maxUpload: o.limits.UploadBytes(), audioCfg: o.audio, audioBytes: o.limits.AudioBytes,
-		analysis: audio.ForScoring(o.scoring, o.audio.MaxDuration),
-		subjects: o.subjects, timeouts: o.timeouts, quality: o.quality, log: o.log, agentResults: o.agentResults}, nil
+	return &worker{Env: env, privacy: cfg.Privacy, facts: fs, deleted: m.RecordingsDeleted, store: st, scorer: scorer,
+		lim: cfg.Limits.Parser(), maxUpload: cfg.Limits.UploadBytes(), audioCfg: cfg.Audio, audioBytes: cfg.Limits.AudioBytes,
+		analysis: audio.ForScoring(cfg.Scoring.Audio, cfg.Audio.MaxDuration), quality: m.Quality,
+		agentResults: cfg.Pipeline.AgentResults}, nil
 }
 
 // handle scores one work item; the caller acks only when it returns nil.
@@ -105,19 +86,19 @@ func (w *worker) handle(ctx context.Context, m jetstream.Msg) error {
 	if err != nil {
 		return failure.Permanent(fmt.Errorf("encode scorecard: %w", err))
 	}
-	msg := nats.NewMsg(w.subjects.Result(item.CloseReason))
+	msg := nats.NewMsg(w.Subjects.Result(item.CloseReason))
 	msg.Data = data
 	msg.Header.Set(wire.HeaderSessionKey, item.SessionKey)
 	msg.Header.Set(wire.HeaderVerdict, card.Overall.Verdict)
 	msg.Header.Set(wire.HeaderAgentName, item.AgentName)
 	msg.Header.Set(wire.HeaderScoringVersion, card.ScoringVersion)
 	msg.Header.Set(wire.HeaderCloseReason, item.CloseReason)
-	pctx, cancel := context.WithTimeout(ctx, w.timeouts.Publish)
+	pctx, cancel := context.WithTimeout(ctx, w.Timeouts.Publish)
 	defer cancel()
 	// Session key + scoring version: one scorecard per session and version,
 	// however often the work is delivered.
-	ack, err := w.js.PublishMsg(pctx, msg, jetstream.WithMsgID(item.SessionKey+"@"+card.ScoringVersion),
-		jetstream.WithExpectStream(w.subjects.ResultStream()))
+	ack, err := w.JS.PublishMsg(pctx, msg, jetstream.WithMsgID(item.SessionKey+"@"+card.ScoringVersion),
+		jetstream.WithExpectStream(w.Subjects.ResultStream()))
 	if err != nil {
 		return fmt.Errorf("publish scorecard %s: %w", item.SessionKey, err)
 	}
@@ -127,16 +108,16 @@ func (w *worker) handle(ctx context.Context, m jetstream.Msg) error {
 	if w.agentResults {
 		// The same message, by agent. A failure here redelivers the work: the
 		// results stream drops its repeat, this stream gets its copy.
-		byAgent := nats.NewMsg(w.subjects.AgentResult(item.AgentName, item.CloseReason))
+		byAgent := nats.NewMsg(w.Subjects.AgentResult(item.AgentName, item.CloseReason))
 		byAgent.Data, byAgent.Header = msg.Data, msg.Header
-		actx, cancel := context.WithTimeout(ctx, w.timeouts.Publish)
+		actx, cancel := context.WithTimeout(ctx, w.Timeouts.Publish)
 		defer cancel()
-		if _, err := w.js.PublishMsg(actx, byAgent, jetstream.WithMsgID(item.SessionKey+"@"+card.ScoringVersion),
-			jetstream.WithExpectStream(w.subjects.AgentResultStream())); err != nil {
+		if _, err := w.JS.PublishMsg(actx, byAgent, jetstream.WithMsgID(item.SessionKey+"@"+card.ScoringVersion),
+			jetstream.WithExpectStream(w.Subjects.AgentResultStream())); err != nil {
 			return fmt.Errorf("publish scorecard %s by agent: %w", item.SessionKey, err)
 		}
 	}
-	w.log.Info("session scored", "session_key", item.SessionKey, "verdict", card.Overall.Verdict,
+	w.Log.Info("session scored", "session_key", item.SessionKey, "verdict", card.Overall.Verdict,
 		"score", card.Overall.Score, "close_reason", item.CloseReason, "duplicate", ack.Duplicate)
 	if w.privacy.Mode == "metadata_only" && !item.MetadataOnly {
 		return w.dropContent(ctx, item)
@@ -181,7 +162,7 @@ func (w *worker) input(ctx context.Context, item wire.WorkItem) (scoring.Session
 // published twice (its msg id dedups it).
 func (w *worker) dropContent(ctx context.Context, item wire.WorkItem) error {
 	if item.Dir == "" {
-		w.log.Warn("metadata_only: a raw multipart object cannot be trimmed; it is kept whole", "session_key", item.SessionKey,
+		w.Log.Warn("metadata_only: a raw multipart object cannot be trimmed; it is kept whole", "session_key", item.SessionKey,
 			"object", item.Object, "bucket", item.Bucket)
 		return nil
 	}
@@ -191,7 +172,7 @@ func (w *worker) dropContent(ctx context.Context, item wire.WorkItem) error {
 		}
 	}
 	w.deleted.WithLabelValues("metadata_only").Inc()
-	w.log.Info("transcript and audio dropped after scoring (privacy.mode metadata_only)", "session_key", item.SessionKey, "dir", item.Dir)
+	w.Log.Info("transcript and audio dropped after scoring (privacy.mode metadata_only)", "session_key", item.SessionKey, "dir", item.Dir)
 	room, job := item.RoomID, item.JobID
 	now := time.Now().UTC()
 	return w.facts.Modify(ctx, wire.FactsKey(room, job), func(f *wire.SessionFacts) bool {

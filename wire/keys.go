@@ -41,6 +41,17 @@ const SettlerLowWaterKey = "_lkscore.settler_low_water"
 // (Subjects.EgressLinks): "<room_id>.<egress_id>".
 func EgressLinkKey(roomID, egressID string) string { return Token(roomID) + "." + Token(egressID) }
 
+// EgressLink records an egress's output files for a room, in the
+// <stream prefix>_EGRESS_LINKS key-value bucket under "<room_id>.<egress_id>".
+type EgressLink struct {
+	RoomID    string   `json:"room_id"`
+	RoomName  string   `json:"room_name,omitempty"`
+	EgressID  string   `json:"egress_id"`
+	Status    string   `json:"status"`
+	Locations []string `json:"locations"`
+	EndedAt   int64    `json:"ended_at,omitempty"` // Unix ns, as EgressInfo has it
+}
+
 // Keys of the regression bucket (Subjects.RegressionBucket). Each part is
 // base64url, so any agent, version or scoring version is one token.
 

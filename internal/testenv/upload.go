@@ -2,11 +2,15 @@ package testenv
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
 	"mime/multipart"
 	"net/textproto"
+	"os"
+	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,6 +20,9 @@ import (
 	"github.com/livekit/protocol/livekit"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/lkscore/lkscore/recording"
+	"github.com/lkscore/lkscore/store"
 )
 
 // The agents SDKs' requests, as their sources build them: the recording
@@ -115,4 +122,35 @@ func SignWebhook(t testing.TB, key, secret string, body []byte, exp time.Duratio
 		t.Fatal(err)
 	}
 	return tok
+}
+
+// ScenarioDir is the acceptance scenarios' data directory.
+func ScenarioDir() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "scenarios", "data")
+}
+
+// PutSession writes a scenario's upload (its header and chat history) into
+// a store directory, as the collector would.
+func PutSession(t testing.TB, st interface {
+	Begin(context.Context, string) (store.Upload, error)
+}, scenario, dir string) {
+	t.Helper()
+	ctx := context.Background()
+	up, err := st.Begin(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{recording.ObjectChatHistory, recording.ObjectHeader} {
+		b, err := os.ReadFile(filepath.Join(ScenarioDir(), scenario, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := up.Write(ctx, name, bytes.NewReader(b), 1<<20); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := up.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
 }

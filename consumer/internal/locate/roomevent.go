@@ -1,4 +1,4 @@
-package consumer
+package locate
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 // roomEvent records a room webhook's facts: in the room's own entry, then in
 // every session entry the room's entry lists. A duplicate event still copies
 // (a crash may have stopped the first copy half-way); copies add nothing twice.
-func (l *locator) roomEvent(ctx context.Context, roomID string, obs ...wire.Observation) error {
+func (l *Locator) roomEvent(ctx context.Context, roomID string, obs ...wire.Observation) error {
 	if roomID == "" {
 		return failure.Permanent(errors.New("room webhook without room.sid"))
 	}
@@ -29,7 +29,7 @@ func (l *locator) roomEvent(ctx context.Context, roomID string, obs ...wire.Obse
 		if !facts.Merge(f, facts.Update{Observations: obs}) {
 			return false
 		}
-		f.LastInputAt = l.now().UTC()
+		f.LastInputAt = l.Now().UTC()
 		return true
 	})
 	if err != nil {
@@ -44,7 +44,7 @@ func (l *locator) roomEvent(ctx context.Context, roomID string, obs ...wire.Obse
 }
 
 // participantLeft records one participant leaving a room.
-func (l *locator) participantLeft(ctx context.Context, ev *livekit.WebhookEvent, m jetstream.Msg) error {
+func (l *Locator) participantLeft(ctx context.Context, ev *livekit.WebhookEvent, m jetstream.Msg) error {
 	var stored int64
 	if md, err := m.Metadata(); err == nil {
 		stored = md.Timestamp.UnixNano()

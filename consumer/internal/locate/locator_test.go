@@ -1,4 +1,4 @@
-package consumer
+package locate
 
 import (
 	"strings"
@@ -12,7 +12,7 @@ import (
 // TestJobStatusDeparture: livekit-server's "agent worker left the room" is a
 // normal departure, not an error; any other JS_FAILED is.
 func TestJobStatusDeparture(t *testing.T) {
-	l := &locator{}
+	l := &Locator{}
 	for _, tc := range []struct {
 		status    livekit.JobStatus
 		err, want string
@@ -30,5 +30,28 @@ func TestJobStatusDeparture(t *testing.T) {
 			departed != strings.Contains(r.CloseReasonEvidence, "not an error") {
 			t.Errorf("%s %q: close reason %s (%s), job %s %q", tc.status, tc.err, r.CloseReason, r.CloseReasonEvidence, r.JobStatus, r.JobError)
 		}
+	}
+}
+
+// TestVersionFromMetadata: regression.version_metadata_key reads the job's
+// JSON metadata, else the room's, into the version tag.
+func TestVersionFromMetadata(t *testing.T) {
+	v := versionFromMetadata{key: "agent_version", prefix: "version:"} // regress.MetadataVersionTag in the daemon
+	for _, c := range []struct {
+		job, room, want string
+	}{
+		{`{"agent_version": "1.4.2"}`, `{"agent_version": "0.9"}`, "version:1.4.2"},
+		{``, `{"agent_version": "0.9"}`, "version:0.9"},
+		{`{"agent_version": 7}`, ``, "version:7"},
+		{`not json`, `{"other": "x"}`, ""},
+		{`{"agent_version": ""}`, ``, ""},
+	} {
+		job := &livekit.Job{Metadata: c.job, Room: &livekit.Room{Metadata: c.room}}
+		if got := v.tag(job); got != c.want {
+			t.Errorf("job %q room %q: %q, want %q", c.job, c.room, got, c.want)
+		}
+	}
+	if got := (versionFromMetadata{}).tag(&livekit.Job{Metadata: `{"agent_version": "1"}`}); got != "" {
+		t.Errorf("no key configured: %q", got)
 	}
 }

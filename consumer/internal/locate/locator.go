@@ -1,15 +1,19 @@
-package consumer
+// Package locate turns what ingest stored into session work: the locator
+// records where each session's recording is and what the webhooks and the
+// header say in the session facts; the settler publishes a session's work
+// once its facts are complete or settled; the sweeper and the egress
+// reconciler recover what LiveKit's notifier dropped; retention deletes old
+// local uploads.
+package locate
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/livekit/protocol/livekit"
 	"github.com/livekit/protocol/livekit/agent"
@@ -22,14 +26,15 @@ import (
 	"github.com/lkscore/lkscore/consumer/internal/ingest"
 	"github.com/lkscore/lkscore/consumer/internal/metrics"
 	"github.com/lkscore/lkscore/recording"
+	"github.com/lkscore/lkscore/regress"
 	"github.com/lkscore/lkscore/store"
 	"github.com/lkscore/lkscore/wire"
 )
 
-// recordings is what the pipeline needs from the recording store: read
+// Recordings is what the pipeline needs from the recording store: read
 // and list it, read egress files in other buckets, delete (retention,
 // metadata_only), and name locations.
-type recordings interface {
+type Recordings interface {
 	recording.ObjectReader
 	store.Lister
 	store.BucketReader
@@ -38,61 +43,55 @@ type recordings interface {
 	Identity() string
 }
 
-// locator turns stored webhooks and upload notices into session work: one
+// Locator turns stored webhooks and upload notices into session work: one
 // message per session on lkscore.session.<CLOSE_REASON>, keyed by session.
-type locator struct {
-	js        jetstream.JetStream
+type Locator struct {
+	broker.Env
 	facts     *facts.Store
 	kv        jetstream.KeyValue // egress links by room; nil disables them
-	store     recordings
+	store     Recordings
 	layout    recording.Layout
 	lp        recording.LocationParser
-	subjects  wire.Subjects
 	cfg       config.Pipeline
 	lim       recording.Limits
-	maxUpload int64 // a raw multipart object's size cap (config.Limits.UploadBytes)
-	timeouts  broker.Timeouts
+	maxUpload int64           // a raw multipart object's size cap (config.Limits.UploadBytes)
 	selected  map[string]bool // close reasons this deployment's pool scores
 	version   versionFromMetadata
-	shared    *storeCheck // nil: no check
+	shared    *StoreCheck // nil: no check
 	metrics   *metrics.Pipeline
-	log       *slog.Logger
-	now       func() time.Time
 }
 
-// locatorOptions configures newLocator.
-type locatorOptions struct {
-	js       jetstream.JetStream
-	facts    *facts.Store
-	kv       jetstream.KeyValue
-	store    recordings
-	layout   recording.Layout
-	lp       recording.LocationParser
-	subjects wire.Subjects
-	cfg      config.Pipeline
-	limits   config.Limits
-	timeouts broker.Timeouts
-	version  versionFromMetadata
-	shared   *storeCheck
-	metrics  *metrics.Pipeline
-	log      *slog.Logger
-	now      func() time.Time
-}
-
-func newLocator(o locatorOptions) (*locator, error) {
-	if o.js == nil || o.facts == nil || o.store == nil || o.metrics == nil || o.log == nil || o.now == nil {
+// New reads the store st, records in fs and links egress files in
+// egress (nil: no links), as cfg says (pipeline, limits, recordings,
+// regression.version_metadata_key). shared checks upload notices' store
+// (nil: no check).
+func New(env broker.Env, fs *facts.Store, st Recordings, egress jetstream.KeyValue, cfg config.Config, shared *StoreCheck,
+	m *metrics.Pipeline) (*Locator, error) {
+	if env.JS == nil || fs == nil || st == nil || m == nil || env.Log == nil || env.Now == nil {
 		return nil, errors.New("locator: js, facts, store, metrics, log and now are required")
 	}
-	if o.timeouts.Publish <= 0 || o.timeouts.Request <= 0 {
+	if env.Timeouts.Publish <= 0 || env.Timeouts.Request <= 0 {
 		return nil, errors.New("locator: timeouts must be positive")
 	}
+	layout, err := recording.NewLayout(cfg.S3.Prefix, cfg.Recordings.KeyTemplate)
+	if err != nil {
+		return nil, err
+	}
+	selected := selectedReasons(cfg.Pipeline)
+	return &Locator{Env: env, facts: fs, kv: egress, store: st, layout: layout, cfg: cfg.Pipeline,
+		lp:  recording.LocationParser{Endpoint: cfg.S3.Endpoint, ForcePathStyle: cfg.S3.ForcePathStyle},
+		lim: cfg.Limits.Parser(), maxUpload: cfg.Limits.UploadBytes(), selected: selected,
+		version: versionFromMetadata{key: cfg.Regression.VersionMetadataKey, prefix: regress.MetadataVersionTag},
+		shared:  shared, metrics: m}, nil
+}
+
+// selectedReasons are the close reasons this deployment's pool scores.
+func selectedReasons(cfg config.Pipeline) map[string]bool {
 	selected := map[string]bool{}
-	for _, r := range o.cfg.CloseReasons {
+	for _, r := range cfg.CloseReasons {
 		selected[r] = true
 	}
-	return &locator{js: o.js, facts: o.facts, kv: o.kv, store: o.store, layout: o.layout, lp: o.lp, subjects: o.subjects, cfg: o.cfg,
-		lim: o.limits.Parser(), maxUpload: o.limits.UploadBytes(), timeouts: o.timeouts, selected: selected, version: o.version,
-		shared: o.shared, metrics: o.metrics, log: o.log, now: o.now}, nil
+	return selected
 }
 
 // located is a session the locator found in the store.
@@ -104,15 +103,15 @@ type located struct {
 	job *livekit.Job
 }
 
-// handle processes one message: it records where each session's recording
+// Handle processes one message: it records where each session's recording
 // is, with what the header and webhooks say, in the session facts. The
 // settler publishes the work once the facts are complete or settled. It
 // returns nil when done, failure.ErrNotYet to retry later, a permanent error to
 // dead-letter, or any other error to retry.
-func (l *locator) handle(ctx context.Context, m jetstream.Msg) error {
+func (l *Locator) Handle(ctx context.Context, m jetstream.Msg) error {
 	subj := m.Subject()
 	switch {
-	case subj == l.subjects.UploadStored():
+	case subj == l.Subjects.UploadStored():
 		var n wire.UploadNotice
 		if err := json.Unmarshal(m.Data(), &n); err != nil || n.Dir == "" {
 			return failure.Permanent(fmt.Errorf("upload notice is not valid: %v", err))
@@ -121,7 +120,7 @@ func (l *locator) handle(ctx context.Context, m jetstream.Msg) error {
 			return err
 		}
 		return l.record(ctx, located{dir: n.Dir, origin: "upload"})
-	case strings.HasPrefix(subj, l.subjects.Webhook("")):
+	case strings.HasPrefix(subj, l.Subjects.Webhook("")):
 		var ev livekit.WebhookEvent
 		if err := ingest.DecodeEvent(m.Data(), &ev); err != nil {
 			return failure.Permanent(fmt.Errorf("stored webhook is not a WebhookEvent: %w", err))
@@ -143,7 +142,7 @@ func (l *locator) handle(ctx context.Context, m jetstream.Msg) error {
 	return failure.Permanent(fmt.Errorf("locator: unexpected subject %s", subj))
 }
 
-func (l *locator) jobEnded(ctx context.Context, ev *livekit.WebhookEvent) error {
+func (l *Locator) jobEnded(ctx context.Context, ev *livekit.WebhookEvent) error {
 	job, room, err := jobAndRoom(ev)
 	if err != nil {
 		return err
@@ -197,7 +196,7 @@ func jobAndRoom(ev *livekit.WebhookEvent) (*livekit.Job, *livekit.Room, error) {
 
 // jobStarted records what agent_job_started says about the job (its agent
 // name, deployment and participant identity); the job has not ended.
-func (l *locator) jobStarted(ctx context.Context, ev *livekit.WebhookEvent) error {
+func (l *Locator) jobStarted(ctx context.Context, ev *livekit.WebhookEvent) error {
 	job, room, err := jobAndRoom(ev)
 	if err != nil {
 		return err
@@ -212,7 +211,7 @@ func (l *locator) jobStarted(ctx context.Context, ev *livekit.WebhookEvent) erro
 // is CR_ERROR unless its error is the agent's normal departure
 // (isDepartureError): livekit-server ends every job whose agent left the
 // room that way, a clean one included.
-func (l *locator) jobObservations(job *livekit.Job) []wire.Observation {
+func (l *Locator) jobObservations(job *livekit.Job) []wire.Observation {
 	status := job.GetState().GetStatus()
 	jobErr := facts.Bounded(job.GetState().GetError(), facts.MaxEvidence)
 	obs := []wire.Observation{
@@ -241,7 +240,7 @@ func (l *locator) jobObservations(job *livekit.Job) []wire.Observation {
 	return slices.DeleteFunc(obs, func(o wire.Observation) bool { return o.Value == "" })
 }
 
-func (l *locator) roomFinished(ctx context.Context, ev *livekit.WebhookEvent) error {
+func (l *Locator) roomFinished(ctx context.Context, ev *livekit.WebhookEvent) error {
 	room := ev.GetRoom()
 	if room.GetSid() == "" {
 		return failure.Permanent(errors.New("room_finished without room.sid"))
@@ -266,7 +265,7 @@ func (l *locator) roomFinished(ctx context.Context, ev *livekit.WebhookEvent) er
 }
 
 // find lists the sessions stored under a room.
-func (l *locator) find(ctx context.Context, roomID, roomName string) ([]located, error) {
+func (l *Locator) find(ctx context.Context, roomID, roomName string) ([]located, error) {
 	objs, err := l.store.List(ctx, l.layout.RoomPrefix(recording.Vars{RoomID: roomID, RoomName: roomName}))
 	if err != nil {
 		return nil, fmt.Errorf("list room %s: %w", roomID, err)
@@ -281,7 +280,7 @@ func (l *locator) find(ctx context.Context, roomID, roomName string) ([]located,
 }
 
 // record reads a located session's header and adds it to its facts.
-func (l *locator) record(ctx context.Context, f located) error {
+func (l *Locator) record(ctx context.Context, f located) error {
 	s, err := l.readHeader(ctx, f.dir)
 	if err != nil {
 		return err
@@ -293,7 +292,7 @@ func (l *locator) record(ctx context.Context, f located) error {
 
 // recordingUpdate is what a located recording adds to its session's facts:
 // where it is, what its header says, and the ended job when one came with it.
-func (l *locator) recordingUpdate(s *recording.Session, ref *wire.RecordingRef, job *livekit.Job) facts.Update {
+func (l *Locator) recordingUpdate(s *recording.Session, ref *wire.RecordingRef, job *livekit.Job) facts.Update {
 	u := facts.Update{RoomID: s.RoomID, JobID: s.JobID, Recording: ref}
 	if s.CloseReasonSource == recording.SourceSummary {
 		u.Observations = append(u.Observations, wire.Observation{Field: facts.FieldCloseReason, Value: s.CloseReason,
@@ -320,7 +319,7 @@ func (l *locator) recordingUpdate(s *recording.Session, ref *wire.RecordingRef, 
 	return u
 }
 
-func (l *locator) readHeader(ctx context.Context, dir string) (*recording.Session, error) {
+func (l *Locator) readHeader(ctx context.Context, dir string) (*recording.Session, error) {
 	s, err := recording.LoadHeader(ctx, l.store, dir, l.lim)
 	if errors.Is(err, recording.ErrNotFound) {
 		return nil, failure.ErrNotYet

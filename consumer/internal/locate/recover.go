@@ -1,15 +1,18 @@
-package consumer
+package locate
 
 import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
+	"slices"
 	"sort"
 	"time"
 
 	"github.com/livekit/protocol/livekit"
 	lksdk "github.com/livekit/server-sdk-go/v2"
 
+	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/consumer/internal/failure"
 	"github.com/lkscore/lkscore/recording"
 )
@@ -19,9 +22,9 @@ import (
 // session stream's dedup (session key) absorbs anything already announced,
 // and both bounded in rate.
 
-// sweeper lists the recording store for sessions never announced.
-type sweeper struct {
-	loc      *locator
+// Sweeper lists the recording store for sessions never announced.
+type Sweeper struct {
+	loc      *Locator
 	interval time.Duration
 	rate     int
 	// window bounds how old a session may be: older ones may already have
@@ -32,7 +35,7 @@ type sweeper struct {
 
 // periodically runs round every interval until ctx ends, counting and
 // logging each round; kind names it (sweep, reconcile).
-func periodically(ctx context.Context, interval time.Duration, kind string, l *locator, round func(context.Context) (int, error)) {
+func periodically(ctx context.Context, interval time.Duration, kind string, l *Locator, round func(context.Context) (int, error)) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -43,23 +46,23 @@ func periodically(ctx context.Context, interval time.Duration, kind string, l *l
 		}
 		n, err := round(ctx)
 		if err != nil && !errors.Is(err, context.Canceled) {
-			l.log.Warn(kind+" failed", "err", err)
+			l.Log.Warn(kind+" failed", "err", err)
 			continue
 		}
 		l.metrics.RecoveryRuns.WithLabelValues(kind).Inc()
-		l.log.Info(kind+" done", "submitted", n)
+		l.Log.Info(kind+" done", "submitted", n)
 	}
 }
 
-func (s *sweeper) run(ctx context.Context) { periodically(ctx, s.interval, "sweep", s.loc, s.sweep) }
+func (s *Sweeper) Run(ctx context.Context) { periodically(ctx, s.interval, "sweep", s.loc, s.sweep) }
 
 // sweep submits every recent session in the store once; it returns how many.
-func (s *sweeper) sweep(ctx context.Context) (int, error) {
+func (s *Sweeper) sweep(ctx context.Context) (int, error) {
 	objs, err := s.loc.store.List(ctx, s.loc.layout.RoomPrefix(recording.Vars{}))
 	if err != nil {
 		return 0, err
 	}
-	cutoff := s.loc.now().Add(-s.window)
+	cutoff := s.loc.Now().Add(-s.window)
 	limiter := time.NewTicker(time.Second / time.Duration(s.rate))
 	defer limiter.Stop()
 	n := 0
@@ -81,15 +84,21 @@ func (s *sweeper) sweep(ctx context.Context) (int, error) {
 	return n, nil
 }
 
+// NewSweeper sweeps the store for loc as cfg says (sweep_interval,
+// sweep_rate, dedup_window).
+func NewSweeper(loc *Locator, cfg config.Pipeline) *Sweeper {
+	return &Sweeper{loc: loc, interval: cfg.SweepInterval, rate: cfg.SweepRate, window: cfg.DedupWindow, log: loc.Log}
+}
+
 // egressLister is the LiveKit API the reconciler needs (lksdk.EgressClient).
 type egressLister interface {
 	ListEgress(ctx context.Context, req *livekit.ListEgressRequest) (*livekit.ListEgressResponse, error)
 }
 
-// reconciler asks LiveKit for ended egresses and handles each like an
+// Reconciler asks LiveKit for ended egresses and handles each like an
 // egress_ended webhook, in case that webhook never arrived.
-type reconciler struct {
-	loc      *locator
+type Reconciler struct {
+	loc      *Locator
 	client   egressLister
 	interval time.Duration
 	timeout  time.Duration // one ListEgress call
@@ -98,11 +107,27 @@ type reconciler struct {
 	log      *slog.Logger
 }
 
-func newEgressClient(url, key, secret string) egressLister {
-	return lksdk.NewEgressClient(url, key, secret)
+// NewReconciler asks the LiveKit API at pipeline.livekit_url for loc, with
+// pipeline.livekit_api_key (by default the first of livekit.keys, sorted).
+func NewReconciler(loc *Locator, cfg config.Config) *Reconciler {
+	pc := cfg.Pipeline
+	key := pc.LiveKitAPIKey
+	if key == "" {
+		key = firstKey(cfg.LiveKit.Keys)
+	}
+	return &Reconciler{loc: loc, client: lksdk.NewEgressClient(pc.LiveKitURL, key, cfg.LiveKit.Keys[key]), interval: pc.ReconcileInterval,
+		timeout: pc.LiveKitTimeout, rate: pc.SweepRate, window: pc.DedupWindow, log: loc.Log}
 }
 
-func (r *reconciler) run(ctx context.Context) {
+func firstKey(keys map[string]string) string {
+	ks := slices.Sorted(maps.Keys(keys))
+	if len(ks) == 0 {
+		return ""
+	}
+	return ks[0]
+}
+
+func (r *Reconciler) Run(ctx context.Context) {
 	periodically(ctx, r.interval, "reconcile", r.loc, r.reconcile)
 }
 
@@ -111,7 +136,7 @@ var ended = map[livekit.EgressStatus]bool{livekit.EgressStatus_EGRESS_COMPLETE: 
 	livekit.EgressStatus_EGRESS_ABORTED: true, livekit.EgressStatus_EGRESS_LIMIT_REACHED: true}
 
 // reconcile handles every egress that ended within the window; it returns how many.
-func (r *reconciler) reconcile(ctx context.Context) (int, error) {
+func (r *Reconciler) reconcile(ctx context.Context) (int, error) {
 	lctx, cancel := context.WithTimeout(ctx, r.timeout)
 	resp, err := r.client.ListEgress(lctx, &livekit.ListEgressRequest{})
 	cancel()
@@ -120,7 +145,7 @@ func (r *reconciler) reconcile(ctx context.Context) (int, error) {
 	}
 	items := resp.GetItems()
 	sort.Slice(items, func(i, j int) bool { return items[i].GetEgressId() < items[j].GetEgressId() })
-	cutoff := r.loc.now().Add(-r.window).UnixNano()
+	cutoff := r.loc.Now().Add(-r.window).UnixNano()
 	limiter := time.NewTicker(time.Second / time.Duration(r.rate))
 	defer limiter.Stop()
 	n := 0

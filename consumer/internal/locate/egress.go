@@ -1,4 +1,4 @@
-package consumer
+package locate
 
 import (
 	"bufio"
@@ -16,24 +16,13 @@ import (
 	"github.com/lkscore/lkscore/wire"
 )
 
-// EgressLink records an egress's output files for a room, in the
-// <stream prefix>_EGRESS_LINKS key-value bucket under "<room_id>.<egress_id>".
-type EgressLink struct {
-	RoomID    string   `json:"room_id"`
-	RoomName  string   `json:"room_name,omitempty"`
-	EgressID  string   `json:"egress_id"`
-	Status    string   `json:"status"`
-	Locations []string `json:"locations"`
-	EndedAt   int64    `json:"ended_at,omitempty"` // Unix ns, as EgressInfo has it
-}
-
 // mediaExt are extensions of egress media files: linked, never parsed.
 var mediaExt = map[string]bool{".ogg": true, ".oga": true, ".opus": true, ".mp4": true, ".m4a": true, ".webm": true, ".mp3": true,
 	".wav": true, ".flac": true, ".aac": true, ".ts": true, ".m3u8": true, ".mkv": true, ".jpg": true, ".jpeg": true, ".png": true}
 
 // egressEnded links an egress's files to its room and locates any recording
 // upload among them (a session directory's header, or a raw multipart body).
-func (l *locator) egressEnded(ctx context.Context, ev *livekit.WebhookEvent) error {
+func (l *Locator) egressEnded(ctx context.Context, ev *livekit.WebhookEvent) error {
 	info := ev.GetEgressInfo()
 	if info.GetEgressId() == "" || info.GetRoomId() == "" {
 		return failure.Permanent(errors.New("egress_ended without egress_id or room_id"))
@@ -68,17 +57,17 @@ func (l *locator) egressEnded(ctx context.Context, ev *livekit.WebhookEvent) err
 	if len(media) == 0 || l.kv == nil {
 		return nil
 	}
-	link := EgressLink{RoomID: info.GetRoomId(), RoomName: info.GetRoomName(), EgressID: info.GetEgressId(),
+	link := wire.EgressLink{RoomID: info.GetRoomId(), RoomName: info.GetRoomName(), EgressID: info.GetEgressId(),
 		Status: info.GetStatus().String(), Locations: media, EndedAt: info.GetEndedAt()}
 	data, _ := json.Marshal(link)
-	if _, err := l.kv.Put(ctx, wire.Token(link.RoomID)+"."+wire.Token(link.EgressID), data); err != nil {
+	if _, err := l.kv.Put(ctx, wire.EgressLinkKey(link.RoomID, link.EgressID), data); err != nil {
 		return fmt.Errorf("store egress link: %w", err)
 	}
 	return nil
 }
 
 // multipartObject locates a session stored as one raw multipart body.
-func (l *locator) multipartObject(ctx context.Context, loc recording.Location) error {
+func (l *Locator) multipartObject(ctx context.Context, loc recording.Location) error {
 	rc, err := l.store.OpenBucket(ctx, loc.Bucket, loc.Key, l.maxUpload)
 	if errors.Is(err, recording.ErrNotFound) {
 		return failure.ErrNotYet

@@ -1,4 +1,4 @@
-package consumer
+package locate
 
 import (
 	"fmt"
@@ -12,7 +12,7 @@ import (
 	"github.com/lkscore/lkscore/wire"
 )
 
-// storeCheck catches a misplaced store: an ingest process that stores
+// StoreCheck catches a misplaced store: an ingest process that stores
 // uploads where this worker cannot read them (separate local data dirs, as a
 // chart split into ingest and worker pods without S3 would have; another
 // bucket). Upload notices carry the ingest's store identity; a notice from
@@ -21,7 +21,7 @@ import (
 // naming both stores, and shown on /readyz until a notice from this store
 // arrives or storeMismatchShown passes. The dead letter replays once both
 // processes share one store.
-type storeCheck struct {
+type StoreCheck struct {
 	own    string // this process's store identity
 	metric prometheus.Counter
 	log    *slog.Logger
@@ -35,8 +35,14 @@ type storeCheck struct {
 // storeMismatchShown is how long /readyz reports the last mismatch.
 const storeMismatchShown = 10 * time.Minute
 
+// NewStoreCheck checks notices against own, this process's store identity,
+// counting mismatches in metric.
+func NewStoreCheck(own string, metric prometheus.Counter, log *slog.Logger, now func() time.Time) *StoreCheck {
+	return &StoreCheck{own: own, metric: metric, log: log, now: now}
+}
+
 // check compares a notice's store with this process's.
-func (c *storeCheck) check(n *wire.UploadNotice) error {
+func (c *StoreCheck) check(n *wire.UploadNotice) error {
 	if c == nil || n.Store == "" { // notices from before stores had identities
 		return nil
 	}
@@ -54,8 +60,8 @@ func (c *storeCheck) check(n *wire.UploadNotice) error {
 	return err
 }
 
-// status is the mismatch for /readyz, or "".
-func (c *storeCheck) status() string {
+// Status is the mismatch for /readyz, or "".
+func (c *StoreCheck) Status() string {
 	if c == nil {
 		return ""
 	}

@@ -1,4 +1,4 @@
-package consumer
+package locate
 
 import (
 	"context"
@@ -15,12 +15,12 @@ import (
 	"github.com/lkscore/lkscore/wire"
 )
 
-// retention deletes uploads older than retention.recordings from the local
+// Retention deletes uploads older than retention.recordings from the local
 // store. For S3, a bucket lifecycle rule does it (README, "Data and
 // privacy"). A session whose work was not published yet (it still waits for
 // a webhook or its settle window) is kept, however old. Every deletion is
 // logged and counted.
-type retention struct {
+type Retention struct {
 	store interface {
 		store.Lister
 		store.Deleter
@@ -34,7 +34,19 @@ type retention struct {
 	now      func() time.Time
 }
 
-func (r *retention) run(ctx context.Context) {
+// NewRetention deletes from st the sessions of layout older than keep
+// (retention.recordings), every interval, unless fs says their work is not
+// published yet.
+func NewRetention(st interface {
+	store.Lister
+	store.Deleter
+}, fs *facts.Store, layout recording.Layout, keep, interval time.Duration, deleted *prometheus.CounterVec, log *slog.Logger,
+	now func() time.Time) *Retention {
+	return &Retention{store: st, facts: fs, layout: layout, keep: keep, interval: interval, deleted: deleted, log: log, now: now}
+}
+
+// Run sweeps every interval until ctx ends.
+func (r *Retention) Run(ctx context.Context) {
 	t := time.NewTicker(r.interval)
 	defer t.Stop()
 	for {
@@ -52,7 +64,7 @@ func (r *retention) run(ctx context.Context) {
 }
 
 // sweep deletes every expired session directory once; it returns how many.
-func (r *retention) sweep(ctx context.Context) (int, error) {
+func (r *Retention) sweep(ctx context.Context) (int, error) {
 	objs, err := r.store.List(ctx, r.layout.RoomPrefix(recording.Vars{}))
 	if err != nil {
 		return 0, err

@@ -1,11 +1,10 @@
-package consumer
+package locate
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/consumer/internal/broker"
 	"github.com/lkscore/lkscore/consumer/internal/facts"
 	"github.com/lkscore/lkscore/consumer/internal/metrics"
@@ -20,29 +20,25 @@ import (
 	"github.com/lkscore/lkscore/wire"
 )
 
-// settler publishes session work once a session's facts are settled: at
+// Settler publishes session work once a session's facts are settled: at
 // once when they are complete (recording stored, job ended, close reason
 // named outright), roomSettle after the last signal once the room has
 // finished, else when the settle window has passed since the last signal.
 // It watches the facts bucket, so it sees every signal whoever wrote it; every worker replica runs one, and the session stream's dedup on the
 // session key keeps their publications to one. Once published, an entry is
 // marked, so a restart or a late signal does not publish it again.
-type settler struct {
-	nc       *nats.Conn // nil in tests without reconnects
-	facts    *facts.Store
-	js       jetstream.JetStream
-	subjects wire.Subjects
-	window   time.Duration
-	tick     time.Duration
+type Settler struct {
+	broker.Env
+	nc     *nats.Conn // nil in tests without reconnects
+	facts  *facts.Store
+	window time.Duration
+	tick   time.Duration
 	// noReport is how long a session with spans and no recording waits for
 	// one when no session report said whether one follows
 	// (pipeline.recording_deadline).
 	noReport time.Duration
 	selected map[string]bool // close reasons this deployment's pool scores
-	timeouts broker.Timeouts
 	metrics  *metrics.Pipeline
-	log      *slog.Logger
-	now      func() time.Time
 
 	pending map[string]time.Time // facts key → when to publish at the latest
 	// revs are the revisions of the entries this settler has yet to see
@@ -56,11 +52,22 @@ type settler struct {
 	watchedFrom atomic.Uint64
 }
 
+// NewSettler publishes the sessions of fs as cfg says (settle_window,
+// recording_deadline, close_reasons); nc, when not nil, tells it of
+// reconnects.
+func NewSettler(env broker.Env, nc *nats.Conn, fs *facts.Store, cfg config.Pipeline, m *metrics.Pipeline) *Settler {
+	return &Settler{Env: env, nc: nc, facts: fs, window: cfg.SettleWindow, tick: min(250*time.Millisecond, cfg.SettleWindow),
+		noReport: cfg.RecordingDeadline, selected: selectedReasons(cfg), metrics: m}
+}
+
+// WatchedFrom is the revision the current watch started at (0: all).
+func (s *Settler) WatchedFrom() uint64 { return s.watchedFrom.Load() }
+
 // lowWaterEvery is how often a settler stores its mark.
 const lowWaterEvery = 5 * time.Second
 
-// run watches the facts until ctx ends.
-func (s *settler) run(ctx context.Context) {
+// Run watches the facts until ctx ends.
+func (s *Settler) Run(ctx context.Context) {
 	s.pending, s.revs = map[string]time.Time{}, map[string]uint64{}
 	t := time.NewTicker(s.tick)
 	defer t.Stop()
@@ -71,10 +78,10 @@ func (s *settler) run(ctx context.Context) {
 			opts = append(opts, jetstream.ResumeFromRevision(from))
 		}
 		s.watchedFrom.Store(from)
-		s.log.Info("settler: watching session facts", "from_revision", from)
+		s.Log.Info("settler: watching session facts", "from_revision", from)
 		w, err := s.facts.Bucket().WatchAll(ctx, opts...)
 		if err != nil {
-			s.log.Warn("settler: watch session facts", "err", err)
+			s.Log.Warn("settler: watch session facts", "err", err)
 			select {
 			case <-ctx.Done():
 				return
@@ -89,15 +96,15 @@ func (s *settler) run(ctx context.Context) {
 }
 
 // lowWaterKV is the stored mark: a decimal revision, JSON's encoding of it.
-func (s *settler) lowWaterKV() broker.KV[uint64] {
-	return broker.KV[uint64]{Bucket: s.facts.Bucket(), Timeout: s.timeouts.Request, Attempts: 3}
+func (s *Settler) lowWaterKV() broker.KV[uint64] {
+	return broker.KV[uint64]{Bucket: s.facts.Bucket(), Timeout: s.Timeouts.Request, Attempts: 3}
 }
 
 // loadLowWater reads the stored mark (0: none, replay everything).
-func (s *settler) loadLowWater(ctx context.Context) uint64 {
+func (s *Settler) loadLowWater(ctx context.Context) uint64 {
 	v, _, err := s.lowWaterKV().Get(ctx, wire.SettlerLowWaterKey)
 	if err != nil {
-		s.log.Warn("settler: low-water mark not read; watching every session's facts", "err", err)
+		s.Log.Warn("settler: low-water mark not read; watching every session's facts", "err", err)
 		return 0
 	}
 	s.savedLow = *v
@@ -106,7 +113,7 @@ func (s *settler) loadLowWater(ctx context.Context) uint64 {
 
 // lowWater is the revision below which this settler knows every entry to be
 // published or without a recording.
-func (s *settler) lowWater() uint64 {
+func (s *Settler) lowWater() uint64 {
 	low := s.lastRev + 1
 	for _, r := range s.revs {
 		low = min(low, r)
@@ -116,11 +123,11 @@ func (s *settler) lowWater() uint64 {
 
 // saveLowWater stores the mark when it moved, keeping the highest any
 // replica stored.
-func (s *settler) saveLowWater(ctx context.Context) {
-	if s.now().Sub(s.lastSaved) < lowWaterEvery {
+func (s *Settler) saveLowWater(ctx context.Context) {
+	if s.Now().Sub(s.lastSaved) < lowWaterEvery {
 		return
 	}
-	s.lastSaved = s.now()
+	s.lastSaved = s.Now()
 	low := s.lowWater()
 	if low <= s.savedLow {
 		return
@@ -140,7 +147,7 @@ func (s *settler) saveLowWater(ctx context.Context) {
 // watch follows one watcher. After a NATS reconnect it returns, so run
 // starts a fresh watcher at once instead of waiting for the old one's
 // missed heartbeats (about 10 s) to notice.
-func (s *settler) watch(ctx context.Context, w jetstream.KeyWatcher, tick <-chan time.Time) {
+func (s *Settler) watch(ctx context.Context, w jetstream.KeyWatcher, tick <-chan time.Time) {
 	reconnects := s.reconnects()
 	for {
 		select {
@@ -155,7 +162,7 @@ func (s *settler) watch(ctx context.Context, w jetstream.KeyWatcher, tick <-chan
 			}
 		case <-tick:
 			if s.reconnects() != reconnects {
-				s.log.Info("settler: nats reconnected, watching the session facts again")
+				s.Log.Info("settler: nats reconnected, watching the session facts again")
 				return
 			}
 			s.publishDue(ctx)
@@ -164,7 +171,7 @@ func (s *settler) watch(ctx context.Context, w jetstream.KeyWatcher, tick <-chan
 	}
 }
 
-func (s *settler) reconnects() uint64 {
+func (s *Settler) reconnects() uint64 {
 	if s.nc == nil {
 		return 0
 	}
@@ -172,7 +179,7 @@ func (s *settler) reconnects() uint64 {
 }
 
 // consider looks at one changed entry.
-func (s *settler) consider(ctx context.Context, e jetstream.KeyValueEntry) {
+func (s *Settler) consider(ctx context.Context, e jetstream.KeyValueEntry) {
 	key := e.Key()
 	s.lastRev = max(s.lastRev, e.Revision())
 	if key == wire.SettlerLowWaterKey {
@@ -185,7 +192,7 @@ func (s *settler) consider(ctx context.Context, e jetstream.KeyValueEntry) {
 	}
 	var f wire.SessionFacts
 	if err := facts.Decode(e.Value(), &f); err != nil {
-		s.log.Error("settler: session facts are not valid JSON", "key", key, "err", err)
+		s.Log.Error("settler: session facts are not valid JSON", "key", key, "err", err)
 		delete(s.pending, key)
 		delete(s.revs, key)
 		return
@@ -211,8 +218,8 @@ func (s *settler) consider(ctx context.Context, e jetstream.KeyValueEntry) {
 }
 
 // publishDue publishes every session whose settle window has passed.
-func (s *settler) publishDue(ctx context.Context) {
-	now := s.now()
+func (s *Settler) publishDue(ctx context.Context) {
+	now := s.Now()
 	for key, at := range s.pending {
 		if !now.Before(at) {
 			s.publish(ctx, key, nil, 0)
@@ -223,24 +230,24 @@ func (s *settler) publishDue(ctx context.Context) {
 // publish publishes one session's work and marks its facts published. On
 // failure the session stays pending and is tried again on the next tick.
 // f is the entry when the caller has it fresh, with its revision, else nil.
-func (s *settler) publish(ctx context.Context, key string, f *wire.SessionFacts, rev uint64) {
+func (s *Settler) publish(ctx context.Context, key string, f *wire.SessionFacts, rev uint64) {
 	if err := s.publishKey(ctx, key, f, rev); err != nil {
 		if inProcess(err) {
 			// Another replica's settler is publishing the same session at this
 			// moment: it wins, and the next tick sees the duplicate and marks it.
-			s.log.Debug("settler: another replica is publishing this session", "key", key)
+			s.Log.Debug("settler: another replica is publishing this session", "key", key)
 		} else {
-			s.log.Warn("settler: session work not published; retrying", "key", key, "err", err)
+			s.Log.Warn("settler: session work not published; retrying", "key", key, "err", err)
 		}
 		if _, ok := s.pending[key]; !ok {
-			s.pending[key] = s.now()
+			s.pending[key] = s.Now()
 		}
 		return
 	}
 	delete(s.pending, key)
 }
 
-func (s *settler) publishKey(ctx context.Context, key string, f *wire.SessionFacts, rev uint64) error {
+func (s *Settler) publishKey(ctx context.Context, key string, f *wire.SessionFacts, rev uint64) error {
 	if f == nil {
 		var err error
 		if f, rev, err = s.facts.Get(ctx, key); err != nil {
@@ -261,28 +268,28 @@ func (s *settler) publishKey(ctx context.Context, key string, f *wire.SessionFac
 		obs = append(append([]wire.Observation(nil), obs...), more...)
 	}
 	r := facts.Resolve(obs)
-	item := workItemFrom(f, r, s.now())
+	item := workItemFrom(f, r, s.Now())
 	data, err := json.Marshal(item)
 	if err != nil {
 		return fmt.Errorf("encode work item: %w", err)
 	}
-	msg := nats.NewMsg(s.subjects.Session(item.CloseReason))
+	msg := nats.NewMsg(s.Subjects.Session(item.CloseReason))
 	msg.Data = data
 	msg.Header.Set(wire.HeaderSessionKey, item.SessionKey)
-	pctx, cancel := context.WithTimeout(ctx, s.timeouts.Publish)
-	ack, err := s.js.PublishMsg(pctx, msg, jetstream.WithMsgID(item.SessionKey), jetstream.WithExpectStream(s.subjects.SessionStream()))
+	pctx, cancel := context.WithTimeout(ctx, s.Timeouts.Publish)
+	ack, err := s.JS.PublishMsg(pctx, msg, jetstream.WithMsgID(item.SessionKey), jetstream.WithExpectStream(s.Subjects.SessionStream()))
 	cancel()
 	if err != nil {
 		return fmt.Errorf("publish session %s: %w", item.SessionKey, err)
 	}
 	if !ack.Duplicate {
 		s.metrics.Sessions.WithLabelValues(item.CloseReason, fmt.Sprint(s.selected[item.CloseReason])).Inc()
-		s.log.Info("session located", "session_key", item.SessionKey, "close_reason", item.CloseReason,
+		s.Log.Info("session located", "session_key", item.SessionKey, "close_reason", item.CloseReason,
 			"close_reason_source", item.CloseReasonSource, "agent_name", r.AgentName, "origin", item.Origin)
 	}
 	// Marked published from the entry just read: a compare-and-set on its
 	// revision, re-read only if it changed meanwhile.
-	published := s.now().UTC()
+	published := s.Now().UTC()
 	err = s.facts.ModifyFrom(ctx, key, broker.Entry[wire.SessionFacts]{Value: f, Rev: rev}, func(f *wire.SessionFacts) bool {
 		if f.PublishedAt != nil {
 			return false
@@ -311,7 +318,7 @@ const originSpans = "spans"
 // settle window once the session report said no recording follows, a
 // second once the agent_session span (it ends when the session closes) has
 // come too, and pipeline.recording_deadline when no report said.
-func (s *settler) spansSettle(f *wire.SessionFacts) time.Duration {
+func (s *Settler) spansSettle(f *wire.SessionFacts) time.Duration {
 	if facts.RecordingExpected(f) == "" {
 		return max(s.noReport, s.window)
 	}

@@ -1,0 +1,73 @@
+package locate
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/lkscore/lkscore/config"
+	"github.com/lkscore/lkscore/consumer/internal/facts"
+	"github.com/lkscore/lkscore/consumer/internal/metrics"
+	"github.com/lkscore/lkscore/internal/testenv"
+	"github.com/lkscore/lkscore/recording"
+	"github.com/lkscore/lkscore/store"
+	"github.com/lkscore/lkscore/wire"
+)
+
+// TestRetentionDeletesOldKeepsFresh: under a fake clock, an upload older
+// than retention.recordings is deleted (logged, counted), a fresh one and
+// an old one whose session is not scored yet are kept.
+func TestRetentionDeletesOldKeepsFresh(t *testing.T) {
+	ns := testenv.StartNATS(t)
+	js := testenv.JetStream(t, ns.URL())
+	cfg := config.Default()
+	fs, err := facts.Open(context.Background(), js, wire.NewSubjects("lkscore.", "LKSCORE"), cfg.NATS, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	st, err := store.NewLocal(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	ctx := context.Background()
+	for _, s := range []struct {
+		dir       string
+		age       time.Duration
+		published bool
+	}{{"RM_Old/AJ_Old/", 40 * 24 * time.Hour, true}, {"RM_New/AJ_New/", time.Hour, true}, {"RM_Wait/AJ_Wait/", 40 * 24 * time.Hour, false}} {
+		testenv.PutSession(t, st, "1_clean_call", s.dir)
+		for _, name := range []string{recording.ObjectHeader, recording.ObjectChatHistory} {
+			at := now.Add(-s.age)
+			if err := os.Chtimes(filepath.Join(root, s.dir, name), at, at); err != nil {
+				t.Fatal(err)
+			}
+		}
+		room, job := filepath.Dir(filepath.Dir(s.dir)), filepath.Base(s.dir)
+		u := facts.Update{RoomID: room, JobID: job, Recording: &wire.RecordingRef{SessionKey: room + "/" + job, Dir: s.dir}}
+		if err := fs.Add(ctx, u); err != nil {
+			t.Fatal(err)
+		}
+		if s.published {
+			_ = fs.Modify(ctx, wire.FactsKey(room, job), func(f *wire.SessionFacts) bool { f.PublishedAt = &now; return true })
+		}
+	}
+	m := metrics.NewPipeline(nil)
+	layout, _ := recording.NewLayout("", cfg.Recordings.KeyTemplate)
+	r := &Retention{store: st, facts: fs, layout: layout, keep: 30 * 24 * time.Hour, interval: time.Hour,
+		deleted: m.RecordingsDeleted, log: slog.New(slog.NewTextHandler(io.Discard, nil)), now: func() time.Time { return now }}
+	n, err := r.sweep(ctx)
+	if err != nil || n != 1 {
+		t.Fatalf("sweep deleted %d sessions, %v; want 1", n, err)
+	}
+	for dir, want := range map[string]bool{"RM_Old": false, "RM_New/AJ_New/header.binpb": true, "RM_Wait/AJ_Wait/chat_history.json": true} {
+		if _, err := os.Stat(filepath.Join(root, dir)); (err == nil) != want {
+			t.Errorf("%s exists: %v, want %v", dir, err == nil, want)
+		}
+	}
+}
