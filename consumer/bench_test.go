@@ -17,7 +17,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/lkscore/lkscore/consumer/internal/broker"
+	"github.com/lkscore/lkscore/consumer/broker"
 	"github.com/lkscore/lkscore/internal/testenv"
 	"github.com/lkscore/lkscore/wire"
 )

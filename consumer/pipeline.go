@@ -13,12 +13,14 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lkscore/lkscore/config"
-	"github.com/lkscore/lkscore/consumer/internal/broker"
+	"github.com/lkscore/lkscore/consumer/broker"
+	"github.com/lkscore/lkscore/consumer/internal/deliver"
+	"github.com/lkscore/lkscore/consumer/internal/detect"
 	"github.com/lkscore/lkscore/consumer/internal/facts"
 	"github.com/lkscore/lkscore/consumer/internal/locate"
 	"github.com/lkscore/lkscore/consumer/internal/metrics"
+	"github.com/lkscore/lkscore/consumer/internal/score"
 	"github.com/lkscore/lkscore/consumer/internal/stage"
-	"github.com/lkscore/lkscore/notify"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/scoring"
 	"github.com/lkscore/lkscore/wire"
@@ -63,7 +65,7 @@ type stageSpec struct {
 // fill it; MaxDeliver bounds retries before a max-deliveries advisory
 // dead-letters the message. Each process bounds its own share with
 // pipeline.concurrency.
-func stageTable(s wire.Subjects, p config.Pipeline, loc *locate.Locator, w *worker, reg *regressor, targets []*alertTarget) []stageSpec {
+func stageTable(s wire.Subjects, p config.Pipeline, loc *locate.Locator, w *score.Worker, reg *detect.Detector, targets []*deliver.Target) []stageSpec {
 	base := jetstream.ConsumerConfig{
 		AckPolicy: jetstream.AckExplicitPolicy, AckWait: p.AckWait, MaxDeliver: p.MaxDeliver,
 		MaxAckPending: p.MaxAckPending, DeliverPolicy: jetstream.DeliverAllPolicy,
@@ -90,11 +92,11 @@ func stageTable(s wire.Subjects, p config.Pipeline, loc *locate.Locator, w *work
 			Consumer: with(wire.LocatorWebhooks, "lkscore locator: webhooks to session work", hooks)}),
 		worker(stage.Spec{Name: wire.StageLocate, Stream: s.UploadStream(), Handle: loc.Handle, OnGiveUp: roomMayBeEmpty,
 			Consumer: with(wire.LocatorUploads, "lkscore locator: collector uploads to session work", []string{s.UploadStored()})}),
-		worker(stage.Spec{Name: wire.StageScore, Stream: s.SessionStream(), Handle: w.handle,
+		worker(stage.Spec{Name: wire.StageScore, Stream: s.SessionStream(), Handle: w.Handle,
 			Consumer: with(wire.ScoreConsumer(p.Pool), "lkscore scoring pool "+p.Pool, sessions)}),
 	}
 	if reg != nil { // regression.enabled
-		table = append(table, worker(stage.Spec{Name: wire.StageRegress, Stream: s.ResultStream(), Handle: reg.handle,
+		table = append(table, worker(stage.Spec{Name: wire.StageRegress, Stream: s.ResultStream(), Handle: reg.Handle,
 			Consumer: with(wire.RegressConsumer, "lkscore regression detection over every scorecard", nil)}))
 	}
 	// Alert delivery: one message at a time per target, so each target sees
@@ -102,9 +104,9 @@ func stageTable(s wire.Subjects, p config.Pipeline, loc *locate.Locator, w *work
 	// alerts published from then on (the resender brings Alertmanager the
 	// ones firing).
 	for _, t := range targets {
-		c := with(t.id, "lkscore alert delivery to "+t.name, nil)
+		c := with(t.ID(), "lkscore alert delivery to "+t.Name(), nil)
 		c.MaxAckPending, c.DeliverPolicy = 1, jetstream.DeliverNewPolicy
-		table = append(table, worker(stage.Spec{Name: wire.StageNotify, Stream: s.AlertStream(), Handle: t.handle,
+		table = append(table, worker(stage.Spec{Name: wire.StageNotify, Stream: s.AlertStream(), Handle: t.Handle,
 			Concurrency: 1, Consumer: c}))
 	}
 	return table
@@ -152,27 +154,22 @@ func startPipeline(ctx context.Context, d pipelineDeps) (*pipeline, error) {
 	if err != nil {
 		return nil, err
 	}
-	w, err := newWorker(env, d.facts, d.store, scorer, cfg, d.metrics)
+	w, err := score.New(env, d.facts, d.store, scorer, cfg, d.metrics)
 	if err != nil {
 		return nil, err
 	}
 	dlq := stage.NewDeadLetters(env, d.metrics)
-	var reg *regressor
+	var reg *detect.Detector
 	if cfg.Regression.Enabled && cfg.Runs(config.RoleWorker) {
 		var rkv jetstream.KeyValue
 		err := broker.RetrySetup(ctx, d.log, "regression bucket", to.Request, func(ctx context.Context) (err error) {
-			rkv, err = OpenRegressionBucket(ctx, d.js, subj, cfg.NATS)
+			rkv, err = detect.OpenBucket(ctx, d.js, subj, cfg.NATS)
 			return err
 		})
 		if err != nil {
 			return nil, err
 		}
-		for _, kind := range []string{"regression", "drift", "failures"} {
-			for _, status := range []string{"firing", "resolved"} {
-				d.metrics.Alerts.WithLabelValues(kind, status).Add(0)
-			}
-		}
-		reg = &regressor{Env: env, kv: rkv, cfg: cfg.Regression, alerts: d.metrics.Alerts, sessions: d.metrics.AgentSessions}
+		reg = detect.New(env, rkv, cfg.Regression, d.metrics)
 	}
 
 	workCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -191,12 +188,12 @@ func startPipeline(ctx context.Context, d pipelineDeps) (*pipeline, error) {
 		_ = p.stop(context.Background())
 		return nil, err
 	}
-	var targets []*alertTarget
+	var targets []*deliver.Target
 	// One client for every alert target: its transport keeps connections
 	// to each; every POST is bounded by alerts.timeout.
 	alertClient := &http.Client{Timeout: cfg.Alerts.Timeout}
 	if reg != nil {
-		targets = alertTargets(cfg.Alerts, alertClient, d.metrics.AlertDelivery(), d.log)
+		targets = deliver.Targets(cfg.Alerts, alertClient, d.metrics.AlertDelivery(), d.log)
 	}
 	pacing := stage.Pacing{Concurrency: cfg.Pipeline.Concurrency, AckWait: cfg.Pipeline.AckWait,
 		PullWait: min(5*time.Second, cfg.Pipeline.AckWait/2), Deadline: cfg.Pipeline.RecordingDeadline, RetryBase: cfg.Pipeline.RetryBase}
@@ -244,12 +241,8 @@ func startPipeline(ctx context.Context, d pipelineDeps) (*pipeline, error) {
 		p.goLoop(func() { ret.Run(bgCtx) })
 	}
 	if am := cfg.Alerts.Alertmanager; reg != nil && len(am.URLs) > 0 {
-		rs := &resender{kv: reg.kv, interval: am.ResendInterval, timeout: cfg.Alerts.Timeout, metrics: d.metrics.AlertDelivery(), log: d.log,
-			now: d.now}
-		for _, u := range am.URLs {
-			rs.ams = append(rs.ams, notify.NewAlertmanager(u, alertClient, cfg.Alerts.ExternalURL, 4*am.ResendInterval))
-		}
-		p.goLoop(func() { rs.run(bgCtx) })
+		rs := deliver.NewResender(reg.Bucket(), cfg.Alerts, alertClient, d.metrics.AlertDelivery(), d.log, d.now)
+		p.goLoop(func() { rs.Run(bgCtx) })
 	}
 	if pc.SweepInterval > 0 {
 		sw := locate.NewSweeper(loc, pc)

@@ -60,7 +60,7 @@ func TestPipelineStoreOutagePauses(t *testing.T) {
 	srv := testenv.StartS3(t)
 	s3Env(t, testenv.S3SecretKey)
 	st := newTestS3Store(t, srv, "rec")
-	testenv.PutSession(t, st, "1_clean_call", "RM_Out/AJ_Out/")
+	testenv.PutSession(t, st.Begin, "1_clean_call", "RM_Out/AJ_Out/")
 	ns := startNATS(t)
 	cfg := pipelineConfig(t, ns.URL())
 	cfg.S3 = s3Config(srv, "rec")

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lkscore/lkscore/consumer/internal/facts"
+	"github.com/lkscore/lkscore/consumer/internal/score"
 	"github.com/lkscore/lkscore/dashboard"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/scoring"
@@ -64,7 +65,7 @@ func (u *uiServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // startUI builds the dashboard and starts its index following the results
 // stream, until stopUI.
-func (d *Daemon) startUI(ctx context.Context, js jetstream.JetStream, fs *facts.Store, st sessionReader) error {
+func (d *Daemon) startUI(ctx context.Context, js jetstream.JetStream, fs *facts.Store, st score.Reader) error {
 	index := dashboard.NewIndex(d.cfg.Dashboard.Window, d.cfg.Regression.VersionTag)
 	alerts := dashboard.NewAlertIndex(alertWindow)
 	lim := d.cfg.Limits
@@ -98,7 +99,7 @@ func (d *Daemon) startUI(ctx context.Context, js jetstream.JetStream, fs *facts.
 				return nil, errors.New("privacy.mode metadata_only dropped the transcript and audio after scoring")
 			}
 			ref := f.Recording
-			s, err := loadSession(ctx, st, ref, lim.Parser(), lim.UploadBytes())
+			s, err := score.Load(ctx, st, ref, lim.Parser(), lim.UploadBytes())
 			if errors.Is(err, recording.ErrNotFound) {
 				return nil, fmt.Errorf("the recording is no longer in the store (%s)", ref.Location)
 			}
@@ -236,19 +237,4 @@ func recordingOf(ctx context.Context, fs *facts.Store, key string) (*wire.Sessio
 		return nil, errors.New("lkscore has no record of where this session's recording is")
 	}
 	return f, nil
-}
-
-// loadSession reads a located session: a directory upload or a raw
-// multipart object.
-func loadSession(ctx context.Context, st sessionReader, ref *wire.RecordingRef, lim recording.Limits, maxUpload int64) (*recording.Session, error) {
-	if ref.Dir != "" {
-		return recording.Load(ctx, st, ref.Dir, lim)
-	}
-	rc, err := st.OpenBucket(ctx, ref.Bucket, ref.Object, maxUpload)
-	if err != nil {
-		return nil, err
-	}
-	defer rc.Close()
-	s, _, err := recording.ParseMultipart(rc, "", lim)
-	return s, err
 }

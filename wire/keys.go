@@ -72,6 +72,20 @@ func AlertStateKey(k regress.Key) string {
 	return "a." + b64(k.Agent) + "." + b64(k.Version) + "." + b64(k.ScoringVersion)
 }
 
+// AlertStatesFilter matches every alert state entry.
+const AlertStatesFilter = "a.>"
+
+// AlertState is the entry under AlertStateKey: what the detector remembers per agent/version/scoring
+// version: the alerts firing now, by kind/metric, and the outbox of state
+// changes recorded but maybe not yet published.
+type AlertState struct {
+	Firing map[string]Alert `json:"firing"`
+	Outbox []Alert          `json:"outbox,omitempty"`
+	// Basis is the history size the last recorded change was judged on:
+	// a replica that judged an older snapshot changes nothing.
+	Basis int `json:"basis"`
+}
+
 // BaselineKey is where `lkscore baseline seal` keeps an agent's sealed baseline.
 func BaselineKey(agent, scoringVersion string) string {
 	return "b." + b64(agent) + "." + b64(scoringVersion)

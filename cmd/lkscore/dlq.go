@@ -15,6 +15,7 @@ import (
 	"github.com/lkscore/lkscore/cmd/lkscore/offline"
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/consumer"
+	"github.com/lkscore/lkscore/consumer/broker"
 	"github.com/lkscore/lkscore/wire"
 )
 
@@ -117,7 +118,7 @@ func toolNATS(c *cli.Command, getenv func(string) string) (jetstream.JetStream, 
 	if url == "" {
 		url = fmt.Sprintf("nats://127.0.0.1:%d", cfg.NATS.EmbeddedPort)
 	}
-	nc, err := consumer.Connect(url, cfg.NATS, discardLogger())
+	nc, err := broker.Connect(url, cfg.NATS, discardLogger())
 	if err != nil {
 		return nil, wire.Subjects{}, cfg, nil, exitError{code: 1, err: fmt.Errorf("%w (is lkscore serve running?)", err)}
 	}

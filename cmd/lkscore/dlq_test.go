@@ -10,7 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lkscore/lkscore/config"
-	"github.com/lkscore/lkscore/consumer"
+	"github.com/lkscore/lkscore/consumer/broker"
 	"github.com/lkscore/lkscore/internal/testenv"
 	"github.com/lkscore/lkscore/wire"
 )
@@ -25,7 +25,7 @@ func TestDLQListAndReplay(t *testing.T) {
 	js, _ := jetstream.New(nc)
 	cfg := config.Default()
 	subj := wire.NewSubjects(cfg.NATS.SubjectPrefix, cfg.NATS.StreamPrefix)
-	if err := consumer.EnsureStreams(context.Background(), js, subj, cfg, nil); err != nil {
+	if err := broker.EnsureStreams(context.Background(), js, subj, cfg, nil); err != nil {
 		t.Fatal(err)
 	}
 	// A dead letter as the score stage writes it.

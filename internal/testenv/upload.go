@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
+	"io"
 	"mime/multipart"
 	"net/textproto"
 	"os"
@@ -22,7 +23,6 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/lkscore/lkscore/recording"
-	"github.com/lkscore/lkscore/store"
 )
 
 // The agents SDKs' requests, as their sources build them: the recording
@@ -131,13 +131,14 @@ func ScenarioDir() string {
 }
 
 // PutSession writes a scenario's upload (its header and chat history) into
-// a store directory, as the collector would.
-func PutSession(t testing.TB, st interface {
-	Begin(context.Context, string) (store.Upload, error)
-}, scenario, dir string) {
+// a store directory, as the collector would; begin is the store's Begin.
+func PutSession[U interface {
+	Write(ctx context.Context, name string, r io.Reader, limit int64) (int64, error)
+	Commit(ctx context.Context) error
+}](t testing.TB, begin func(ctx context.Context, dir string) (U, error), scenario, dir string) {
 	t.Helper()
 	ctx := context.Background()
-	up, err := st.Begin(ctx, dir)
+	up, err := begin(ctx, dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,10 +33,10 @@ const (
 // Failure is a classified error.
 type Failure struct {
 	Kind Kind
-	// label is the bounded dead-letter reason: recording_not_found,
+	// Label is the bounded dead-letter reason: recording_not_found,
 	// malformed_recording, store, bad_message, or transient.
 	Label string
-	// status is the HTTP answer to a client whose request met the error.
+	// Status is the HTTP answer to a client whose request met the error.
 	Status int
 }
 

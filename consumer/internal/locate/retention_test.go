@@ -41,7 +41,7 @@ func TestRetentionDeletesOldKeepsFresh(t *testing.T) {
 		age       time.Duration
 		published bool
 	}{{"RM_Old/AJ_Old/", 40 * 24 * time.Hour, true}, {"RM_New/AJ_New/", time.Hour, true}, {"RM_Wait/AJ_Wait/", 40 * 24 * time.Hour, false}} {
-		testenv.PutSession(t, st, "1_clean_call", s.dir)
+		testenv.PutSession(t, st.Begin, "1_clean_call", s.dir)
 		for _, name := range []string{recording.ObjectHeader, recording.ObjectChatHistory} {
 			at := now.Add(-s.age)
 			if err := os.Chtimes(filepath.Join(root, s.dir, name), at, at); err != nil {

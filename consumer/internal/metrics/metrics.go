@@ -62,7 +62,7 @@ func NewIngest(reg prometheus.Registerer) *Ingest {
 	}
 }
 
-// eventLabel keeps the event label's cardinality bounded.
+// EventLabel keeps the event label's cardinality bounded.
 func EventLabel(event string) string {
 	if config.KnownEvent(event) {
 		return event

@@ -1,4 +1,7 @@
-package consumer
+// Package score is the scoring stage: a Worker reads a work item's
+// recording (or, for a metadata-only session, its spans) from the store,
+// scores it with the pure scoring model and publishes the scorecard.
+package score
 
 import (
 	"context"
@@ -13,7 +16,7 @@ import (
 
 	"github.com/lkscore/lkscore/audio"
 	"github.com/lkscore/lkscore/config"
-	"github.com/lkscore/lkscore/consumer/internal/broker"
+	"github.com/lkscore/lkscore/consumer/broker"
 	"github.com/lkscore/lkscore/consumer/internal/facts"
 	"github.com/lkscore/lkscore/consumer/internal/failure"
 	"github.com/lkscore/lkscore/consumer/internal/metrics"
@@ -23,22 +26,22 @@ import (
 	"github.com/lkscore/lkscore/wire"
 )
 
-// sessionReader is what a worker needs from the recording store.
-type sessionReader interface {
+// Reader is what a worker needs from the recording store.
+type Reader interface {
 	recording.ObjectReader
 	store.BucketReader
 	store.Deleter
 }
 
-// worker scores sessions: it fetches a work item's chat history, scores it
+// Worker scores sessions: it fetches a work item's chat history, scores it
 // and publishes the scorecard on lkscore.result.<CLOSE_REASON> (and on
 // lkscore.agent.<agent>.<CLOSE_REASON> with pipeline.agent_results).
-type worker struct {
+type Worker struct {
 	broker.Env
 	privacy    config.Privacy
 	facts      *facts.Store
 	deleted    *prometheus.CounterVec // reason
-	store      sessionReader
+	store      Reader
 	scorer     *scoring.Scorer
 	lim        recording.Limits
 	maxUpload  int64
@@ -51,25 +54,25 @@ type worker struct {
 	agentResults bool
 }
 
-// newWorker scores with scorer what the store st holds, as cfg says
+// New scores with scorer what the store st holds, as cfg says
 // (privacy, limits, audio, the scoring model's audio thresholds,
 // pipeline.agent_results), and records content it drops in fs.
-func newWorker(env broker.Env, fs *facts.Store, st sessionReader, scorer *scoring.Scorer, cfg config.Config,
-	m *metrics.Pipeline) (*worker, error) {
+func New(env broker.Env, fs *facts.Store, st Reader, scorer *scoring.Scorer, cfg config.Config,
+	m *metrics.Pipeline) (*Worker, error) {
 	if env.JS == nil || st == nil || scorer == nil || env.Log == nil || m == nil {
 		return nil, errors.New("worker: js, store, scorer, metrics and log are required")
 	}
 	if env.Timeouts.Publish <= 0 {
 		return nil, errors.New("worker: the publish timeout must be positive")
 	}
-	return &worker{Env: env, privacy: cfg.Privacy, facts: fs, deleted: m.RecordingsDeleted, store: st, scorer: scorer,
+	return &Worker{Env: env, privacy: cfg.Privacy, facts: fs, deleted: m.RecordingsDeleted, store: st, scorer: scorer,
 		lim: cfg.Limits.Parser(), maxUpload: cfg.Limits.UploadBytes(), audioCfg: cfg.Audio, audioBytes: cfg.Limits.AudioBytes,
 		analysis: audio.ForScoring(cfg.Scoring.Audio, cfg.Audio.MaxDuration), quality: m.Quality,
 		agentResults: cfg.Pipeline.AgentResults}, nil
 }
 
-// handle scores one work item; the caller acks only when it returns nil.
-func (w *worker) handle(ctx context.Context, m jetstream.Msg) error {
+// Handle scores one work item; the caller acks only when it returns nil.
+func (w *Worker) Handle(ctx context.Context, m jetstream.Msg) error {
 	var item wire.WorkItem
 	if err := json.Unmarshal(m.Data(), &item); err != nil {
 		return failure.Permanent(fmt.Errorf("work item is not valid JSON: %w", err))
@@ -127,7 +130,7 @@ func (w *worker) handle(ctx context.Context, m jetstream.Msg) error {
 
 // input is the scoring input of one work item: its recording (unless it
 // has none), its facts from every signal, and its spans.
-func (w *worker) input(ctx context.Context, item wire.WorkItem) (scoring.Session, error) {
+func (w *Worker) input(ctx context.Context, item wire.WorkItem) (scoring.Session, error) {
 	in := scoring.Session{Key: item.SessionKey, RoomID: item.RoomID, RoomName: item.RoomName, JobID: item.JobID,
 		AgentName: item.AgentName, Source: "spans://" + item.SessionKey}
 	if !item.MetadataOnly {
@@ -160,7 +163,7 @@ func (w *worker) input(ctx context.Context, item wire.WorkItem) (scoring.Session
 // store (privacy.mode metadata_only): the header, the facts and the
 // scorecard stay. An error retries the message; the scorecard is not
 // published twice (its msg id dedups it).
-func (w *worker) dropContent(ctx context.Context, item wire.WorkItem) error {
+func (w *Worker) dropContent(ctx context.Context, item wire.WorkItem) error {
 	if item.Dir == "" {
 		w.Log.Warn("metadata_only: a raw multipart object cannot be trimmed; it is kept whole", "session_key", item.SessionKey,
 			"object", item.Object, "bucket", item.Bucket)
@@ -188,7 +191,7 @@ func (w *worker) dropContent(ctx context.Context, item wire.WorkItem) error {
 // layout; a raw multipart object's audio is not read) and audio.enabled.
 // A recording that cannot be measured is a finding, not an error; a store
 // failure is retried.
-func (w *worker) audio(ctx context.Context, item wire.WorkItem) (*scoring.Audio, error) {
+func (w *Worker) audio(ctx context.Context, item wire.WorkItem) (*scoring.Audio, error) {
 	if !w.audioCfg.Enabled || item.Dir == "" {
 		return nil, nil
 	}
@@ -209,23 +212,26 @@ func (w *worker) audio(ctx context.Context, item wire.WorkItem) (*scoring.Audio,
 	return res.Scoring(), nil
 }
 
-// load reads the session the item points at, directory layout or multipart object.
-func (w *worker) load(ctx context.Context, item wire.WorkItem) (*recording.Session, error) {
-	if item.Dir != "" {
-		s, err := recording.Load(ctx, w.store, item.Dir, w.lim)
-		if errors.Is(err, recording.ErrNotFound) {
-			return nil, failure.Permanent(fmt.Errorf("recording gone from the store: %w", err))
-		}
-		return s, err
-	}
-	rc, err := w.store.OpenBucket(ctx, item.Bucket, item.Object, w.maxUpload)
+// load reads the item's recording; one gone from the store is permanent.
+func (w *Worker) load(ctx context.Context, item wire.WorkItem) (*recording.Session, error) {
+	s, err := Load(ctx, w.store, &item.RecordingRef, w.lim, w.maxUpload)
 	if errors.Is(err, recording.ErrNotFound) {
 		return nil, failure.Permanent(fmt.Errorf("recording gone from the store: %w", err))
 	}
+	return s, err
+}
+
+// Load reads a located session: a directory upload or a raw
+// multipart object.
+func Load(ctx context.Context, st Reader, ref *wire.RecordingRef, lim recording.Limits, maxUpload int64) (*recording.Session, error) {
+	if ref.Dir != "" {
+		return recording.Load(ctx, st, ref.Dir, lim)
+	}
+	rc, err := st.OpenBucket(ctx, ref.Bucket, ref.Object, maxUpload)
 	if err != nil {
 		return nil, err
 	}
 	defer rc.Close()
-	s, _, err := recording.ParseMultipart(rc, "", w.lim)
+	s, _, err := recording.ParseMultipart(rc, "", lim)
 	return s, err
 }

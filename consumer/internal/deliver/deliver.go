@@ -1,4 +1,8 @@
-package consumer
+// Package deliver is the notify stage: each configured Alertmanager and
+// webhook is a Target with its own durable consumer of the alerts stream,
+// and the Resender posts the alerts still firing to every Alertmanager again,
+// as Prometheus does.
+package deliver
 
 import (
 	"context"
@@ -17,12 +21,12 @@ import (
 	"github.com/lkscore/lkscore/wire"
 )
 
-// alertTarget is one delivery target: an Alertmanager or a webhook. Each
+// Target is one delivery target: an Alertmanager or a webhook. Each
 // has its own durable consumer of the alerts stream (NotifyConsumer),
 // shared by every worker replica and holding one message at a time, so each
 // target gets each alert state once and in order (firing before resolved),
 // whatever the other targets do.
-type alertTarget struct {
+type Target struct {
 	id      string // the consumer's name
 	name    string // for metrics and logs
 	send    func(ctx context.Context, a wire.Alert, raw []byte) error
@@ -31,12 +35,12 @@ type alertTarget struct {
 	log     *slog.Logger
 }
 
-// alertTargets builds a target per configured Alertmanager and webhook.
-func alertTargets(c config.Alerts, client *http.Client, m metrics.AlertDelivery, log *slog.Logger) []*alertTarget {
-	var out []*alertTarget
+// Targets builds a target per configured Alertmanager and webhook.
+func Targets(c config.Alerts, client *http.Client, m metrics.AlertDelivery, log *slog.Logger) []*Target {
+	var out []*Target
 	for _, u := range c.Alertmanager.URLs {
 		am := notify.NewAlertmanager(u, client, c.ExternalURL, 4*c.Alertmanager.ResendInterval)
-		out = append(out, &alertTarget{id: wire.NotifyConsumer("am", u), name: am.Name(), timeout: c.Timeout, metrics: m, log: log,
+		out = append(out, &Target{id: wire.NotifyConsumer("am", u), name: am.Name(), timeout: c.Timeout, metrics: m, log: log,
 			send: func(ctx context.Context, a wire.Alert, _ []byte) error { return am.Send(ctx, time.Now(), a) }})
 	}
 	for i, w := range c.Webhooks {
@@ -44,7 +48,7 @@ func alertTargets(c config.Alerts, client *http.Client, m metrics.AlertDelivery,
 			w.Name = fmt.Sprintf("webhook-%d", i+1)
 		}
 		wh := notify.NewWebhook(w.Name, w.URL, w.Format, client, c.ExternalURL)
-		out = append(out, &alertTarget{id: wire.NotifyConsumer("webhook", w.URL), name: wh.Name(), timeout: c.Timeout, metrics: m, log: log,
+		out = append(out, &Target{id: wire.NotifyConsumer("webhook", w.URL), name: wh.Name(), timeout: c.Timeout, metrics: m, log: log,
 			send: wh.Send})
 	}
 	for _, t := range out {
@@ -55,10 +59,16 @@ func alertTargets(c config.Alerts, client *http.Client, m metrics.AlertDelivery,
 	return out
 }
 
-// handle delivers one alert. A refusal that will not change by itself (a
+// ID is the target's durable consumer (wire.NotifyConsumer).
+func (t *Target) ID() string { return t.id }
+
+// Name names the target in metrics and logs.
+func (t *Target) Name() string { return t.name }
+
+// Handle delivers one alert. A refusal that will not change by itself (a
 // 4xx other than 408 and 429) dead-letters the alert with the target's
 // answer; anything else is retried with backoff, up to pipeline.max_deliver.
-func (t *alertTarget) handle(ctx context.Context, m jetstream.Msg) error {
+func (t *Target) Handle(ctx context.Context, m jetstream.Msg) error {
 	var a wire.Alert
 	if err := json.Unmarshal(m.Data(), &a); err != nil {
 		return failure.Permanent(fmt.Errorf("alert is not valid JSON: %w", err))
@@ -82,13 +92,13 @@ func (t *alertTarget) handle(ctx context.Context, m jetstream.Msg) error {
 	}
 }
 
-// resender sends the firing alerts to every Alertmanager again every
+// Resender sends the firing alerts to every Alertmanager again every
 // interval, as Prometheus does: Alertmanager keeps alerts in memory and
 // resolves one that nobody re-sent within its endsAt, so a restarted
 // Alertmanager learns them again and the alerts of an lkscore that stopped
 // resolve by themselves. Every replica resends; Alertmanager merges
 // identical label sets, so that costs requests, not duplicates.
-type resender struct {
+type Resender struct {
 	kv       jetstream.KeyValue
 	ams      []*notify.Alertmanager
 	interval time.Duration
@@ -98,7 +108,20 @@ type resender struct {
 	now      func() time.Time
 }
 
-func (r *resender) run(ctx context.Context) {
+// NewResender resends the alerts firing in kv (the regression bucket) to
+// every Alertmanager of cfg every alertmanager.resend_interval.
+func NewResender(kv jetstream.KeyValue, cfg config.Alerts, client *http.Client, m metrics.AlertDelivery, log *slog.Logger,
+	now func() time.Time) *Resender {
+	am := cfg.Alertmanager
+	r := &Resender{kv: kv, interval: am.ResendInterval, timeout: cfg.Timeout, metrics: m, log: log, now: now}
+	for _, u := range am.URLs {
+		r.ams = append(r.ams, notify.NewAlertmanager(u, client, cfg.ExternalURL, 4*am.ResendInterval))
+	}
+	return r
+}
+
+// Run resends until ctx ends.
+func (r *Resender) Run(ctx context.Context) {
 	t := time.NewTicker(r.interval)
 	defer t.Stop()
 	for {
@@ -116,7 +139,7 @@ func (r *resender) run(ctx context.Context) {
 // resend reads every alert state entry, posts the firing alerts, then
 // checks that none of them resolved meanwhile: one that did is posted
 // resolved, so a resend racing the resolution cannot revive it.
-func (r *resender) resend(ctx context.Context) error {
+func (r *Resender) resend(ctx context.Context) error {
 	firing, err := r.firing(ctx)
 	if err != nil || len(firing) == 0 {
 		return err
@@ -157,10 +180,10 @@ func (r *resender) resend(ctx context.Context) error {
 
 // firing lists the alerts firing now, by id, from the detector's state
 // entries (one per agent, version and scoring version).
-func (r *resender) firing(ctx context.Context) (map[string]wire.Alert, error) {
+func (r *Resender) firing(ctx context.Context) (map[string]wire.Alert, error) {
 	lctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
-	keys, err := r.kv.ListKeysFiltered(lctx, "a.>")
+	keys, err := r.kv.ListKeysFiltered(lctx, wire.AlertStatesFilter)
 	if err != nil {
 		return nil, fmt.Errorf("list alert states: %w", err)
 	}
@@ -170,7 +193,7 @@ func (r *resender) firing(ctx context.Context) (map[string]wire.Alert, error) {
 		if err != nil {
 			continue // deleted meanwhile, or expired
 		}
-		var st alertState
+		var st wire.AlertState
 		if err := json.Unmarshal(e.Value(), &st); err != nil {
 			r.log.Warn("alert state is not valid JSON", "key", k, "err", err)
 			continue

@@ -1,4 +1,8 @@
-package consumer
+// Package detect is the regression stage: it keeps each agent version's
+// history of scorecards in the regression bucket, judges it with the pure
+// detector (regress.Evaluate), and publishes an alert when a condition
+// starts or ends, once, whatever the number of replicas.
+package detect
 
 import (
 	"context"
@@ -16,23 +20,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/lkscore/lkscore/config"
-	"github.com/lkscore/lkscore/consumer/internal/broker"
+	"github.com/lkscore/lkscore/consumer/broker"
 	"github.com/lkscore/lkscore/consumer/internal/failure"
+	"github.com/lkscore/lkscore/consumer/internal/metrics"
 	"github.com/lkscore/lkscore/regress"
 	"github.com/lkscore/lkscore/scoring"
 	"github.com/lkscore/lkscore/wire"
 )
-
-// alertState is what the detector remembers per agent/version/scoring
-// version: the alerts firing now, by kind/metric, and the outbox of state
-// changes recorded but maybe not yet published.
-type alertState struct {
-	Firing map[string]wire.Alert `json:"firing"`
-	Outbox []wire.Alert          `json:"outbox,omitempty"`
-	// Basis is the history size the last recorded change was judged on:
-	// a replica that judged an older snapshot changes nothing.
-	Basis int `json:"basis"`
-}
 
 // versionIndex lists an agent's versions (per scoring version), for
 // finding the previous one.
@@ -45,11 +39,11 @@ type versionSpan struct {
 	Total int    `json:"total"` // sessions, counted up to min_sessions
 }
 
-// regressor keeps per-agent/version history in a KV bucket and raises
+// Detector keeps per-agent/version history in a KV bucket and raises
 // alerts. Replicas share its durable consumer; every state change is a
 // compare-and-set, and every alert carries a message id derived from the
 // state it changes, so two replicas never publish one alert twice.
-type regressor struct {
+type Detector struct {
 	broker.Env
 	kv       jetstream.KeyValue
 	cfg      config.Regression
@@ -63,8 +57,22 @@ type regressor struct {
 	cache   map[string]cachedHistory // by history key
 }
 
-// OpenRegressionBucket creates or opens the detector's KV bucket.
-func OpenRegressionBucket(ctx context.Context, js jetstream.JetStream, s wire.Subjects, n config.NATS) (jetstream.KeyValue, error) {
+// New detects on the scorecards it is handed, keeping its state in kv (the
+// regression bucket, OpenBucket) as cfg says.
+func New(env broker.Env, kv jetstream.KeyValue, cfg config.Regression, m *metrics.Pipeline) *Detector {
+	for _, kind := range []string{regress.KindRegression, regress.KindDrift, regress.KindFailures} {
+		for _, status := range []string{wire.AlertFiring, wire.AlertResolved} {
+			m.Alerts.WithLabelValues(kind, status).Add(0)
+		}
+	}
+	return &Detector{Env: env, kv: kv, cfg: cfg, alerts: m.Alerts, sessions: m.AgentSessions}
+}
+
+// Bucket is the regression bucket.
+func (r *Detector) Bucket() jetstream.KeyValue { return r.kv }
+
+// OpenBucket creates or opens the detector's KV bucket.
+func OpenBucket(ctx context.Context, js jetstream.JetStream, s wire.Subjects, n config.NATS) (jetstream.KeyValue, error) {
 	ctx, cancel := context.WithTimeout(ctx, n.RequestTimeout) // the caller's deadline, if shorter, wins
 	defer cancel()
 	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
@@ -77,8 +85,8 @@ func OpenRegressionBucket(ctx context.Context, js jetstream.JetStream, s wire.Su
 	return kv, nil
 }
 
-// handle feeds one scorecard to detection.
-func (r *regressor) handle(ctx context.Context, m jetstream.Msg) error {
+// Handle feeds one scorecard to detection.
+func (r *Detector) Handle(ctx context.Context, m jetstream.Msg) error {
 	var card scoring.Scorecard
 	if err := gojson.Unmarshal(m.Data(), &card); err != nil { // the workers' own bytes: goccy, 4x encoding/json
 		return failure.Permanent(fmt.Errorf("scorecard is not valid JSON: %w", err))
@@ -141,7 +149,7 @@ func (r *regressor) handle(ctx context.Context, m jetstream.Msg) error {
 // decoded history of the last revision this process wrote is kept, so a
 // process that handles an agent's sessions one after another decodes the
 // entry only when another replica wrote it since.
-func (r *regressor) addSample(ctx context.Context, key regress.Key, s regress.Sample) (*regress.History, bool, error) {
+func (r *Detector) addSample(ctx context.Context, key regress.Key, s regress.Sample) (*regress.History, bool, error) {
 	k := wire.HistoryKey(key)
 	e, added, err := r.histories().Modify(ctx, k, nil, func(h *regress.History) bool {
 		h.Key = key
@@ -165,7 +173,7 @@ type cachedHistory struct {
 // maxCachedHistories bounds the cache: beyond it, an arbitrary entry goes.
 const maxCachedHistories = 1024
 
-func (r *regressor) remember(k string, rev uint64, h *regress.History) {
+func (r *Detector) remember(k string, rev uint64, h *regress.History) {
 	r.cacheMu.Lock()
 	defer r.cacheMu.Unlock()
 	if r.cache == nil {
@@ -184,7 +192,7 @@ func (r *regressor) remember(k string, rev uint64, h *regress.History) {
 
 // evaluate runs every detection key's history h has enough sessions for,
 // against the version's baseline (regress.Evaluate).
-func (r *regressor) evaluate(ctx context.Context, key regress.Key, h *regress.History, idx versionIndex) ([]regress.Evaluation, error) {
+func (r *Detector) evaluate(ctx context.Context, key regress.Key, h *regress.History, idx versionIndex) ([]regress.Evaluation, error) {
 	base, baseOf, err := r.baseline(ctx, key, idx)
 	if err != nil {
 		return nil, err
@@ -195,7 +203,7 @@ func (r *regressor) evaluate(ctx context.Context, key regress.Key, h *regress.Hi
 // baseline returns what a version is compared with: the agent's sealed
 // baseline (same scoring version) if there is one, else the latest earlier
 // version with enough sessions.
-func (r *regressor) baseline(ctx context.Context, key regress.Key, idx versionIndex) ([]regress.Sample, string, error) {
+func (r *Detector) baseline(ctx context.Context, key regress.Key, idx versionIndex) ([]regress.Sample, string, error) {
 	sealed, rev, err := r.baselines().Get(ctx, wire.BaselineKey(key.Agent, key.ScoringVersion))
 	if err != nil {
 		return nil, "", err
@@ -234,17 +242,17 @@ func (r *regressor) baseline(ctx context.Context, key regress.Key, idx versionIn
 // cannot both record a change (one loses the compare-and-set and judges
 // again); a process that dies after recording leaves the outbox to whoever
 // handles the key next; a repeated publish is dropped by JetStream.
-func (r *regressor) reconcile(ctx context.Context, key regress.Key, evals []regress.Evaluation, basis int, session string, seq uint64) error {
+func (r *Detector) reconcile(ctx context.Context, key regress.Key, evals []regress.Evaluation, basis int, session string, seq uint64) error {
 	states := r.states()
 	var pending int
-	st, _, err := states.Modify(ctx, wire.AlertStateKey(key), nil, func(st *alertState) bool {
+	st, _, err := states.Modify(ctx, wire.AlertStateKey(key), nil, func(st *wire.AlertState) bool {
 		pending = len(st.Outbox)
 		if basis < st.Basis {
 			return false // judged on an older history than the state's: only flush the outbox
 		}
 		now := r.Now().UTC()
 		for _, ev := range evals {
-			st.advance(ev, func(s regress.Signal) wire.Alert { return alertFrom(key, ev, s, session, seq, now) },
+			advance(st, ev, func(s regress.Signal) wire.Alert { return alertFrom(key, ev, s, session, seq, now) },
 				r.cfg, now, session, seq)
 		}
 		if len(st.Outbox) == pending {
@@ -278,7 +286,7 @@ func (r *regressor) reconcile(ctx context.Context, key regress.Key, evals []regr
 // regression.min_firing at least, so a burst of sessions cannot fire and
 // resolve an alert in one go. The resolved message carries the figures and
 // sessions that resolved it, not the firing ones.
-func (st *alertState) advance(ev regress.Evaluation, newAlert func(regress.Signal) wire.Alert, cfg config.Regression,
+func advance(st *wire.AlertState, ev regress.Evaluation, newAlert func(regress.Signal) wire.Alert, cfg config.Regression,
 	now time.Time, session string, seq uint64) {
 	if st.Firing == nil {
 		st.Firing = map[string]wire.Alert{}
@@ -329,7 +337,7 @@ func alertFrom(key regress.Key, ev regress.Evaluation, s regress.Signal, session
 
 // publish sends one alert; its message id (the episode's id and the
 // status) makes a repeat a duplicate.
-func (r *regressor) publish(ctx context.Context, a wire.Alert) error {
+func (r *Detector) publish(ctx context.Context, a wire.Alert) error {
 	data, err := json.Marshal(a)
 	if err != nil {
 		return failure.Permanent(err)
@@ -353,21 +361,21 @@ func (r *regressor) publish(ctx context.Context, a wire.Alert) error {
 }
 
 // states, indexes, baselines and histories are the detector's entries.
-func (r *regressor) states() broker.KV[alertState] {
-	return broker.KV[alertState]{Bucket: r.kv, Timeout: r.Timeouts.Request, Attempts: 20}
+func (r *Detector) states() broker.KV[wire.AlertState] {
+	return broker.KV[wire.AlertState]{Bucket: r.kv, Timeout: r.Timeouts.Request, Attempts: 20}
 }
 
-func (r *regressor) indexes() broker.KV[versionIndex] {
+func (r *Detector) indexes() broker.KV[versionIndex] {
 	return broker.KV[versionIndex]{Bucket: r.kv, Timeout: r.Timeouts.Request, Attempts: 50}
 }
 
-func (r *regressor) baselines() broker.KV[regress.Baseline] {
+func (r *Detector) baselines() broker.KV[regress.Baseline] {
 	return broker.KV[regress.Baseline]{Bucket: r.kv, Timeout: r.Timeouts.Request}
 }
 
 // histories encode with goccy/go-json, and decode the revision this process
 // last wrote from its cache.
-func (r *regressor) histories() broker.KV[regress.History] {
+func (r *Detector) histories() broker.KV[regress.History] {
 	return broker.KV[regress.History]{Bucket: r.kv, Timeout: r.Timeouts.Request, Attempts: 50,
 		Encode: func(h *regress.History) ([]byte, error) { return gojson.Marshal(h) },
 		Decode: func(key string, rev uint64, data []byte, h *regress.History) error {
