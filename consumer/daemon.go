@@ -6,13 +6,13 @@
 package consumer
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/pprof"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -22,13 +22,13 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/consumer/broker"
 	"github.com/lkscore/lkscore/consumer/internal/facts"
 	"github.com/lkscore/lkscore/consumer/internal/ingest"
 	"github.com/lkscore/lkscore/consumer/internal/metrics"
+	"github.com/lkscore/lkscore/consumer/internal/ops"
 	"github.com/lkscore/lkscore/store"
 	"github.com/lkscore/lkscore/wire"
 )
@@ -47,7 +47,7 @@ type Daemon struct {
 	pipeline *pipeline
 
 	ready    atomic.Bool
-	ui       uiServer
+	ui       ops.UI
 	embedded *server.Server
 	lock     *dataDirLock // the data dir, when this process uses it
 	nc       *nats.Conn
@@ -88,7 +88,7 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	if d.opsLn, err = net.Listen("tcp", d.cfg.OpsListen); err != nil {
 		return fmt.Errorf("ops_listen %s: %w (set ops_listen, LKSCORE_OPS_LISTEN or --ops-listen to a free address)", d.cfg.OpsListen, err)
 	}
-	d.ops = d.httpServer(d.opsHandler())
+	d.ops = d.httpServer(ops.Handler(d.notReady, d.gatherer, &d.ui, d.cfg.OpsPprof))
 	go d.serve(d.ops, d.opsLn)
 
 	// The data dir holds the embedded NATS server's store: one process at a
@@ -126,13 +126,13 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 		return err
 	}
 	if d.cfg.Runs(config.RoleWorker) {
-		d.pipeline, err = startPipeline(ctx, pipelineDeps{cfg: d.cfg, nc: d.nc, js: js, store: st, facts: fs, metrics: d.pmetrics, log: d.log,
-			now: time.Now})
+		env := broker.Env{JS: js, Subjects: d.subjects, Timeouts: broker.TimeoutsFrom(d.cfg.NATS), Now: time.Now, Log: d.log}
+		d.pipeline, err = startPipeline(ctx, pipelineDeps{cfg: d.cfg, nc: d.nc, env: env, store: st, facts: fs, metrics: d.pmetrics})
 		if err != nil {
 			return err
 		}
 	}
-	if err := d.startUI(ctx, js, fs, st); err != nil {
+	if err := d.ui.Start(ctx, d.cfg, js, d.subjects, fs, st, d.log); err != nil {
 		return err
 	}
 	listen := ""
@@ -199,7 +199,7 @@ func (d *Daemon) Shutdown(ctx context.Context) error {
 		if d.pipeline != nil {
 			errs = append(errs, d.pipeline.stop(ctx))
 		}
-		d.stopUI()
+		d.ui.Stop()
 		if d.nc != nil {
 			errs = append(errs, drain(ctx, d.nc))
 		}
@@ -250,34 +250,15 @@ func (d *Daemon) httpServer(h http.Handler) *http.Server {
 	return &http.Server{Handler: h, ReadHeaderTimeout: d.cfg.HTTP.ReadHeaderTimeout, IdleTimeout: d.cfg.HTTP.IdleTimeout}
 }
 
-func (d *Daemon) opsHandler() http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
-		_, _ = w.Write([]byte("ok\n"))
-	})
-	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
-		switch {
-		case !d.ready.Load():
-			http.Error(w, "not ready", http.StatusServiceUnavailable)
-		case d.nc == nil || !d.nc.IsConnected():
-			http.Error(w, "nats not connected", http.StatusServiceUnavailable)
-		case d.pipeline != nil && d.pipeline.health.Status() != "":
-			http.Error(w, d.pipeline.health.Status(), http.StatusServiceUnavailable)
-		case d.pipeline != nil && d.pipeline.shared.Status() != "":
-			http.Error(w, d.pipeline.shared.Status(), http.StatusServiceUnavailable)
-		default:
-			_, _ = w.Write([]byte("ready\n"))
-		}
-	})
-	mux.Handle("/metrics", promhttp.HandlerFor(d.gatherer, promhttp.HandlerOpts{}))
-	mux.Handle("/ui", &d.ui)
-	mux.Handle("/ui/", &d.ui)
-	if d.cfg.OpsPprof {
-		mux.HandleFunc("/debug/pprof/", pprof.Index)
-		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+// notReady says why the process is not ready, or "".
+func (d *Daemon) notReady() string {
+	switch {
+	case !d.ready.Load():
+		return "not ready"
+	case d.nc == nil || !d.nc.IsConnected():
+		return "nats not connected"
+	case d.pipeline != nil:
+		return cmp.Or(d.pipeline.health.Status(), d.pipeline.shared.Status())
 	}
-	return mux
+	return ""
 }

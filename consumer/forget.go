@@ -56,7 +56,37 @@ func Forget(ctx context.Context, js jetstream.JetStream, s wire.Subjects, st for
 		}
 	}
 
-	// The stored upload.
+	steps = append(steps, forgetUpload(ctx, st, layout, ref, room, job))
+
+	// The facts.
+	step := ForgetStep{Place: "session facts (" + s.SessionFacts() + ")"}
+	if err != nil {
+		step.Err = err.Error()
+	} else if perr := kv.Purge(ctx, fkey); perr != nil && !errors.Is(perr, jetstream.ErrKeyNotFound) {
+		step.Err = perr.Error()
+	} else {
+		step.Removed = 1
+	}
+	steps = append(steps, step)
+
+	// Messages keyed by the session.
+	byKey := func(m jetstream.Msg) bool { return m.Headers().Get(wire.HeaderSessionKey) == sessionKey }
+	for _, stream := range []string{s.ResultStream(), s.SessionStream(), s.UploadStream(), s.DLQStream()} {
+		steps = append(steps, forgetIn(ctx, js, stream, requestTimeout, byKey))
+	}
+	// agent_job_ended webhooks of the job (room events concern the whole room and stay).
+	step = forgetIn(ctx, js, s.WebhookStream(), requestTimeout, jobEndedOf(s, job))
+	step.Note = "room_finished and egress_ended events concern the whole room and are kept until nats.max_age"
+	steps = append(steps, step)
+	steps = append(steps, ForgetStep{Place: "deduplication", Note: "the streams remember the session key for " +
+		"pipeline.dedup_window: a re-upload of this session within it is dropped as a duplicate, after it the session " +
+		"would be scored again; streams drop their copies at nats.max_age and retention.results anyway"})
+	return steps
+}
+
+// forgetUpload deletes the session's stored upload: where its facts say it
+// is (ref, nil when unknown), else the layout's directory for it.
+func forgetUpload(ctx context.Context, st forgetStore, layout recording.Layout, ref *wire.RecordingRef, room, job string) ForgetStep {
 	dir := layout.Dir(recording.Vars{RoomID: room, JobID: job})
 	step := ForgetStep{Place: "recording store"}
 	switch {
@@ -84,27 +114,13 @@ func Forget(ctx context.Context, js jetstream.JetStream, s wire.Subjects, st for
 			step.Removed++
 		}
 	}
-	steps = append(steps, step)
+	return step
+}
 
-	// The facts.
-	step = ForgetStep{Place: "session facts (" + s.SessionFacts() + ")"}
-	if err != nil {
-		step.Err = err.Error()
-	} else if perr := kv.Purge(ctx, fkey); perr != nil && !errors.Is(perr, jetstream.ErrKeyNotFound) {
-		step.Err = perr.Error()
-	} else {
-		step.Removed = 1
-	}
-	steps = append(steps, step)
-
-	// Messages keyed by the session.
-	byKey := func(m jetstream.Msg) bool { return m.Headers().Get(wire.HeaderSessionKey) == sessionKey }
-	for _, stream := range []string{s.ResultStream(), s.SessionStream(), s.UploadStream(), s.DLQStream()} {
-		steps = append(steps, forgetIn(ctx, js, stream, requestTimeout, byKey))
-	}
-	// agent_job_ended webhooks of the job (room events concern the whole room and stay).
+// jobEndedOf matches the agent_job_ended webhooks of job.
+func jobEndedOf(s wire.Subjects, job string) func(jetstream.Msg) bool {
 	jobIDs := [][]byte{[]byte(`"id":"` + job + `"`), []byte(`"id": "` + job + `"`)}
-	isJobEnd := func(m jetstream.Msg) bool {
+	return func(m jetstream.Msg) bool {
 		if m.Subject() != s.Webhook("agent_job_ended") {
 			return false
 		}
@@ -116,13 +132,6 @@ func Forget(ctx context.Context, js jetstream.JetStream, s wire.Subjects, st for
 		}
 		return false
 	}
-	step = forgetIn(ctx, js, s.WebhookStream(), requestTimeout, isJobEnd)
-	step.Note = "room_finished and egress_ended events concern the whole room and are kept until nats.max_age"
-	steps = append(steps, step)
-	steps = append(steps, ForgetStep{Place: "deduplication", Note: "the streams remember the session key for " +
-		"pipeline.dedup_window: a re-upload of this session within it is dropped as a duplicate, after it the session " +
-		"would be scored again; streams drop their copies at nats.max_age and retention.results anyway"})
-	return steps
 }
 
 // forgetIn deletes the messages of a stream that match.

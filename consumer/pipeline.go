@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"sync"
 	"time"
@@ -65,7 +64,7 @@ type stageSpec struct {
 // fill it; MaxDeliver bounds retries before a max-deliveries advisory
 // dead-letters the message. Each process bounds its own share with
 // pipeline.concurrency.
-func stageTable(s wire.Subjects, p config.Pipeline, loc *locate.Locator, w *score.Worker, reg *detect.Detector, targets []*deliver.Target) []stageSpec {
+func stageTable(s wire.Subjects, p config.Pipeline, h handlers) []stageSpec {
 	base := jetstream.ConsumerConfig{
 		AckPolicy: jetstream.AckExplicitPolicy, AckWait: p.AckWait, MaxDeliver: p.MaxDeliver,
 		MaxAckPending: p.MaxAckPending, DeliverPolicy: jetstream.DeliverAllPolicy,
@@ -88,22 +87,22 @@ func stageTable(s wire.Subjects, p config.Pipeline, loc *locate.Locator, w *scor
 	// participant_left and agent_job_started never wait for a recording.
 	worker := func(spec stage.Spec) stageSpec { return stageSpec{role: config.RoleWorker, Spec: spec} }
 	table := []stageSpec{
-		worker(stage.Spec{Name: wire.StageLocate, Stream: s.WebhookStream(), Handle: loc.Handle, OnGiveUp: roomMayBeEmpty,
+		worker(stage.Spec{Name: wire.StageLocate, Stream: s.WebhookStream(), Handle: h.loc.Handle, OnGiveUp: roomMayBeEmpty,
 			Consumer: with(wire.LocatorWebhooks, "lkscore locator: webhooks to session work", hooks)}),
-		worker(stage.Spec{Name: wire.StageLocate, Stream: s.UploadStream(), Handle: loc.Handle, OnGiveUp: roomMayBeEmpty,
+		worker(stage.Spec{Name: wire.StageLocate, Stream: s.UploadStream(), Handle: h.loc.Handle, OnGiveUp: roomMayBeEmpty,
 			Consumer: with(wire.LocatorUploads, "lkscore locator: collector uploads to session work", []string{s.UploadStored()})}),
-		worker(stage.Spec{Name: wire.StageScore, Stream: s.SessionStream(), Handle: w.Handle,
+		worker(stage.Spec{Name: wire.StageScore, Stream: s.SessionStream(), Handle: h.score.Handle,
 			Consumer: with(wire.ScoreConsumer(p.Pool), "lkscore scoring pool "+p.Pool, sessions)}),
 	}
-	if reg != nil { // regression.enabled
-		table = append(table, worker(stage.Spec{Name: wire.StageRegress, Stream: s.ResultStream(), Handle: reg.Handle,
+	if h.detect != nil { // regression.enabled
+		table = append(table, worker(stage.Spec{Name: wire.StageRegress, Stream: s.ResultStream(), Handle: h.detect.Handle,
 			Consumer: with(wire.RegressConsumer, "lkscore regression detection over every scorecard", nil)}))
 	}
 	// Alert delivery: one message at a time per target, so each target sees
 	// firing before resolved; a target configured later starts with the
 	// alerts published from then on (the resender brings Alertmanager the
 	// ones firing).
-	for _, t := range targets {
+	for _, t := range h.targets {
 		c := with(t.ID(), "lkscore alert delivery to "+t.Name(), nil)
 		c.MaxAckPending, c.DeliverPolicy = 1, jetstream.DeliverNewPolicy
 		table = append(table, worker(stage.Spec{Name: wire.StageNotify, Stream: s.AlertStream(), Handle: t.Handle,
@@ -116,62 +115,64 @@ func stageTable(s wire.Subjects, p config.Pipeline, loc *locate.Locator, w *scor
 type pipelineDeps struct {
 	cfg     config.Config
 	nc      *nats.Conn
-	js      jetstream.JetStream
+	env     broker.Env
 	store   locate.Recordings
 	facts   *facts.Store
 	metrics *metrics.Pipeline
-	log     *slog.Logger
-	now     func() time.Time
 }
 
-func startPipeline(ctx context.Context, d pipelineDeps) (*pipeline, error) {
-	cfg := d.cfg
-	subj := wire.NewSubjects(cfg.NATS.SubjectPrefix, cfg.NATS.StreamPrefix)
-	to := broker.TimeoutsFrom(cfg.NATS)
-	env := broker.Env{JS: d.js, Subjects: subj, Timeouts: to, Now: d.now, Log: d.log}
-	layout, err := recording.NewLayout(cfg.S3.Prefix, cfg.Recordings.KeyTemplate)
-	if err != nil {
-		return nil, err
-	}
+// handlers are the stages' handlers and what the background loops share
+// with them.
+type handlers struct {
+	loc     *locate.Locator
+	score   *score.Worker
+	detect  *detect.Detector // nil unless regression.enabled
+	targets []*deliver.Target
+	shared  *locate.StoreCheck
+	// alertClient is one client for every alert target: its transport keeps
+	// connections to each; every POST is bounded by alerts.timeout.
+	alertClient *http.Client
+}
+
+func newHandlers(ctx context.Context, d pipelineDeps) (handlers, error) {
+	cfg, env := d.cfg, d.env
 	scorer, err := scoring.NewScorer(cfg.Scoring)
 	if err != nil {
-		return nil, err
+		return handlers{}, err
 	}
-	var kv jetstream.KeyValue
-	err = broker.RetrySetup(ctx, d.log, "egress links bucket", to.Request, func(ctx context.Context) (err error) {
-		kv, err = d.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-			Bucket: subj.EgressLinks(), Description: "egress files by room (room_id.egress_id)",
-			TTL: cfg.NATS.MaxAge, Storage: broker.StorageType(cfg.NATS.Storage), Replicas: cfg.NATS.Replicas,
-		})
-		return err
-	})
+	links, err := locate.OpenEgressLinks(ctx, env, cfg.NATS)
 	if err != nil {
-		return nil, err
+		return handlers{}, err
 	}
 	d.metrics.Quality.SetMaxAgents(cfg.Metrics.MaxAgents)
-	shared := locate.NewStoreCheck(d.store.Identity(), d.metrics.StoreNotShared, d.log, d.now)
-	loc, err := locate.New(env, d.facts, d.store, kv, cfg, shared, d.metrics)
-	if err != nil {
-		return nil, err
+	h := handlers{shared: locate.NewStoreCheck(d.store.Identity(), d.metrics.StoreNotShared, env.Log, env.Now),
+		alertClient: &http.Client{Timeout: cfg.Alerts.Timeout}}
+	if h.loc, err = locate.New(env, d.facts, d.store, links, cfg, h.shared, d.metrics); err != nil {
+		return handlers{}, err
 	}
-	w, err := score.New(env, d.facts, d.store, scorer, cfg, d.metrics)
-	if err != nil {
-		return nil, err
+	if h.score, err = score.New(env, d.facts, d.store, scorer, cfg, d.metrics); err != nil {
+		return handlers{}, err
 	}
-	dlq := stage.NewDeadLetters(env, d.metrics)
-	var reg *detect.Detector
-	if cfg.Regression.Enabled && cfg.Runs(config.RoleWorker) {
+	if cfg.Regression.Enabled {
 		var rkv jetstream.KeyValue
-		err := broker.RetrySetup(ctx, d.log, "regression bucket", to.Request, func(ctx context.Context) (err error) {
-			rkv, err = detect.OpenBucket(ctx, d.js, subj, cfg.NATS)
+		err := broker.RetrySetup(ctx, env.Log, "regression bucket", env.Timeouts.Request, func(ctx context.Context) (err error) {
+			rkv, err = detect.OpenBucket(ctx, env.JS, env.Subjects, cfg.NATS)
 			return err
 		})
 		if err != nil {
-			return nil, err
+			return handlers{}, err
 		}
-		reg = detect.New(env, rkv, cfg.Regression, d.metrics)
+		h.detect = detect.New(env, rkv, cfg.Regression, d.metrics)
+		h.targets = deliver.Targets(cfg.Alerts, h.alertClient, d.metrics.AlertDelivery(), env.Log)
 	}
+	return h, nil
+}
 
+func startPipeline(ctx context.Context, d pipelineDeps) (*pipeline, error) {
+	h, err := newHandlers(ctx, d)
+	if err != nil {
+		return nil, err
+	}
 	workCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	bgCtx, bgCancel := context.WithCancel(context.WithoutCancel(ctx))
 	st := d.store
@@ -182,23 +183,29 @@ func startPipeline(ctx context.Context, d pipelineDeps) (*pipeline, error) {
 		}
 		return err
 	}
-	h := stage.NewHealth(d.nc, probe, cfg.Pipeline.HealthInterval, cfg.S3.RequestTimeout, d.metrics.DependencyUp, d.log)
-	p := &pipeline{cancel: cancel, background: bgCancel, health: h, shared: shared}
-	fail := func(err error) (*pipeline, error) {
+	health := stage.NewHealth(d.nc, probe, d.cfg.Pipeline.HealthInterval, d.cfg.S3.RequestTimeout, d.metrics.DependencyUp, d.env.Log)
+	p := &pipeline{cancel: cancel, background: bgCancel, health: health, shared: h.shared}
+	if err := p.startStages(ctx, workCtx, bgCtx, d, h); err != nil {
 		_ = p.stop(context.Background())
 		return nil, err
 	}
-	var targets []*deliver.Target
-	// One client for every alert target: its transport keeps connections
-	// to each; every POST is bounded by alerts.timeout.
-	alertClient := &http.Client{Timeout: cfg.Alerts.Timeout}
-	if reg != nil {
-		targets = deliver.Targets(cfg.Alerts, alertClient, d.metrics.AlertDelivery(), d.log)
+	if err := p.startLoops(bgCtx, d, h); err != nil {
+		_ = p.stop(context.Background())
+		return nil, err
 	}
-	pacing := stage.Pacing{Concurrency: cfg.Pipeline.Concurrency, AckWait: cfg.Pipeline.AckWait,
-		PullWait: min(5*time.Second, cfg.Pipeline.AckWait/2), Deadline: cfg.Pipeline.RecordingDeadline, RetryBase: cfg.Pipeline.RetryBase}
-	deps := stage.Deps{Health: h, DLQ: dlq, Metrics: d.metrics, Log: d.log, Now: d.now}
-	for _, spec := range stageTable(subj, cfg.Pipeline, loc, w, reg, targets) {
+	return p, nil
+}
+
+// startStages creates the table's consumers and starts a stage on each,
+// with its lag watch.
+func (p *pipeline) startStages(ctx, workCtx, bgCtx context.Context, d pipelineDeps, h handlers) error {
+	cfg, env := d.cfg, d.env
+	pc := cfg.Pipeline
+	pacing := stage.Pacing{Concurrency: pc.Concurrency, AckWait: pc.AckWait, PullWait: min(5*time.Second, pc.AckWait/2),
+		Deadline: pc.RecordingDeadline, RetryBase: pc.RetryBase}
+	dlq := stage.NewDeadLetters(env, d.metrics)
+	deps := stage.Deps{Health: p.health, DLQ: dlq, Metrics: d.metrics, Log: env.Log, Now: env.Now}
+	for _, spec := range stageTable(env.Subjects, pc, h) {
 		if !cfg.Runs(spec.role) {
 			continue
 		}
@@ -210,49 +217,60 @@ func startPipeline(ctx context.Context, d pipelineDeps) (*pipeline, error) {
 			d.metrics.Retried.WithLabelValues(spec.Name, reason).Add(0)
 		}
 		var cons jetstream.Consumer
-		err := broker.RetrySetup(ctx, d.log, "create consumer "+spec.Consumer.Durable, to.Request, func(ctx context.Context) (err error) {
-			cons, err = d.js.CreateOrUpdateConsumer(ctx, spec.Stream, spec.Consumer)
+		err := broker.RetrySetup(ctx, env.Log, "create consumer "+spec.Consumer.Durable, env.Timeouts.Request, func(ctx context.Context) (err error) {
+			cons, err = env.JS.CreateOrUpdateConsumer(ctx, spec.Stream, spec.Consumer)
 			return err
 		})
 		if err != nil {
-			return fail(err)
+			return err
 		}
 		sub, err := dlq.WatchMaxDeliveries(workCtx, d.nc, spec.Stream, spec.Consumer.Durable, spec.Name)
 		if err != nil {
-			return fail(fmt.Errorf("watch max deliveries: %w", err))
+			return fmt.Errorf("watch max deliveries: %w", err)
 		}
 		p.subs = append(p.subs, sub)
 		p.stages = append(p.stages, stage.New(spec.Spec, cons, pacing, deps))
 	}
-	lagEvery := min(15*time.Second, cfg.Pipeline.StallAfter/2)
+	lagEvery := min(15*time.Second, pc.StallAfter/2)
 	for _, st := range p.stages {
 		if err := st.Start(workCtx); err != nil {
-			return fail(err)
+			return err
 		}
-		p.goLoop(func() { st.WatchLag(bgCtx, lagEvery, to.Request, cfg.Pipeline.StallAfter) })
+		p.goLoop(func() { st.WatchLag(bgCtx, lagEvery, env.Timeouts.Request, pc.StallAfter) })
 	}
+	return nil
+}
+
+// startLoops starts the background loops: the store probe, the settler,
+// retention of local uploads, the alert resender, the store sweep and the
+// egress reconciler, each as configured.
+func (p *pipeline) startLoops(bgCtx context.Context, d pipelineDeps, h handlers) error {
+	cfg, env := d.cfg, d.env
 	pc := cfg.Pipeline
-	p.goLoop(func() { h.Run(bgCtx) })
-	set := locate.NewSettler(env, d.nc, d.facts, pc, d.metrics)
-	p.settler = set
-	p.goLoop(func() { set.Run(bgCtx) })
+	p.goLoop(func() { p.health.Run(bgCtx) })
+	p.settler = locate.NewSettler(env, d.nc, d.facts, pc, d.metrics)
+	p.goLoop(func() { p.settler.Run(bgCtx) })
 	if r := cfg.Retention; r.Recordings > 0 && cfg.S3.Bucket == "" {
-		ret := locate.NewRetention(d.store, d.facts, layout, r.Recordings, r.SweepInterval, d.metrics.RecordingsDeleted, d.log, d.now)
+		layout, err := recording.NewLayout(cfg.S3.Prefix, cfg.Recordings.KeyTemplate)
+		if err != nil {
+			return err
+		}
+		ret := locate.NewRetention(d.store, d.facts, layout, r.Recordings, r.SweepInterval, d.metrics.RecordingsDeleted, env.Log, env.Now)
 		p.goLoop(func() { ret.Run(bgCtx) })
 	}
-	if am := cfg.Alerts.Alertmanager; reg != nil && len(am.URLs) > 0 {
-		rs := deliver.NewResender(reg.Bucket(), cfg.Alerts, alertClient, d.metrics.AlertDelivery(), d.log, d.now)
+	if h.detect != nil && len(cfg.Alerts.Alertmanager.URLs) > 0 {
+		rs := deliver.NewResender(h.detect.Bucket(), cfg.Alerts, h.alertClient, d.metrics.AlertDelivery(), env.Log, env.Now)
 		p.goLoop(func() { rs.Run(bgCtx) })
 	}
 	if pc.SweepInterval > 0 {
-		sw := locate.NewSweeper(loc, pc)
+		sw := locate.NewSweeper(h.loc, pc)
 		p.goLoop(func() { sw.Run(bgCtx) })
 	}
 	if pc.LiveKitURL != "" {
-		rc := locate.NewReconciler(loc, cfg)
+		rc := locate.NewReconciler(h.loc, cfg)
 		p.goLoop(func() { rc.Run(bgCtx) })
 	}
-	return p, nil
+	return nil
 }
 
 // goLoop runs a background loop that stop waits for.

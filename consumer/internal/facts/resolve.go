@@ -53,8 +53,8 @@ var closeReasonRank = map[string]int{
 	SourceSummary: 6, SourceOTLPSpan: 5, SourceOTLPLog: 4, SourceOTLPLogImplied: 3, SourceJobStatus: 2, SourceRoom: 1,
 }
 
-// FieldRank orders the sources of the other fields: higher wins.
-var FieldRank = map[string]int{SourceWebhook: 3, SourceHeader: 2, SourceOTLP: 1}
+// fieldRank orders the sources of the other fields: higher wins.
+var fieldRank = map[string]int{SourceWebhook: 3, SourceHeader: 2, SourceOTLP: 1}
 
 // MaxObservations bounds one session's facts: a hostile or chatty agent
 // cannot grow an entry without limit.
@@ -110,45 +110,12 @@ func Resolve(obs []wire.Observation) wire.Resolved {
 	r := wire.Resolved{CloseReason: agent.CloseReason_CR_UNKNOWN.String(), CloseReasonSource: SourceAbsent}
 	r.Provenance = map[string]string{}
 	best := map[string]wire.Observation{}
-	better := func(o, cur wire.Observation, rank map[string]int) bool {
-		if d := rank[o.Source] - rank[cur.Source]; d != 0 {
-			return d > 0
-		}
-		if o.Field == FieldCloseReason {
-			if d := closeReasonOrder[o.Value] - closeReasonOrder[cur.Value]; d != 0 {
-				return d < 0
-			}
-		}
-		return o.Compare(cur) < 0
-	}
 	tags := map[string]bool{}
 	for _, o := range obs {
-		switch o.Field {
-		case FieldTag:
-			tags[o.Value] = true
+		if notBest(&r, tags, o) {
 			continue
-		case FieldSimulated:
-			r.Simulated = r.Simulated || o.Value == "true"
-			continue
-		case FieldRedaction:
-			r.RedactionEnabled = r.RedactionEnabled || o.Value == "true"
-			continue
-		case FieldEvaluation:
-			continue // kept in the facts; the scorecard does not carry them yet
-		case FieldInput:
-			if !slices.Contains(r.Inputs, o.Value) {
-				r.Inputs = append(r.Inputs, o.Value)
-			}
-			continue
-		case FieldRecordingExpected:
-			if r.RecordingExpected != "true" { // any report that says a recording follows wins
-				r.RecordingExpected = o.Value
-			}
-			continue
-		case FieldDeparture, FieldRoomEnd, FieldAgentIdentity:
-			continue // the room's story, below
 		}
-		rank := FieldRank
+		rank := fieldRank
 		if o.Field == FieldCloseReason {
 			rank = closeReasonRank
 			if o.Value == agent.CloseReason_CR_UNKNOWN.String() {
@@ -191,6 +158,49 @@ func Resolve(obs []wire.Observation) wire.Resolved {
 		r.Provenance = nil
 	}
 	return r
+}
+
+// better reports whether o is trusted over cur: by its source's rank, then,
+// between close reasons, the more serious, then by the observations' order.
+func better(o, cur wire.Observation, rank map[string]int) bool {
+	if d := rank[o.Source] - rank[cur.Source]; d != 0 {
+		return d > 0
+	}
+	if o.Field == FieldCloseReason {
+		if d := closeReasonOrder[o.Value] - closeReasonOrder[cur.Value]; d != 0 {
+			return d < 0
+		}
+	}
+	return o.Compare(cur) < 0
+}
+
+// notBest applies to r an observation of a field that is not one value
+// from its best source (tags, flags, inputs, the session report's word, the
+// room's story, which Resolve reads apart) and reports whether o was one.
+func notBest(r *wire.Resolved, tags map[string]bool, o wire.Observation) bool {
+	switch o.Field {
+	case FieldTag:
+		tags[o.Value] = true
+	case FieldSimulated:
+		r.Simulated = r.Simulated || o.Value == "true"
+	case FieldRedaction:
+		r.RedactionEnabled = r.RedactionEnabled || o.Value == "true"
+	case FieldEvaluation:
+		// kept in the facts; the scorecard does not carry them yet
+	case FieldInput:
+		if !slices.Contains(r.Inputs, o.Value) {
+			r.Inputs = append(r.Inputs, o.Value)
+		}
+	case FieldRecordingExpected:
+		if r.RecordingExpected != "true" { // any report that says a recording follows wins
+			r.RecordingExpected = o.Value
+		}
+	case FieldDeparture, FieldRoomEnd, FieldAgentIdentity:
+		// the room's story, read from the whole set
+	default:
+		return false
+	}
+	return true
 }
 
 // unnamedEvidence says why no close reason was named where a signal said

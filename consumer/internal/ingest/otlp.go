@@ -301,7 +301,8 @@ const (
 // closeReason records a close reason a signal named.
 func (c factCollector) closeReason(id sessionID, source, raw, evidence string) {
 	name, _ := recording.NormalizeCloseReasonString(raw)
-	c.add(id, wire.Observation{Field: facts.FieldCloseReason, Value: name, Source: source, Evidence: source + ": " + facts.Bounded(evidence, facts.MaxEvidence)})
+	c.add(id, wire.Observation{Field: facts.FieldCloseReason, Value: name, Source: source,
+		Evidence: source + ": " + facts.Bounded(evidence, facts.MaxEvidence)})
 }
 
 // Log bodies that say how a session closed (agents-js 1.9.0
@@ -345,7 +346,8 @@ func (c factCollector) logRecord(id sessionID, a attrs, body string, isJSON bool
 		}
 		if body == logSessionClosed && isJSON {
 			// Only agents-js exports its logs as OTLP/JSON.
-			c.add(id, wire.Observation{Field: facts.FieldSDKLanguage, Value: sdkLanguageFromJSONLog, Source: facts.SourceOTLP, Evidence: "OTLP/JSON log export"})
+			c.add(id, wire.Observation{Field: facts.FieldSDKLanguage, Value: sdkLanguageFromJSONLog, Source: facts.SourceOTLP,
+				Evidence: "OTLP/JSON log export"})
 		}
 	case strings.HasPrefix(body, logParticipantGone):
 		c.closeReason(id, facts.SourceOTLPLogImplied, "participant_disconnected", logParticipantGone)
@@ -381,7 +383,8 @@ func (c factCollector) logRecord(id sessionID, a attrs, body string, isJSON bool
 			kv := v.GetKvlistValue().GetValues()
 			name, verdict := anyString(kvGet(kv, "name")), anyString(kvGet(kv, "verdict"))
 			if name != "" {
-				c.add(id, wire.Observation{Field: facts.FieldEvaluation, Value: facts.Bounded(name, 64) + "=" + facts.Bounded(verdict, 32), Source: facts.SourceOTLP})
+				c.add(id, wire.Observation{Field: facts.FieldEvaluation, Value: facts.Bounded(name, 64) + "=" + facts.Bounded(verdict, 32),
+					Source: facts.SourceOTLP})
 			}
 		}
 	}

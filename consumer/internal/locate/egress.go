@@ -10,7 +10,10 @@ import (
 	"strings"
 
 	"github.com/livekit/protocol/livekit"
+	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/lkscore/lkscore/config"
+	"github.com/lkscore/lkscore/consumer/broker"
 	"github.com/lkscore/lkscore/consumer/internal/failure"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/wire"
@@ -87,4 +90,18 @@ func (l *Locator) multipartObject(ctx context.Context, loc recording.Location) e
 	ref := &wire.RecordingRef{SessionKey: s.Key, RoomName: s.RoomName, Object: loc.Key, Bucket: loc.Bucket,
 		Location: "s3://" + loc.Bucket + "/" + loc.Key, Origin: "egress_ended", Problems: s.Problems}
 	return l.facts.Add(ctx, l.recordingUpdate(s, ref, nil))
+}
+
+// OpenEgressLinks creates or updates the egress links bucket: egress files
+// by room, kept as long as the streams keep messages (nats.max_age).
+func OpenEgressLinks(ctx context.Context, env broker.Env, n config.NATS) (jetstream.KeyValue, error) {
+	var kv jetstream.KeyValue
+	err := broker.RetrySetup(ctx, env.Log, "egress links bucket", env.Timeouts.Request, func(ctx context.Context) (err error) {
+		kv, err = env.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+			Bucket: env.Subjects.EgressLinks(), Description: "egress files by room (room_id.egress_id)",
+			TTL: n.MaxAge, Storage: broker.StorageType(n.Storage), Replicas: n.Replicas,
+		})
+		return err
+	})
+	return kv, err
 }

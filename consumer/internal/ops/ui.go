@@ -1,0 +1,266 @@
+package ops
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/lkscore/lkscore/config"
+	"github.com/lkscore/lkscore/consumer/internal/facts"
+	"github.com/lkscore/lkscore/consumer/internal/score"
+	"github.com/lkscore/lkscore/dashboard"
+	"github.com/lkscore/lkscore/recording"
+	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/wire"
+)
+
+// UI is the dashboard on the ops listener: it answers 503 until the
+// daemon has started, then serves dashboard.Handler.
+//
+// The index starts following the results stream on the first request, not
+// at start-up: every replica serves the dashboard, and none should decode
+// every scorecard for a page nobody opened. The first request waits (a few
+// seconds at most) for the index to catch up.
+type UI struct {
+	mu      sync.RWMutex
+	handler http.Handler
+	follow  func()          // starts the index following the stream
+	ready   <-chan struct{} // the index caught up
+	once    sync.Once
+	stopped bool // set by Stop: no follower starts after it
+	cancel  context.CancelFunc
+	done    sync.WaitGroup
+}
+
+// catchUpWait bounds how long the first dashboard request waits for the index.
+const catchUpWait = 3 * time.Second
+
+// alertWindow is how many alert messages the dashboard reads back.
+const alertWindow = 1000
+
+func (u *UI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	u.mu.RLock()
+	h, follow, ready := u.handler, u.follow, u.ready
+	u.mu.RUnlock()
+	if h == nil {
+		http.Error(w, "starting", http.StatusServiceUnavailable)
+		return
+	}
+	u.once.Do(follow)
+	select {
+	case <-ready:
+	case <-time.After(catchUpWait):
+	case <-r.Context().Done():
+		return
+	}
+	h.ServeHTTP(w, r)
+}
+
+// sources are where the dashboard reads what its index does not hold.
+type sources struct {
+	js       jetstream.JetStream
+	subjects wire.Subjects
+	facts    *facts.Store
+	store    score.Reader
+	limits   config.Limits
+	privacy  config.Privacy
+}
+
+// Start builds the dashboard (cfg: dashboard, regression, limits, privacy)
+// and makes its index follow the results and alerts streams from the first
+// request on, until Stop.
+func (u *UI) Start(ctx context.Context, cfg config.Config, js jetstream.JetStream, subjects wire.Subjects, fs *facts.Store,
+	st score.Reader, log *slog.Logger) error {
+	index := dashboard.NewIndex(cfg.Dashboard.Window, cfg.Regression.VersionTag)
+	alerts := dashboard.NewAlertIndex(alertWindow)
+	s := &sources{js: js, subjects: subjects, facts: fs, store: st, limits: cfg.Limits, privacy: cfg.Privacy}
+	src := dashboard.Sources{Scorecard: s.scorecard, Items: s.items, Recording: s.recording, Audio: s.audio, DeadLetters: s.deadLetters}
+	h, err := dashboard.NewHandler(index, alerts, src, cfg.Dashboard.Token, log)
+	if err != nil {
+		return err
+	}
+	uctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.handler, u.cancel, u.ready = h, cancel, index.CaughtUp()
+	u.follow = func() {
+		u.mu.Lock()
+		defer u.mu.Unlock()
+		if u.stopped {
+			return
+		}
+		u.done.Add(2)
+		go func() {
+			defer u.done.Done()
+			index.Follow(uctx, js, subjects.ResultStream(), log)
+		}()
+		go func() {
+			defer u.done.Done()
+			alerts.Follow(uctx, js, subjects.AlertStream(), log)
+		}()
+	}
+	return nil
+}
+
+// Stop stops the index from following the streams and waits for it.
+func (u *UI) Stop() {
+	u.mu.Lock()
+	cancel := u.cancel
+	u.stopped = true
+	u.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	u.done.Wait()
+}
+
+// scorecard reads one scorecard back from the results stream.
+func (s *sources) scorecard(ctx context.Context, seq uint64) (scoring.Scorecard, error) {
+	var sc scoring.Scorecard
+	stream, err := s.js.Stream(ctx, s.subjects.ResultStream())
+	if err != nil {
+		return sc, err
+	}
+	m, err := stream.GetMsg(ctx, seq)
+	if err != nil {
+		return sc, err
+	}
+	return sc, json.Unmarshal(m.Data, &sc)
+}
+
+// items are a session's transcript, redacted as privacy says.
+func (s *sources) items(ctx context.Context, key string) ([]scoring.Item, error) {
+	f, err := factsOf(ctx, s.facts, key)
+	if err != nil {
+		return nil, err
+	}
+	if f.Recording == nil && len(f.Spans) > 0 {
+		// metadata-only: the turns as the scorer built them from
+		// the spans (timing, interruptions, tool errors; no text)
+		return scoring.ItemsFromSpans(f.Spans), nil
+	}
+	if f.Recording == nil {
+		return nil, errors.New("lkscore has no record of where this session's recording is")
+	}
+	if f.ContentDroppedAt != nil {
+		return nil, errors.New(contentDropped)
+	}
+	ref := f.Recording
+	sess, err := score.Load(ctx, s.store, ref, s.limits.Parser(), s.limits.UploadBytes())
+	if errors.Is(err, recording.ErrNotFound) {
+		return nil, fmt.Errorf("the recording is no longer in the store (%s)", ref.Location)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if sess.Chat == nil {
+		return nil, errors.New("the upload has no chat history (transcript recording was off)")
+	}
+	items := sess.ScoringInput(ref.Location, "").Items
+	if s.privacy.Redacted(sess.RedactionEnabled || facts.Resolve(f.Observations).RedactionEnabled) {
+		redactItems(items)
+	}
+	return items, nil
+}
+
+// contentDropped is why a metadata_only session serves no content.
+const contentDropped = "privacy.mode metadata_only dropped the transcript and audio after scoring"
+
+// recording opens one object of a session's directory upload.
+func (s *sources) recording(ctx context.Context, key, object string) (io.ReadCloser, error) {
+	f, err := recordingOf(ctx, s.facts, key)
+	if err != nil {
+		return nil, err
+	}
+	ref := f.Recording
+	if object != recording.ObjectHeader && s.privacy.Redacted(facts.Resolve(f.Observations).RedactionEnabled) {
+		return nil, errors.New("the session is redacted: its transcript and audio are not served")
+	}
+	if f.ContentDroppedAt != nil && object != recording.ObjectHeader {
+		return nil, errors.New(contentDropped)
+	}
+	if ref.Dir == "" {
+		return nil, errors.New("the session is stored as one multipart object; its parts are not served separately")
+	}
+	rc, err := s.store.Open(ctx, ref.Dir+object, s.limits.UploadBytes())
+	if errors.Is(err, recording.ErrNotFound) {
+		return nil, fmt.Errorf("%s is not in the store", object)
+	}
+	return rc, err
+}
+
+// audio says whether a session's audio can be played, or why not.
+func (s *sources) audio(ctx context.Context, key string) (bool, string) {
+	f, err := recordingOf(ctx, s.facts, key)
+	switch {
+	case err != nil:
+		return false, err.Error()
+	case s.privacy.Redacted(facts.Resolve(f.Observations).RedactionEnabled):
+		return false, "the session is redacted: its audio is not served"
+	case f.ContentDroppedAt != nil:
+		return false, contentDropped
+	case f.Recording.Dir == "":
+		return false, "the session is stored as one multipart object; its audio is not served separately"
+	}
+	rc, err := s.store.Open(ctx, f.Recording.Dir+recording.ObjectAudio, s.limits.UploadBytes())
+	if errors.Is(err, recording.ErrNotFound) {
+		return false, "this upload has no recording.ogg (the session's audio recording was off)"
+	}
+	if err != nil {
+		return false, err.Error()
+	}
+	_ = rc.Close()
+	return true, ""
+}
+
+// deadLetters counts the dead letters.
+func (s *sources) deadLetters(ctx context.Context) (int, error) {
+	stream, err := s.js.Stream(ctx, s.subjects.DLQStream())
+	if err != nil {
+		return 0, err
+	}
+	info, err := stream.Info(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return int(info.State.Msgs), nil
+}
+
+// redactItems replaces what the user, the agent and tools said with its length.
+func redactItems(items []scoring.Item) {
+	for i := range items {
+		it := &items[i]
+		if it.Text != "" {
+			it.Text = fmt.Sprintf("[redacted: %d characters]", len([]rune(it.Text)))
+		}
+		it.Arguments, it.Output = "", ""
+	}
+}
+
+// factsOf returns the facts of a scorecard's session key.
+func factsOf(ctx context.Context, fs *facts.Store, key string) (*wire.SessionFacts, error) {
+	room, job, _ := strings.Cut(key, "/")
+	f, _, err := fs.Get(ctx, wire.FactsKey(room, recording.FactsJobID(job)))
+	return f, err
+}
+
+// recordingOf returns a session's facts, which say where its recording is.
+func recordingOf(ctx context.Context, fs *facts.Store, key string) (*wire.SessionFacts, error) {
+	f, err := factsOf(ctx, fs, key)
+	if err != nil {
+		return nil, err
+	}
+	if f.Recording == nil {
+		return nil, errors.New("lkscore has no record of where this session's recording is")
+	}
+	return f, nil
+}
