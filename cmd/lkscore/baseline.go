@@ -30,37 +30,10 @@ func baselineCommand(getenv func(string) string, stdout io.Writer) *cli.Command 
 		Usage: "seal, show, export or build the baseline an agent's versions are compared with",
 		Commands: []*cli.Command{
 			{
-				Name:  "seal",
-				Usage: "snapshot an agent version's recent sessions as the agent's baseline (immutable, hash-identified)",
-				Flags: append(agentFlags(), &cli.StringFlag{Name: "version", Usage: "the agent version to seal", Required: true}),
-				Action: func(ctx context.Context, c *cli.Command) error {
-					kv, sv, closeFn, err := baselineKV(ctx, c, getenv)
-					if err != nil {
-						return err
-					}
-					defer closeFn()
-					key := regress.Key{Agent: c.String("agent"), Version: c.String("version"), ScoringVersion: sv}
-					e, err := kv.Get(ctx, wire.HistoryKey(key))
-					if errors.Is(err, jetstream.ErrKeyNotFound) {
-						return exitError{code: 1, err: fmt.Errorf(
-							"no history for %s: no scorecard of this agent, version and scoring version yet", key)}
-					}
-					if err != nil {
-						return exitError{code: 1, err: err}
-					}
-					var h regress.History
-					if err := json.Unmarshal(e.Value(), &h); err != nil {
-						return exitError{code: 1, err: fmt.Errorf("history of %s: %w", key, err)}
-					}
-					b := regress.NewBaseline(key.Agent, key.Version, sv, h.Recent())
-					data, _ := json.Marshal(b)
-					if _, err := kv.Put(ctx, wire.BaselineKey(key.Agent, sv), data); err != nil {
-						return exitError{code: 1, err: fmt.Errorf("seal: %w", err)}
-					}
-					_, err = fmt.Fprintf(stdout, "sealed %s: agent %s, version %s, %d sessions, scoring %s\n",
-						b.ID, b.Agent, b.Version, len(b.Samples), sv)
-					return err
-				},
+				Name:   "seal",
+				Usage:  "snapshot an agent version's recent sessions as the agent's baseline (immutable, hash-identified)",
+				Flags:  append(agentFlags(), &cli.StringFlag{Name: "version", Usage: "the agent version to seal", Required: true}),
+				Action: func(ctx context.Context, c *cli.Command) error { return sealBaseline(ctx, c, getenv, stdout) },
 			},
 			{
 				Name:  "show",
@@ -186,4 +159,35 @@ func showBaseline(w io.Writer, b regress.Baseline) error {
 		fmt.Fprintf(tw, "%s\t%g\t%d\n", m.Metric, m.Baseline, m.NBaseline)
 	}
 	return tw.Flush()
+}
+
+// sealBaseline snapshots an agent version's recent sessions as the agent's
+// sealed baseline (`lkscore baseline seal`).
+func sealBaseline(ctx context.Context, c *cli.Command, getenv func(string) string, stdout io.Writer) error {
+	kv, sv, closeFn, err := baselineKV(ctx, c, getenv)
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	key := regress.Key{Agent: c.String("agent"), Version: c.String("version"), ScoringVersion: sv}
+	e, err := kv.Get(ctx, wire.HistoryKey(key))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return exitError{code: 1, err: fmt.Errorf(
+			"no history for %s: no scorecard of this agent, version and scoring version yet", key)}
+	}
+	if err != nil {
+		return exitError{code: 1, err: err}
+	}
+	var h regress.History
+	if err := json.Unmarshal(e.Value(), &h); err != nil {
+		return exitError{code: 1, err: fmt.Errorf("history of %s: %w", key, err)}
+	}
+	b := regress.NewBaseline(key.Agent, key.Version, sv, h.Recent())
+	data, _ := json.Marshal(b)
+	if _, err := kv.Put(ctx, wire.BaselineKey(key.Agent, sv), data); err != nil {
+		return exitError{code: 1, err: fmt.Errorf("seal: %w", err)}
+	}
+	_, err = fmt.Fprintf(stdout, "sealed %s: agent %s, version %s, %d sessions, scoring %s\n",
+		b.ID, b.Agent, b.Version, len(b.Samples), sv)
+	return err
 }

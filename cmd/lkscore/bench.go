@@ -261,26 +261,7 @@ func runBench(ctx context.Context, js jetstream.JetStream, subj wire.Subjects, o
 			defer wg.Done()
 			for i := range next {
 				room, job := fmt.Sprintf("RM_bench%s_%06d", id, i), fmt.Sprintf("AJ_bench%s_%06d", id, i)
-				var err error
-				var t0, t1 time.Time
-				if o.webhooksOnly {
-					ev := &livekit.WebhookEvent{Event: "room_finished", Id: "EV_" + room, CreatedAt: time.Now().Unix(),
-						Room: &livekit.Room{Sid: room, Name: "bench"}}
-					t0 = time.Now()
-					err = snd.webhook(ctx, ev)
-					t1 = time.Now()
-				} else {
-					header, _ := proto.Marshal(&livekit.MetricsRecordingHeader{RoomId: room, JobId: job,
-						SessionSummary: `{"close_reason":"` + o.closeReasons[i%len(o.closeReasons)] + `"}`})
-					if err = snd.upload(ctx, header, o.chats[i%len(o.chats)]); err == nil {
-						ev := &livekit.WebhookEvent{Event: "agent_job_ended", Id: "EV_" + job, CreatedAt: time.Now().Unix(),
-							Job: &livekit.Job{Id: job, AgentName: "lkscore-bench", Room: &livekit.Room{Sid: room},
-								State: &livekit.JobState{Status: livekit.JobStatus_JS_SUCCESS}}}
-						t0 = time.Now()
-						err = snd.webhook(ctx, ev)
-						t1 = time.Now()
-					}
-				}
+				t0, t1, err := benchSession(ctx, snd, o, i, room, job)
 				mu.Lock()
 				if err != nil {
 					refused++
@@ -292,26 +273,7 @@ func runBench(ctx context.Context, js jetstream.JetStream, subj wire.Subjects, o
 			}
 		}()
 	}
-	var tick *time.Ticker
-	if o.rate > 0 {
-		tick = time.NewTicker(time.Duration(float64(time.Second) / o.rate))
-		defer tick.Stop()
-	}
-feed:
-	for i := range o.n {
-		if tick != nil {
-			select {
-			case <-tick.C:
-			case <-ctx.Done():
-				break feed
-			}
-		}
-		select {
-		case next <- i:
-		case <-ctx.Done():
-			break feed
-		}
-	}
+	feed(ctx, next, o.n, o.rate)
 	close(next)
 	wg.Wait()
 	sent := time.Since(start)
@@ -415,6 +377,54 @@ func (w *cardWatch) wait(ctx context.Context, sent map[string]time.Time, timeout
 			return got, dups, last
 		case <-ctx.Done():
 			return got, dups, last
+		}
+	}
+}
+
+// benchSession sends session i: with webhooksOnly a room_finished webhook,
+// else its upload and then its agent_job_ended webhook. t0 and t1 time the
+// webhook's request and its 2xx.
+func benchSession(ctx context.Context, snd *sender, o benchOptions, i int, room, job string) (t0, t1 time.Time, err error) {
+	if o.webhooksOnly {
+		ev := &livekit.WebhookEvent{Event: "room_finished", Id: "EV_" + room, CreatedAt: time.Now().Unix(),
+			Room: &livekit.Room{Sid: room, Name: "bench"}}
+		t0 = time.Now()
+		err = snd.webhook(ctx, ev)
+		return t0, time.Now(), err
+	}
+	header, _ := proto.Marshal(&livekit.MetricsRecordingHeader{RoomId: room, JobId: job,
+		SessionSummary: `{"close_reason":"` + o.closeReasons[i%len(o.closeReasons)] + `"}`})
+	if err = snd.upload(ctx, header, o.chats[i%len(o.chats)]); err != nil {
+		return t0, t1, err
+	}
+	ev := &livekit.WebhookEvent{Event: "agent_job_ended", Id: "EV_" + job, CreatedAt: time.Now().Unix(),
+		Job: &livekit.Job{Id: job, AgentName: "lkscore-bench", Room: &livekit.Room{Sid: room},
+			State: &livekit.JobState{Status: livekit.JobStatus_JS_SUCCESS}}}
+	t0 = time.Now()
+	err = snd.webhook(ctx, ev)
+	return t0, time.Now(), err
+}
+
+// feed hands the session numbers 0..n-1 to the clients, rate a second (0:
+// as fast as they take them), until ctx ends.
+func feed(ctx context.Context, next chan<- int, n int, rate float64) {
+	var tick *time.Ticker
+	if rate > 0 {
+		tick = time.NewTicker(time.Duration(float64(time.Second) / rate))
+		defer tick.Stop()
+	}
+	for i := range n {
+		if tick != nil {
+			select {
+			case <-tick.C:
+			case <-ctx.Done():
+				return
+			}
+		}
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			return
 		}
 	}
 }

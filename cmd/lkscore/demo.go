@@ -87,41 +87,9 @@ func runDemo(ctx context.Context, stdout, stderr io.Writer, dataDir string, keep
 	}()
 	fmt.Fprintf(stdout, "lkscore demo: daemon on %s (NATS %s, data in %s)\n", d.IngestAddr(), d.NATSURL(), dataDir)
 
-	snd := newSender("http://"+d.IngestAddr(), key, secret)
-	want := map[string]scoring.Scorecard{}
-	for i, sc := range all {
-		var golden scoring.Scorecard
-		if err := json.Unmarshal(sc.Golden, &golden); err != nil {
-			return exitError{code: 1, err: fmt.Errorf("scenario %s: %w", sc.Name, err)}
-		}
-		hdr, err := recording.ParseHeader(sc.Header, recording.DefaultMaxHeaderBytes)
-		if err != nil {
-			return exitError{code: 1, err: fmt.Errorf("scenario %s: %w", sc.Name, err)}
-		}
-		want[recording.SessionKey(hdr.RoomId, hdr.JobId, sc.Header)] = golden
-		status := livekit.JobStatus_JS_SUCCESS
-		if golden.Completion.CloseReason == agent.CloseReason_CR_ERROR.String() {
-			status = livekit.JobStatus_JS_FAILED
-		}
-		ev := &livekit.WebhookEvent{Event: "agent_job_ended", Id: "EV_demo_" + sc.Name, CreatedAt: time.Now().Unix(),
-			Job: &livekit.Job{Id: hdr.JobId, AgentName: demoAgent, Room: &livekit.Room{Sid: hdr.RoomId, Name: "demo-" + sc.Name},
-				State: &livekit.JobState{Status: status}}}
-		steps := []func() error{
-			func() error { return snd.upload(ctx, sc.Header, sc.Chat) },
-			func() error { return snd.webhook(ctx, ev) },
-		}
-		if i%2 == 1 { // both orders: LiveKit's webhook often comes first
-			steps[0], steps[1] = steps[1], steps[0]
-		}
-		// The session's close log, as agents-js exports it (the facts read it).
-		steps = append(steps, func() error {
-			return snd.closeLog(ctx, hdr.RoomId, hdr.JobId, demoAgent, recording.SDKCloseReason(golden.Completion.CloseReason))
-		})
-		for _, step := range steps {
-			if err := step(); err != nil {
-				return exitError{code: 1, err: fmt.Errorf("scenario %s: %w", sc.Name, err)}
-			}
-		}
+	want, err := sendScenarios(ctx, newSender("http://"+d.IngestAddr(), key, secret), all)
+	if err != nil {
+		return exitError{code: 1, err: err}
 	}
 	subj := wire.NewSubjects(cfg.NATS.SubjectPrefix, cfg.NATS.StreamPrefix)
 	got, err := awaitScorecards(ctx, d.NATSURL(), subj.ResultStream(), len(want), timeout)
@@ -137,17 +105,7 @@ func runDemo(ctx context.Context, stdout, stderr io.Writer, dataDir string, keep
 	if err := offline.PrintScorecards(stdout, "table", cards); err != nil {
 		return exitError{code: 1, err: err}
 	}
-	var wrong []error
-	for k, w := range want {
-		g, ok := got[k]
-		switch {
-		case !ok:
-			wrong = append(wrong, fmt.Errorf("%s: no scorecard", k))
-		case g.Overall.Verdict != w.Overall.Verdict || g.Completion.CloseReason != w.Completion.CloseReason:
-			wrong = append(wrong, fmt.Errorf("%s: %s %s, want %s %s", k, g.Overall.Verdict, g.Completion.CloseReason,
-				w.Overall.Verdict, w.Completion.CloseReason))
-		}
-	}
+	wrong := compareScorecards(want, got)
 	if keep {
 		fmt.Fprintf(stdout, "\ndashboard: http://%s/ui\n", d.OpsAddr())
 	} else {
@@ -195,4 +153,63 @@ func awaitScorecards(ctx context.Context, natsURL, stream string, n int, timeout
 		got[sc.Session.Key] = sc
 	}
 	return got, nil
+}
+
+// sendScenarios sends each scenario as a session: its upload and its
+// agent_job_ended webhook (in both orders, by turns), then its close log.
+// It returns the golden scorecards by session key.
+func sendScenarios(ctx context.Context, snd *sender, all []scenarios.Scenario) (map[string]scoring.Scorecard, error) {
+	want := map[string]scoring.Scorecard{}
+	for i, sc := range all {
+		var golden scoring.Scorecard
+		if err := json.Unmarshal(sc.Golden, &golden); err != nil {
+			return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
+		}
+		hdr, err := recording.ParseHeader(sc.Header, recording.DefaultMaxHeaderBytes)
+		if err != nil {
+			return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
+		}
+		want[recording.SessionKey(hdr.RoomId, hdr.JobId, sc.Header)] = golden
+		status := livekit.JobStatus_JS_SUCCESS
+		if golden.Completion.CloseReason == agent.CloseReason_CR_ERROR.String() {
+			status = livekit.JobStatus_JS_FAILED
+		}
+		ev := &livekit.WebhookEvent{Event: "agent_job_ended", Id: "EV_demo_" + sc.Name, CreatedAt: time.Now().Unix(),
+			Job: &livekit.Job{Id: hdr.JobId, AgentName: demoAgent, Room: &livekit.Room{Sid: hdr.RoomId, Name: "demo-" + sc.Name},
+				State: &livekit.JobState{Status: status}}}
+		steps := []func() error{
+			func() error { return snd.upload(ctx, sc.Header, sc.Chat) },
+			func() error { return snd.webhook(ctx, ev) },
+		}
+		if i%2 == 1 { // both orders: LiveKit's webhook often comes first
+			steps[0], steps[1] = steps[1], steps[0]
+		}
+		// The session's close log, as agents-js exports it (the facts read it).
+		steps = append(steps, func() error {
+			return snd.closeLog(ctx, hdr.RoomId, hdr.JobId, demoAgent, recording.SDKCloseReason(golden.Completion.CloseReason))
+		})
+		for _, step := range steps {
+			if err := step(); err != nil {
+				return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
+			}
+		}
+	}
+	return want, nil
+}
+
+// compareScorecards lists the sessions whose scorecard is missing or whose
+// verdict or close reason is not the golden one.
+func compareScorecards(want, got map[string]scoring.Scorecard) []error {
+	var wrong []error
+	for k, w := range want {
+		g, ok := got[k]
+		switch {
+		case !ok:
+			wrong = append(wrong, fmt.Errorf("%s: no scorecard", k))
+		case g.Overall.Verdict != w.Overall.Verdict || g.Completion.CloseReason != w.Completion.CloseReason:
+			wrong = append(wrong, fmt.Errorf("%s: %s %s, want %s %s", k, g.Overall.Verdict, g.Completion.CloseReason,
+				w.Overall.Verdict, w.Completion.CloseReason))
+		}
+	}
+	return wrong
 }

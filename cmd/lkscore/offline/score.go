@@ -34,73 +34,7 @@ func Score(getenv func(string) string, stdout io.Writer) *cli.Command {
 			&cli.StringFlag{Name: "config", Usage: "config file whose scoring section sets weights and thresholds (env LKSCORE_CONFIG)"},
 			&cli.StringFlag{Name: "agent", Aliases: []string{"agent-name"}, Usage: "agent name to put in the scorecards (--agent-name is the same)"},
 		},
-		Action: func(ctx context.Context, c *cli.Command) error {
-			if c.Args().Len() == 0 {
-				return ExitError{Code: 2, Err: errors.New("score: want at least one PATH")}
-			}
-			format, failOn := c.String("format"), c.String("fail-on")
-			if format != "json" && format != "table" {
-				return ExitError{Code: 2, Err: fmt.Errorf("score: --format %q is not json or table", format)}
-			}
-			if failOn != "" && failOn != scoring.Warn && failOn != scoring.Fail {
-				return ExitError{Code: 2, Err: fmt.Errorf("score: --fail-on %q is not warn or fail", failOn)}
-			}
-			path := c.String("config")
-			if path == "" {
-				path = getenv("LKSCORE_CONFIG")
-			}
-			cfg, err := config.LoadScoring(path)
-			if err != nil {
-				return ExitError{Code: 2, Err: err}
-			}
-			scorer, err := scoring.NewScorer(cfg)
-			if err != nil {
-				return ExitError{Code: 2, Err: err}
-			}
-			// A batch of sessions keeps little alive (one session at a
-			// time, the verdicts), so the collector may let the heap grow
-			// to 4x that between cycles: a few MB more, and about a fifth
-			// less CPU per session (docs/performance.md). GOGC still wins.
-			if getenv("GOGC") == "" {
-				defer debug.SetGCPercent(debug.SetGCPercent(400))
-			}
-			// JSON is written as each session is scored (nothing kept but
-			// the verdicts); the table needs every row first.
-			var cards, verdicts []scoring.Scorecard
-			w := bufio.NewWriterSize(stdout, 64<<10)
-			enc := newCardEncoder(w)
-			for _, src := range c.Args().Slice() {
-				out, err := loadSession(ctx, src, getenv)
-				if err != nil {
-					_ = w.Flush()
-					return ExitError{Code: 1, Err: fmt.Errorf("score %s: %w", src, err)}
-				}
-				in := out.Session.ScoringInput(src, c.String("agent"))
-				if in.Audio, err = localAudio(src, cfg.Audio); err != nil {
-					_ = w.Flush()
-					return ExitError{Code: 1, Err: fmt.Errorf("score %s: %w", src, err)}
-				}
-				card := scorer.Score(in)
-				verdicts = append(verdicts, scoring.Scorecard{Session: scoring.SessionRef{Key: card.Session.Key}, Overall: card.Overall})
-				if format == "table" {
-					cards = append(cards, card)
-				} else if err := enc.Encode(card); err != nil {
-					return ExitError{Code: 1, Err: err}
-				}
-			}
-			if format == "table" {
-				if err := PrintScorecards(w, format, cards); err != nil {
-					return ExitError{Code: 1, Err: err}
-				}
-			}
-			if err := w.Flush(); err != nil {
-				return ExitError{Code: 1, Err: err}
-			}
-			if tripped := gate(verdicts, failOn); tripped != "" {
-				return ExitError{Code: ExitGate, Err: errors.New(tripped)}
-			}
-			return nil
-		},
+		Action: func(ctx context.Context, c *cli.Command) error { return score(ctx, c, getenv, stdout) },
 	}
 }
 
@@ -163,6 +97,75 @@ func PrintScorecards(w io.Writer, format string, cards []scoring.Scorecard) erro
 		if len(lines) > 0 {
 			fmt.Fprintf(w, "\n%s (%s):\n%s\n", sc.Session.Key, strings.Join(sc.Overall.Reasons, "; "), strings.Join(lines, "\n"))
 		}
+	}
+	return nil
+}
+
+// score is `lkscore score`.
+func score(ctx context.Context, c *cli.Command, getenv func(string) string, stdout io.Writer) error {
+	if c.Args().Len() == 0 {
+		return ExitError{Code: 2, Err: errors.New("score: want at least one PATH")}
+	}
+	format, failOn := c.String("format"), c.String("fail-on")
+	if format != "json" && format != "table" {
+		return ExitError{Code: 2, Err: fmt.Errorf("score: --format %q is not json or table", format)}
+	}
+	if failOn != "" && failOn != scoring.Warn && failOn != scoring.Fail {
+		return ExitError{Code: 2, Err: fmt.Errorf("score: --fail-on %q is not warn or fail", failOn)}
+	}
+	path := c.String("config")
+	if path == "" {
+		path = getenv("LKSCORE_CONFIG")
+	}
+	cfg, err := config.LoadScoring(path)
+	if err != nil {
+		return ExitError{Code: 2, Err: err}
+	}
+	scorer, err := scoring.NewScorer(cfg)
+	if err != nil {
+		return ExitError{Code: 2, Err: err}
+	}
+	// A batch of sessions keeps little alive (one session at a
+	// time, the verdicts), so the collector may let the heap grow
+	// to 4x that between cycles: a few MB more, and about a fifth
+	// less CPU per session (docs/performance.md). GOGC still wins.
+	if getenv("GOGC") == "" {
+		defer debug.SetGCPercent(debug.SetGCPercent(400))
+	}
+	// JSON is written as each session is scored (nothing kept but
+	// the verdicts); the table needs every row first.
+	var cards, verdicts []scoring.Scorecard
+	w := bufio.NewWriterSize(stdout, 64<<10)
+	enc := newCardEncoder(w)
+	for _, src := range c.Args().Slice() {
+		out, err := loadSession(ctx, src, getenv)
+		if err != nil {
+			_ = w.Flush()
+			return ExitError{Code: 1, Err: fmt.Errorf("score %s: %w", src, err)}
+		}
+		in := out.Session.ScoringInput(src, c.String("agent"))
+		if in.Audio, err = localAudio(src, cfg.Audio); err != nil {
+			_ = w.Flush()
+			return ExitError{Code: 1, Err: fmt.Errorf("score %s: %w", src, err)}
+		}
+		card := scorer.Score(in)
+		verdicts = append(verdicts, scoring.Scorecard{Session: scoring.SessionRef{Key: card.Session.Key}, Overall: card.Overall})
+		if format == "table" {
+			cards = append(cards, card)
+		} else if err := enc.Encode(card); err != nil {
+			return ExitError{Code: 1, Err: err}
+		}
+	}
+	if format == "table" {
+		if err := PrintScorecards(w, format, cards); err != nil {
+			return ExitError{Code: 1, Err: err}
+		}
+	}
+	if err := w.Flush(); err != nil {
+		return ExitError{Code: 1, Err: err}
+	}
+	if tripped := gate(verdicts, failOn); tripped != "" {
+		return ExitError{Code: ExitGate, Err: errors.New(tripped)}
 	}
 	return nil
 }
