@@ -431,6 +431,44 @@ func (s *scanner) literal(w string) bool {
 // strconv's own fast path does (a mantissa below 2^53 times or divided by
 // an exactly representable power of ten is one correctly rounded
 // operation), while the token is scanned. The rest go to ParseFloat.
+// exponent reads a number's exponent digits (after the 'e') from d[i:]:
+// the exponent, where it ends, and whether it had digits.
+func exponent(d []byte, i int) (e, next int, ok bool) {
+	neg := false
+	if i < len(d) && (d[i] == '+' || d[i] == '-') {
+		neg = d[i] == '-'
+		i++
+	}
+	j := i
+	for ; i < len(d) && d[i] >= '0' && d[i] <= '9'; i++ {
+		if e < 100000 {
+			e = e*10 + int(d[i]-'0')
+		}
+	}
+	if neg {
+		e = -e
+	}
+	return e, i, i > j
+}
+
+// exactFloat is mant × 10^exp when it can be computed exactly from the
+// significant digits read (at most 19); false leaves it to ParseFloat.
+func exactFloat(mant uint64, digits, exp int) (float64, bool) {
+	if digits <= 19 && mant < 1<<53 && exp >= -22 && exp <= 22 {
+		f := float64(mant)
+		if exp < 0 {
+			f /= exactPow10[-exp]
+		} else {
+			f *= exactPow10[exp]
+		}
+		return f, true
+	}
+	if digits <= 19 && exp < 0 && exp >= -19 && mant != 0 {
+		return divPow10(mant, -exp), true
+	}
+	return 0, false
+}
+
 func (s *scanner) num() (float64, bool) {
 	s.ws()
 	d := s.data
@@ -477,42 +515,14 @@ func (s *scanner) num() (float64, bool) {
 		}
 	}
 	if i < len(d) && (d[i] == 'e' || d[i] == 'E') {
-		i++
-		eneg := false
-		if i < len(d) && (d[i] == '+' || d[i] == '-') {
-			eneg = d[i] == '-'
-			i++
-		}
-		j := i
-		e := 0
-		for ; i < len(d) && d[i] >= '0' && d[i] <= '9'; i++ {
-			if e < 100000 {
-				e = e*10 + int(d[i]-'0')
-			}
-		}
-		if i == j {
+		e, next, ok := exponent(d, i+1)
+		if !ok {
 			return 0, s.fail()
 		}
-		if eneg {
-			e = -e
-		}
-		exp += e
+		i, exp = next, exp+e
 	}
 	s.i = i
-	if digits <= 19 && mant < 1<<53 && exp >= -22 && exp <= 22 {
-		f := float64(mant)
-		if exp < 0 {
-			f /= exactPow10[-exp]
-		} else {
-			f *= exactPow10[exp]
-		}
-		if neg {
-			f = -f
-		}
-		return f, true
-	}
-	if digits <= 19 && exp < 0 && exp >= -19 && mant != 0 {
-		f := divPow10(mant, -exp)
+	if f, ok := exactFloat(mant, digits, exp); ok {
 		if neg {
 			f = -f
 		}
