@@ -307,6 +307,16 @@ func excess(e, floor float64) float64 {
 }
 
 func (a *analyzer) endFrame() {
+	e := a.frameEnergies()
+	on, weak, floor := a.activity(e)
+	a.bleedGuard(e, floor, &on, &weak)
+	a.segments(on, weak)
+	a.index++
+}
+
+// frameEnergies are the frame's energy on each channel, in dB, entered in
+// the noise floor's ring and histogram.
+func (a *analyzer) frameEnergies() [2]float64 {
 	var e [2]float64
 	slot := a.index % floorFrames
 	for ch := range 2 {
@@ -320,8 +330,13 @@ func (a *analyzer) endFrame() {
 	}
 	a.nFloor = min(a.nFloor+1, floorFrames)
 	a.inFrame = 0
-	var on, weak [2]bool
-	var floor [2]float64
+	return e
+}
+
+// activity says, per channel, whether the frame is speech (on), whether it
+// is loud enough to follow an utterance's fading end (weak), and the noise
+// floor it was judged against.
+func (a *analyzer) activity(e [2]float64) (on, weak [2]bool, floor [2]float64) {
 	for ch := range 2 {
 		floor[ch] = a.floorOf(ch)
 		if a.index == 0 || e[ch] > a.level[ch] {
@@ -339,6 +354,12 @@ func (a *analyzer) endFrame() {
 		weak[ch] = e[ch] > a.cfg.MinLevelDB &&
 			e[ch] > max(floor[ch]+a.cfg.ThresholdDB/2, a.percentile(ch, 0.3)+1.0, a.level[ch]-dynamicRangeDB)
 	}
+	return on, weak, floor
+}
+
+// bleedGuard clears the user's frame where it is only the agent's voice
+// reaching the user's microphone, and learns how much quieter that bleed is.
+func (a *analyzer) bleedGuard(e, floor [2]float64, on, weak *[2]bool) {
 	// The agent as it reaches the user's microphone: its loudest frame of
 	// the last bleedFrames (the bleed arrives late).
 	a.agentRecent[a.index%bleedFrames] = e[1]
@@ -371,6 +392,10 @@ func (a *analyzer) endFrame() {
 			on[0], weak[0] = false, false
 		}
 	}
+}
+
+// segments opens, extends and closes each channel's utterance.
+func (a *analyzer) segments(on, weak [2]bool) {
 	t := a.index * frameMs
 	for ch := range 2 {
 		// Speech is a run of onsetFrames active frames at least: a lone
@@ -394,7 +419,6 @@ func (a *analyzer) endFrame() {
 			a.close(ch)
 		}
 	}
-	a.index++
 }
 
 func (a *analyzer) close(ch int) {

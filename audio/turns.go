@@ -62,7 +62,14 @@ func turns(user, agent []Segment, cfg Config, m Metrics) ([]Turn, []Segment, Met
 	}
 	m.HeardLatencyP50Ms, m.HeardLatencyP95Ms, m.HeardLatencyP99Ms = pct(latencies, 0.5), pct(latencies, 0.95), pct(latencies, 0.99)
 	m.YieldP50Ms = pct(yields, 0.5)
-	// Silences: gaps in which nobody speaks, between two utterances.
+	silences := talkShares(user, agent, cfg, &m)
+	return out, silences, m
+}
+
+// talkShares counts the awkward silences (gaps in which nobody speaks,
+// between two utterances, longer than cfg.AwkwardSilenceMs) and returns
+// them, and sets the overlap ratio and each side's share of the speech.
+func talkShares(user, agent []Segment, cfg Config, m *Metrics) []Segment {
 	all := append(slices.Clone(user), agent...)
 	slices.SortFunc(all, func(a, b Segment) int { return int(a.StartMs - b.StartMs) })
 	var end int64 = -1
@@ -97,7 +104,7 @@ func turns(user, agent []Segment, cfg Config, m Metrics) ([]Turn, []Segment, Met
 		m.UserSpeechShare = math.Round(float64(us)/float64(us+as)*1000) / 1000
 		m.AgentSpeechShare = math.Round(float64(as)/float64(us+as)*1000) / 1000
 	}
-	return out, silences, m
+	return silences
 }
 
 func total(s []Segment) int64 {
