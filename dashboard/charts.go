@@ -128,62 +128,7 @@ func timeline(items []scoring.Item) Timeline {
 	for i, name := range []string{"user", "agent", "tools"} {
 		t.Lanes = append(t.Lanes, Bar{Label: name, LabelX: 4, LabelY: float64(i)*(laneH+laneGap) + laneH*0.7})
 	}
-	type iv struct {
-		item       int
-		lane       int
-		start, end float64
-		class      string
-		title      string
-	}
-	var ivs []iv
-	calls := map[string]scoring.Item{}
-	for n, it := range items {
-		switch it.Type {
-		case scoring.TypeMessage:
-			lane := -1
-			switch it.Role {
-			case scoring.RoleUser:
-				lane = 0
-			case scoring.RoleAssistant:
-				lane = 1
-			}
-			if lane < 0 {
-				continue
-			}
-			start, end := it.CreatedAt, it.CreatedAt+0.5
-			if it.StartedSpeakingAt != nil {
-				start = *it.StartedSpeakingAt
-			}
-			if it.StoppedSpeakingAt != nil && *it.StoppedSpeakingAt > start {
-				end = *it.StoppedSpeakingAt
-			}
-			class := []string{"user", "agent"}[lane]
-			title := it.Text
-			if it.Interrupted {
-				class += " interrupted"
-				title = "(interrupted) " + title
-			}
-			if start > 0 {
-				ivs = append(ivs, iv{n, lane, start, end, class, truncate(title, 160)})
-			}
-		case scoring.TypeFunctionCall:
-			calls[it.CallID] = it
-		case scoring.TypeFunctionCallOutput:
-			call, ok := calls[it.CallID]
-			start := it.CreatedAt
-			if ok && call.CreatedAt > 0 {
-				start = call.CreatedAt
-			}
-			class, title := "tool", fmt.Sprintf("%s: %.0f ms", it.Name, (it.CreatedAt-start)*1000)
-			if it.IsError {
-				class += " error"
-				title += " (error)"
-			}
-			if start > 0 {
-				ivs = append(ivs, iv{n, 2, start, math.Max(it.CreatedAt, start+0.2), class, title})
-			}
-		}
-	}
+	ivs := intervals(items)
 	if len(ivs) == 0 {
 		return t
 	}
@@ -203,6 +148,76 @@ func timeline(items []scoring.Item) Timeline {
 		t.Ticks = append(t.Ticks, Bar{Label: fmt.Sprintf("%.0fs", s), LabelX: tlLeft + s*scale, LabelY: t.H - 6})
 	}
 	return t
+}
+
+// interval is one bar of the timeline: an item on its lane (0 user, 1
+// agent, 2 tools), in seconds.
+type interval struct {
+	item       int
+	lane       int
+	start, end float64
+	class      string
+	title      string
+}
+
+// intervals are the timeline's bars: what the user and the agent said, and
+// each tool call from its call to its output.
+func intervals(items []scoring.Item) []interval {
+	var ivs []interval
+	calls := map[string]scoring.Item{}
+	for n, it := range items {
+		switch it.Type {
+		case scoring.TypeMessage:
+			if v, ok := speech(n, it); ok {
+				ivs = append(ivs, v)
+			}
+		case scoring.TypeFunctionCall:
+			calls[it.CallID] = it
+		case scoring.TypeFunctionCallOutput:
+			call, ok := calls[it.CallID]
+			start := it.CreatedAt
+			if ok && call.CreatedAt > 0 {
+				start = call.CreatedAt
+			}
+			class, title := "tool", fmt.Sprintf("%s: %.0f ms", it.Name, (it.CreatedAt-start)*1000)
+			if it.IsError {
+				class += " error"
+				title += " (error)"
+			}
+			if start > 0 {
+				ivs = append(ivs, interval{n, 2, start, math.Max(it.CreatedAt, start+0.2), class, title})
+			}
+		}
+	}
+	return ivs
+}
+
+// speech is a user's or the agent's message n as a bar.
+func speech(n int, it scoring.Item) (interval, bool) {
+	lane := -1
+	switch it.Role {
+	case scoring.RoleUser:
+		lane = 0
+	case scoring.RoleAssistant:
+		lane = 1
+	}
+	if lane < 0 {
+		return interval{}, false
+	}
+	start, end := it.CreatedAt, it.CreatedAt+0.5
+	if it.StartedSpeakingAt != nil {
+		start = *it.StartedSpeakingAt
+	}
+	if it.StoppedSpeakingAt != nil && *it.StoppedSpeakingAt > start {
+		end = *it.StoppedSpeakingAt
+	}
+	class := []string{"user", "agent"}[lane]
+	title := it.Text
+	if it.Interrupted {
+		class += " interrupted"
+		title = "(interrupted) " + title
+	}
+	return interval{n, lane, start, end, class, truncate(title, 160)}, start > 0
 }
 
 func niceStep(d float64) float64 {
