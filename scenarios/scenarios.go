@@ -1,9 +1,11 @@
 // Package scenarios holds lkscore's six acceptance scenarios, embedded: a
 // recording upload each (header.binpb, chat_history.json) and the scorecard
 // it must get (scorecard.golden.json). The scoring golden tests, the
-// pipeline tests and `lkscore demo` use them; scoring's generator test
-// writes them (go test ./scoring -run TestGenerateScenarios -generate).
+// pipeline tests and `lkscore demo` use them; tools/genscenarios writes the
+// uploads (go generate ./scenarios).
 package scenarios
+
+//go:generate go run ../tools/genscenarios -out data
 
 import (
 	"embed"

@@ -1,4 +1,9 @@
-package scoring_test
+// Command genscenarios writes the six acceptance scenarios' recording
+// uploads (header.binpb, chat_history.json) in the directory layout, the
+// way the SDKs write them. They are committed in scenarios/data; `go
+// generate ./scenarios` rewrites them, and its test checks that the
+// generator still gives the committed bytes.
+package main
 
 import (
 	"encoding/json"
@@ -8,18 +13,12 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"testing"
 	"time"
 
 	"github.com/livekit/protocol/livekit"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
-
-// The six acceptance scenarios are recording uploads in the directory
-// layout, written the way the SDKs write them. They are committed; this
-// generator re-creates them with `go test ./scoring -run TestGenerateScenarios -generate`.
-var generate = flag.Bool("generate", false, "rewrite ../scenarios/data from the generator")
 
 // turn is one exchange the generator lays out on a timeline.
 type turn struct {
@@ -221,27 +220,28 @@ func createdAt(v any) float64 {
 	return 0
 }
 
-func (sc scenario) write(t *testing.T, dir string) {
+func (sc scenario) write(dir string) error {
 	rng := rand.New(rand.NewPCG(uint64(len(sc.name)), 42))
 	chat, err := json.Marshal(map[string]any{"items": sc.build(rng)})
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	header, err := proto.Marshal(&livekit.MetricsRecordingHeader{
 		RoomId: sc.roomID, JobId: sc.jobID, StartTime: timestamppb.New(time.Unix(1764417600, 0)), SessionSummary: sc.summary,
 	})
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	d := filepath.Join(dir, sc.name)
 	if err := os.MkdirAll(d, 0o755); err != nil {
-		t.Fatal(err)
+		return err
 	}
 	for name, b := range map[string][]byte{"header.binpb": header, "chat_history.json": chat} {
 		if err := os.WriteFile(filepath.Join(d, name), b, 0o644); err != nil {
-			t.Fatal(err)
+			return err
 		}
 	}
+	return nil
 }
 
 // lines gives n plausible alternating utterances.
@@ -349,11 +349,13 @@ func scenarios() []scenario {
 	}
 }
 
-func TestGenerateScenarios(t *testing.T) {
-	if !*generate {
-		t.Skip("run with -generate to rewrite ../scenarios/data")
-	}
+func main() {
+	out := flag.String("out", "data", "the directory to write the scenarios into (scenarios/data)")
+	flag.Parse()
 	for _, sc := range scenarios() {
-		sc.write(t, filepath.Join("..", "scenarios", "data"))
+		if err := sc.write(*out); err != nil {
+			fmt.Fprintln(os.Stderr, "genscenarios:", err)
+			os.Exit(1)
+		}
 	}
 }
