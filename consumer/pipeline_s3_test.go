@@ -58,12 +58,12 @@ func TestPipelineMaxDeliveries(t *testing.T) {
 // health intervals of the store's return.
 func TestPipelineStoreOutagePauses(t *testing.T) {
 	srv := testenv.StartS3(t)
-	s3Env(t, testenv.S3SecretKey)
-	st := newTestS3Store(t, srv, "rec")
+	testenv.SetAWSEnv(t, testenv.S3SecretKey)
+	st := testenv.OpenBucket(t, srv, "rec", store.NewS3)
 	testenv.PutSession(t, st.Begin, "1_clean_call", "RM_Out/AJ_Out/")
 	ns := startNATS(t)
 	cfg := pipelineConfig(t, ns.URL())
-	cfg.S3 = s3Config(srv, "rec")
+	cfg.S3 = srv.Config("rec")
 	cfg.S3.MaxAttempts, cfg.S3.RequestTimeout = 1, time.Second
 	cfg.Pipeline.MaxDeliver = 3
 	cfg.Pipeline.HealthInterval = 200 * time.Millisecond
@@ -95,14 +95,14 @@ func TestPipelineStoreOutagePauses(t *testing.T) {
 // located and scored; an audio file is linked to its room.
 func TestPipelineEgressEnded(t *testing.T) {
 	srv := testenv.StartS3(t)
-	s3Env(t, testenv.S3SecretKey)
-	newTestS3Store(t, srv, "rec")
-	putRawUpload(t, newTestS3Store(t, srv, "egress-out"), "5_bad_hearing", "RM_BadHearing05.upload")
+	testenv.SetAWSEnv(t, testenv.S3SecretKey)
+	testenv.OpenBucket(t, srv, "rec", store.NewS3)
+	putRawUpload(t, testenv.OpenBucket(t, srv, "egress-out", store.NewS3), "5_bad_hearing", "RM_BadHearing05.upload")
 	ctx := context.Background()
 
 	ns := startNATS(t)
 	cfg := pipelineConfig(t, ns.URL())
-	cfg.S3 = s3Config(srv, "rec")
+	cfg.S3 = srv.Config("rec")
 	d, _ := startDaemon(t, cfg)
 	sendWebhook(t, d, &livekit.WebhookEvent{Event: "egress_ended", Id: "EV_eg", EgressInfo: &livekit.EgressInfo{
 		EgressId: "EG_1", RoomId: "RM_BadHearing05", RoomName: "hearing", Status: livekit.EgressStatus_EGRESS_COMPLETE,
@@ -167,9 +167,9 @@ func requireRecordGrant(t *testing.T, h http.Handler) http.Handler {
 // recovered through ListEgress (server-sdk-go's EgressClient).
 func TestPipelineEgressReconciler(t *testing.T) {
 	srv := testenv.StartS3(t)
-	s3Env(t, testenv.S3SecretKey)
-	newTestS3Store(t, srv, "rec")
-	putRawUpload(t, newTestS3Store(t, srv, "egress-out"), "3_barge_in", "barge.upload")
+	testenv.SetAWSEnv(t, testenv.S3SecretKey)
+	testenv.OpenBucket(t, srv, "rec", store.NewS3)
+	putRawUpload(t, testenv.OpenBucket(t, srv, "egress-out", store.NewS3), "3_barge_in", "barge.upload")
 
 	api := &fakeEgressAPI{t: t, items: []*livekit.EgressInfo{
 		{EgressId: "EG_done", RoomId: "RM_BargeIn03", Status: livekit.EgressStatus_EGRESS_COMPLETE, EndedAt: time.Now().UnixNano(),
@@ -182,7 +182,7 @@ func TestPipelineEgressReconciler(t *testing.T) {
 
 	ns := startNATS(t)
 	cfg := pipelineConfig(t, ns.URL())
-	cfg.S3 = s3Config(srv, "rec")
+	cfg.S3 = srv.Config("rec")
 	cfg.Pipeline.LiveKitURL, cfg.Pipeline.ReconcileInterval = lk.URL, 200*time.Millisecond
 	startDaemon(t, cfg)
 	waitFor(t, "the reconciled egress to be scored", func() bool { return len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")) == 1 })

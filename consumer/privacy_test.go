@@ -39,9 +39,9 @@ func TestMetadataOnly(t *testing.T) {
 			}
 			if kind == "s3" {
 				srv := testenv.StartS3(t)
-				s3Env(t, testenv.S3SecretKey)
-				st = newTestS3Store(t, srv, "rec")
-				cfg.S3 = s3Config(srv, "rec")
+				testenv.SetAWSEnv(t, testenv.S3SecretKey)
+				st = testenv.OpenBucket(t, srv, "rec", store.NewS3)
+				cfg.S3 = srv.Config("rec")
 			}
 			d, reg := startDaemon(t, cfg)
 			if kind == "local" {

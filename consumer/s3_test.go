@@ -7,34 +7,19 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/internal/testenv"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/store"
 )
 
-func s3Env(t *testing.T, secret string) { testenv.SetAWSEnv(t, secret) }
-
-func s3Config(srv *testenv.S3, bucket string) config.S3 { return srv.Config(bucket) }
-
-func newTestS3Store(t *testing.T, srv *testenv.S3, bucket string) *store.S3 {
-	t.Helper()
-	srv.CreateBucket(t, bucket)
-	st, err := store.NewS3(context.Background(), s3Config(srv, bucket))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return st
-}
-
 // TestCollectorToS3: the collector writes uploads through the S3 store.
 func TestCollectorToS3(t *testing.T) {
 	srv := testenv.StartS3(t)
-	s3Env(t, testenv.S3SecretKey)
-	st := newTestS3Store(t, srv, "lk-recordings")
+	testenv.SetAWSEnv(t, testenv.S3SecretKey)
+	st := testenv.OpenBucket(t, srv, "lk-recordings", store.NewS3)
 	ns := startNATS(t)
 	cfg := testConfig(t, ns.URL())
-	cfg.S3 = s3Config(srv, "lk-recordings")
+	cfg.S3 = srv.Config("lk-recordings")
 	cfg.S3.Prefix = "agents"
 	d, _ := startDaemon(t, cfg)
 	header := testenv.Header(t, "RM_c", "AJ_c")

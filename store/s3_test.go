@@ -16,24 +16,9 @@ import (
 	"github.com/livekit/protocol/livekit"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/internal/testenv"
 	"github.com/lkscore/lkscore/recording"
 )
-
-func s3Env(t *testing.T, secret string) { testenv.SetAWSEnv(t, secret) }
-
-func s3Config(srv *testenv.S3, bucket string) config.S3 { return srv.Config(bucket) }
-
-func newTestS3Store(t *testing.T, srv *testenv.S3, bucket string) *S3 {
-	t.Helper()
-	srv.CreateBucket(t, bucket)
-	st, err := NewS3(context.Background(), s3Config(srv, bucket))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return st
-}
 
 func randomBytes(t testing.TB, n int) []byte {
 	b := make([]byte, n)
@@ -72,8 +57,8 @@ func keys(objs []ObjectInfo) []string {
 
 func TestS3StoreRoundTrip(t *testing.T) {
 	srv := testenv.StartS3(t)
-	s3Env(t, testenv.S3SecretKey)
-	st := newTestS3Store(t, srv, "recordings")
+	testenv.SetAWSEnv(t, testenv.S3SecretKey)
+	st := testenv.OpenBucket(t, srv, "recordings", NewS3)
 	ctx := context.Background()
 
 	chat := mustReadFile(t, "../recording/testdata/chat_python.json")
@@ -116,8 +101,8 @@ func TestS3StoreRoundTrip(t *testing.T) {
 
 func TestS3StoreErrors(t *testing.T) {
 	srv := testenv.StartS3(t)
-	s3Env(t, testenv.S3SecretKey)
-	st := newTestS3Store(t, srv, "recordings")
+	testenv.SetAWSEnv(t, testenv.S3SecretKey)
+	st := testenv.OpenBucket(t, srv, "recordings", NewS3)
 	ctx := context.Background()
 	up, _ := st.Begin(ctx, "RM_e/AJ_e/")
 	_, _ = up.Write(ctx, recording.ObjectChatHistory, strings.NewReader(strings.Repeat("x", 4096)), 1<<20)
@@ -159,8 +144,8 @@ func TestS3StoreErrors(t *testing.T) {
 		}
 	})
 	t.Run("wrong credentials are permanent", func(t *testing.T) {
-		s3Env(t, "wrong-secret")
-		bad, err := NewS3(ctx, s3Config(srv, "recordings"))
+		testenv.SetAWSEnv(t, "wrong-secret")
+		bad, err := NewS3(ctx, srv.Config("recordings"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -187,7 +172,7 @@ func BenchmarkS3ReadAudio1GiB(b *testing.B) {
 	b.Setenv("AWS_SECRET_ACCESS_KEY", testenv.S3SecretKey)
 	b.Setenv("AWS_EC2_METADATA_DISABLED", "true")
 	srv.CreateBucket(b, "audio")
-	st, err := NewS3(context.Background(), s3Config(srv, "audio"))
+	st, err := NewS3(context.Background(), srv.Config("audio"))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -288,3 +288,15 @@ func WaitFor(t testing.TB, within time.Duration, what string, cond func() bool) 
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// OpenBucket creates bucket on the gateway and opens it with open
+// (store.NewS3): the S3 store a test runs against.
+func OpenBucket[T any](t testing.TB, s *S3, bucket string, open func(context.Context, config.S3) (T, error)) T {
+	t.Helper()
+	s.CreateBucket(t, bucket)
+	st, err := open(context.Background(), s.Config(bucket))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
