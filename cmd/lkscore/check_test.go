@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lkscore/lkscore/internal/population"
 	"github.com/lkscore/lkscore/internal/testenv"
@@ -108,19 +107,11 @@ func TestBaselineSealFromDaemon(t *testing.T) {
 		t.Fatal(err)
 	}
 	key := wire.HistoryKey(regress.Key{Agent: "booking-agent", Version: "1.0", ScoringVersion: scorer.Version()})
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	testenv.WaitFor(t, 20*time.Second, "the history to reach 35 sessions", func() bool {
 		var h regress.History
-		if e, err := kv.Get(context.Background(), key); err == nil && json.Unmarshal(e.Value(), &h) == nil && h.Total == 35 {
-			break
-		} else if err != nil && err != jetstream.ErrKeyNotFound && time.Now().After(deadline) {
-			t.Fatal(err)
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("history never reached 35 sessions")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		e, err := kv.Get(context.Background(), key)
+		return err == nil && json.Unmarshal(e.Value(), &h) == nil && h.Total == 35
+	})
 	nu := []string{"--nats-url", d.NATSURL()}
 	code, out, errs := runCLI(t, append([]string{"baseline", "seal", "--agent", "booking-agent", "--version", "1.0"}, nu...)...)
 	if code != 0 || !strings.Contains(out, "sealed sha256:") || !strings.Contains(out, "35 sessions") {

@@ -73,24 +73,25 @@ func clusterURLs(nodes []*natsNode) []string {
 // waitClusterReady waits until JetStream answers account info (a meta leader exists).
 func waitClusterReady(t *testing.T, nodes []*natsNode, within time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
+	var last error
+	t.Cleanup(func() {
+		if t.Failed() && last != nil {
+			t.Logf("the NATS cluster's last answer: %v", last)
+		}
+	})
+	testenv.WaitFor(t, within, "a JetStream meta leader in the NATS cluster", func() bool {
 		nc, err := nats.Connect(strings.Join(clusterURLs(nodes), ","))
-		if err == nil {
-			js, _ := jetstream.New(nc)
-			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			_, err = js.AccountInfo(ctx)
-			cancel()
-			nc.Close()
-			if err == nil {
-				return
-			}
+		if err != nil {
+			last = err
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the NATS cluster has no JetStream leader: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		defer nc.Close()
+		js, _ := jetstream.New(nc)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_, last = js.AccountInfo(ctx)
+		return last == nil
+	})
 }
 
 // streamLeaders counts lkscore's streams (KV buckets included) by leader, and

@@ -180,17 +180,13 @@ func (c *cluster) startNATS() {
 	_, bin := binaries(c.t)
 	host, port, _ := net.SplitHostPort(c.natsAddr)
 	c.nats = startProc(c.t, "nats-server", exec.Command(bin, "-a", host, "-p", port, "-js", "-sd", c.natsDir))
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if nc, err := nats.Connect("nats://" + c.natsAddr); err == nil {
+	testenv.WaitFor(c.t, 10*time.Second, "nats-server to be reachable", func() bool {
+		nc, err := nats.Connect("nats://" + c.natsAddr)
+		if err == nil {
 			nc.Close()
-			return
 		}
-		if time.Now().After(deadline) {
-			c.t.Fatal("nats-server not reachable")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return err == nil
+	})
 }
 
 // spawn starts an lkscore serve process of the given role against the

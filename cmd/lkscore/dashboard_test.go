@@ -146,23 +146,22 @@ func TestDashboardInBrowser(t *testing.T) {
 		sendScenario(t, snd, name)
 	}
 	base := "http://" + d.OpsAddr()
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the alerts stream has %v", alertSummary(t, d.NATSURL()))
+		}
+	})
 	waitUntil := func(path, what string, ok func(page string) bool) {
 		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for {
+		testenv.WaitFor(t, 30*time.Second, path+" to show "+what, func() bool {
 			resp, err := http.Get(base + path)
-			if err == nil {
-				b, _ := io.ReadAll(resp.Body)
-				_ = resp.Body.Close()
-				if ok(string(b)) {
-					return
-				}
+			if err != nil {
+				return false
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s never showed %s; the alerts stream has %v", path, what, alertSummary(t, d.NATSURL()))
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+			b, _ := io.ReadAll(resp.Body)
+			_ = resp.Body.Close()
+			return ok(string(b))
+		})
 	}
 	waitPage := func(path, want string) {
 		t.Helper()

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lkscore/lkscore/internal/testenv"
 )
 
 // TestServeDataDirLocked: a second serve process on a data dir another one
@@ -26,12 +28,10 @@ func TestServeDataDirLocked(t *testing.T) {
 		return cmd
 	}
 	first := startProc(t, "first", serve())
-	deadline := time.Now().Add(20 * time.Second)
-	for !strings.Contains(first.log.String(), "lkscore ready") {
-		if time.Now().After(deadline) || !first.state.Load() {
-			t.Fatalf("first serve not ready:\n%s", first.log.String())
-		}
-		time.Sleep(20 * time.Millisecond)
+	ready := func() bool { return strings.Contains(first.log.String(), "lkscore ready") }
+	testenv.WaitFor(t, 20*time.Second, "the first serve to be ready or exit", func() bool { return ready() || !first.state.Load() })
+	if !ready() {
+		t.Fatalf("first serve exited before it was ready:\n%s", first.log.String())
 	}
 	second := serve()
 	start := time.Now()

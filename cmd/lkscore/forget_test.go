@@ -37,13 +37,7 @@ func TestForget(t *testing.T) {
 	d, snd, _ := startTestDaemonIn(t, dataDir)
 	sendScenario(t, snd, "1_clean_call")
 	sendScenario(t, snd, "6_error_close")
-	deadline := time.Now().Add(20 * time.Second)
-	for len(resultKeys(t, d.NATSURL())) < 2 {
-		if time.Now().After(deadline) {
-			t.Fatal("scorecards did not arrive")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testenv.WaitFor(t, 20*time.Second, "both scorecards", func() bool { return len(resultKeys(t, d.NATSURL())) >= 2 })
 	var stdout, stderr bytes.Buffer
 	code := run(context.Background(), []string{"lkscore", "forget", "--session", "RM_CleanCall01/AJ_CleanCall01",
 		"--nats-url", d.NATSURL(), "--data-dir", dataDir}, func(string) string { return "" }, &stdout, &stderr)

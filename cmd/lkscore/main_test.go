@@ -27,13 +27,12 @@ func TestServeEmbeddedStartsAndStops(t *testing.T) {
 	go func() {
 		done <- run(ctx, []string{"lkscore", "serve", "--config", cfgFile}, func(k string) string { return env[k] }, &bytes.Buffer{}, &stderr)
 	}()
-	deadline := time.Now().Add(20 * time.Second)
-	for !strings.Contains(stderr.String(), "lkscore ready") {
-		if time.Now().After(deadline) {
-			t.Fatalf("not ready; log:\n%s", stderr.String())
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("log:\n%s", stderr.String())
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	})
+	testenv.WaitFor(t, 20*time.Second, "lkscore ready", func() bool { return strings.Contains(stderr.String(), "lkscore ready") })
 	if !strings.Contains(stderr.String(), `"msg":"embedded nats started","url":"nats://127.0.0.1:`) {
 		t.Errorf("embedded NATS URL not logged:\n%s", stderr.String())
 	}
