@@ -172,6 +172,9 @@ func testCall(t testing.TB, dir string) (*call, []Turn) {
 // at worst; talk-over, awkward silences, back-channels and barge-ins are
 // counted exactly; low-bitrate stereo is refused.
 func TestHeardLatencyAccuracy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: generates and analyses calls with espeak-ng, flite and opusenc")
+	}
 	needTools(t)
 	dir := t.TempDir()
 	c, want := testCall(t, dir)

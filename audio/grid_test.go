@@ -396,6 +396,9 @@ func (g *gridScore) matchedShare() float64 { return float64(g.matched) / float64
 // fails when the detector does worse than the floor it is known to reach
 // (gridFloor): a guard, not the goal, which docs/audio.md states.
 func TestGrid(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: generates and analyses calls with espeak-ng, flite and opusenc")
+	}
 	needGridTools(t)
 	cl := &clips{dir: t.TempDir(), m: map[string][]float32{}}
 	awkward := int64(DefaultConfig().AwkwardSilenceMs)
@@ -464,6 +467,9 @@ func TestGrid(t *testing.T) {
 
 // TestGridDeterministic: the same file gives the same result, byte for byte.
 func TestGridDeterministic(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: generates and analyses calls with espeak-ng, flite and opusenc")
+	}
 	needGridTools(t)
 	cl := &clips{dir: t.TempDir(), m: map[string][]float32{}}
 	cond := gridConditions()[7]

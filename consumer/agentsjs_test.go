@@ -30,6 +30,9 @@ import (
 // sets LKSCORE_REQUIRE_AGENTS_JS=1 so that a missing SDK fails instead of
 // skipping.
 func TestRealAgentsJS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: runs the real agents-js SDK in Node")
+	}
 	dir, node := agentsJS(t)
 	ns := startNATS(t)
 	d, _ := startDaemon(t, pipelineConfig(t, ns.URL()))
@@ -95,6 +98,9 @@ func TestRealAgentsJS(t *testing.T) {
 // every clean agents-js job. The scorecard has the exact close reason from the
 // log, the observer's agent name and version tag, and does not fail.
 func TestAgentsJSObserver(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: runs the real agents-js SDK in Node")
+	}
 	dir, node := agentsJS(t)
 	// The example as users copy it, next to the SDK it imports.
 	gen := filepath.Join(dir, "lkscore-observer.gen.mjs")

@@ -56,6 +56,9 @@ func (h *hookReceiver) byPath(path string) []hookPost {
 // target, firing then resolved. Healthy sessions arriving within the hold
 // time (regression.min_firing) resolve nothing; after it they do.
 func TestDriftAlertReachesAlertmanagerAndWebhooks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: waits out every alert's hold")
+	}
 	ns := startNATS(t)
 	am := testenv.StartAlertmanager(t)
 	hooks := &hookReceiver{}

@@ -14,6 +14,7 @@ import (
 // block and heard turns in its scorecard; the same session without one is
 // scored as the golden says.
 func TestPipelineMeasuresAudio(t *testing.T) {
+	t.Parallel()
 	ns := startNATS(t)
 	d, _ := startDaemon(t, pipelineConfig(t, ns.URL()))
 	header := mustReadFile(t, filepath.Join(scenarioDir, "1_clean_call", "header.binpb"))

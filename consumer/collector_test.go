@@ -24,6 +24,7 @@ import (
 )
 
 func TestCollectorPythonUpload(t *testing.T) {
+	t.Parallel()
 	ns := startNATS(t)
 	cfg := testConfig(t, ns.URL())
 	d, reg := startDaemon(t, cfg)
@@ -64,6 +65,7 @@ func TestCollectorPythonUpload(t *testing.T) {
 }
 
 func TestCollectorHeaderOnlyAndLegacyHeader(t *testing.T) {
+	t.Parallel()
 	ns := startNATS(t)
 	cfg := testConfig(t, ns.URL())
 	d, _ := startDaemon(t, cfg)
@@ -85,6 +87,7 @@ func TestCollectorHeaderOnlyAndLegacyHeader(t *testing.T) {
 }
 
 func TestCollectorRefusals(t *testing.T) {
+	t.Parallel()
 	ns := startNATS(t)
 	cfg := testConfig(t, ns.URL())
 	cfg.Limits.ChatHistoryBytes = 1024
@@ -147,6 +150,7 @@ func assertNothingStored(t *testing.T, dataDir string) {
 
 // TestCollectorClientDisconnects: a client that goes away mid-upload leaves nothing behind.
 func TestCollectorClientDisconnects(t *testing.T) {
+	t.Parallel()
 	ns := startNATS(t)
 	cfg := testConfig(t, ns.URL())
 	d, reg := startDaemon(t, cfg)
@@ -168,6 +172,7 @@ func TestCollectorClientDisconnects(t *testing.T) {
 // TestCollectorNATSDown: a transient failure answers the google.rpc.Status
 // with RetryInfo that makes the Python SDK retry; the retry then succeeds.
 func TestCollectorNATSDown(t *testing.T) {
+	t.Parallel()
 	ns := startNATS(t)
 	cfg := testConfig(t, ns.URL())
 	d, _ := startDaemon(t, cfg)

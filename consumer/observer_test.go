@@ -63,6 +63,7 @@ func pythonObserverRecord(t *testing.T, roomID, jobID string) []byte {
 // (source otlp_log, with the close error as evidence), agent name and version
 // tag; on a self-hosted server, with the room's webhooks only.
 func TestPythonObserverRecord(t *testing.T) {
+	t.Parallel()
 	ns := testenv.StartNATS(t)
 	d, _ := startDaemon(t, pipelineConfig(t, ns.URL()))
 	resp, msg := postOTLP(t, d, "logs", "application/x-protobuf", pythonObserverRecord(t, "RM_PyObs", "AJ_PyObs"),

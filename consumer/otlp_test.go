@@ -72,6 +72,7 @@ func readFacts(t *testing.T, url, roomID, jobID string) *wire.SessionFacts {
 // (protobuf, gzip, as the Python SDK sends) deliver logs and spans whose
 // facts land in the session's entry.
 func TestOTLPFromGoExporters(t *testing.T) {
+	t.Parallel()
 	ns := testenv.StartNATS(t)
 	d, reg := startDaemon(t, pipelineConfig(t, ns.URL()))
 	ctx := context.Background()
@@ -204,6 +205,7 @@ func TestSessionFactsArrivalOrders(t *testing.T) {
 // TestOTLPHostile: hostile bodies get a clear 4xx, never a 401 that could
 // switch the SDK off, and never a panic.
 func TestOTLPHostile(t *testing.T) {
+	t.Parallel()
 	ns := testenv.StartNATS(t)
 	cfg := testConfig(t, ns.URL())
 	cfg.Limits.OTLPBytes = 1 << 20
@@ -274,6 +276,7 @@ func TestOTLPHostile(t *testing.T) {
 // TestOTLPChunkedGzip: a gzipped protobuf body sent chunked, without a
 // Content-Length (as agents-js sends its traces), is read.
 func TestOTLPChunkedGzip(t *testing.T) {
+	t.Parallel()
 	ns := testenv.StartNATS(t)
 	d, _ := startDaemon(t, testConfig(t, ns.URL()))
 	req := &coltrace.ExportTraceServiceRequest{ResourceSpans: []*tracepb.ResourceSpans{{

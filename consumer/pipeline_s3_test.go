@@ -27,6 +27,7 @@ import (
 // error (here its session facts cannot be written: the bucket is gone) ends
 // in the DLQ through JetStream's max-deliveries advisory.
 func TestPipelineMaxDeliveries(t *testing.T) {
+	t.Parallel()
 	ns := startNATS(t)
 	cfg := pipelineConfig(t, ns.URL())
 	cfg.Pipeline.MaxDeliver = 3
@@ -196,6 +197,7 @@ func TestPipelineEgressReconciler(t *testing.T) {
 // TestPipelineSweep: a session written to the store without any
 // announcement is found by the sweep, and scored once however often it runs.
 func TestPipelineSweep(t *testing.T) {
+	t.Parallel()
 	ns := startNATS(t)
 	cfg := pipelineConfig(t, ns.URL())
 	cfg.Pipeline.SweepInterval = 100 * time.Millisecond

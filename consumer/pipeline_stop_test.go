@@ -8,6 +8,7 @@ import (
 )
 
 func TestPipelineStopWaitsForLoops(t *testing.T) {
+	t.Parallel()
 	bg, cancel := context.WithCancel(context.Background())
 	p := &pipeline{cancel: func() {}, background: cancel}
 	finished := make(chan struct{})

@@ -157,6 +157,7 @@ func results(t *testing.T, url string) []scoring.Scorecard {
 // TestPipelineEndToEnd: uploads and webhooks, duplicated and in both
 // orders, give exactly one scorecard per session, identical to the golden.
 func TestPipelineEndToEnd(t *testing.T) {
+	t.Parallel()
 	ns := startNATS(t)
 	d, reg := startDaemon(t, pipelineConfig(t, ns.URL()))
 	// Webhook first, then the upload (the locator waits for it), twice each.
@@ -193,6 +194,7 @@ func TestPipelineEndToEnd(t *testing.T) {
 // TestPipelineCloseReasonFilter: a session no pool selects stays in the
 // session stream; a pool added later for its reason scores the backlog.
 func TestPipelineCloseReasonFilter(t *testing.T) {
+	t.Parallel()
 	ns := startNATS(t)
 	cfg := pipelineConfig(t, ns.URL())
 	d, reg := startDaemon(t, cfg) // default pool: everything but CR_JOB_SHUTDOWN
@@ -244,6 +246,7 @@ func uploadDir(t *testing.T, d *Daemon, dir string) {
 // malformed recording, end in the DLQ with the reason; a replay after the
 // fix scores the session.
 func TestPipelineDeadLetters(t *testing.T) {
+	t.Parallel()
 	ns := startNATS(t)
 	cfg := pipelineConfig(t, ns.URL())
 	cfg.Pipeline.RecordingDeadline = 1500 * time.Millisecond
@@ -293,6 +296,7 @@ func TestPipelineDeadLetters(t *testing.T) {
 // TestPipelineInferredCloseReason: with no session summary, a failed job's
 // end state stands in for the close reason, and the scorecard says so.
 func TestPipelineInferredCloseReason(t *testing.T) {
+	t.Parallel()
 	ns := startNATS(t)
 	cfg := pipelineConfig(t, ns.URL())
 	// The recording is in the store but was never announced: only the
@@ -318,6 +322,7 @@ func TestPipelineInferredCloseReason(t *testing.T) {
 // TestPipelineLegacyUploadMatchesJob: an upload from an SDK before 1.6.6
 // (no job_id) is still matched by its room's agent_job_ended.
 func TestPipelineLegacyUploadMatchesJob(t *testing.T) {
+	t.Parallel()
 	ns := startNATS(t)
 	cfg := pipelineConfig(t, ns.URL())
 	cfg.Pipeline.RecordingDeadline = 2 * time.Second

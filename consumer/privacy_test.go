@@ -86,6 +86,7 @@ func TestMetadataOnly(t *testing.T) {
 // its HTTP answers (ingest and dashboard). A control session without
 // redaction shows that the scan does find a marker that leaks.
 func TestRedactionMarkers(t *testing.T) {
+	t.Parallel()
 	ns := startNATS(t)
 	cfg := pipelineConfig(t, ns.URL())
 	cfg.Pipeline.RecordingDeadline = time.Second

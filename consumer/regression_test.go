@@ -82,6 +82,7 @@ func startWorker(t *testing.T, url string, opts ...func(*config.Config)) (*Daemo
 // down and a new one started, the version recovering resolves each alert
 // exactly once, and nothing fires twice.
 func TestRegressionAlertsReplicasRestart(t *testing.T) {
+	t.Parallel()
 	ns := startNATS(t)
 	_, _, stopA := startWorker(t, ns.URL())
 	startWorker(t, ns.URL())
@@ -170,6 +171,7 @@ func summary(all []wire.Alert) []string {
 // TestFailureSpikeAlert: a version whose latest sessions start closing in
 // error raises a failures alert naming the worst of them.
 func TestFailureSpikeAlert(t *testing.T) {
+	t.Parallel()
 	ns := startNATS(t)
 	startWorker(t, ns.URL())
 	js := testenv.JetStream(t, ns.URL())
@@ -197,6 +199,7 @@ func TestFailureSpikeAlert(t *testing.T) {
 // TestAlertExampleMatchesSchema: the alert example in docs/regression.md is
 // valid against docs/alert.schema.json.
 func TestAlertExampleMatchesSchema(t *testing.T) {
+	t.Parallel()
 	doc, err := os.ReadFile("../docs/regression.md")
 	if err != nil {
 		t.Fatal(err)

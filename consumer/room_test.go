@@ -107,6 +107,7 @@ func TestRoomStoryPipeline(t *testing.T) {
 // webhooks come in protocol's newer form (job set, the event's room unset),
 // and agent_job_started is accepted.
 func TestJobLeftRoomPipeline(t *testing.T) {
+	t.Parallel()
 	ns := startNATS(t)
 	d, reg := startDaemon(t, pipelineConfig(t, ns.URL()))
 	for _, tc := range []struct{ room, job, err string }{

@@ -24,6 +24,7 @@ import (
 // first entry, still scores a session that completed while no worker ran,
 // and scores nothing twice.
 func TestSettlerResumesFromLowWater(t *testing.T) {
+	t.Parallel()
 	ns := startNATS(t)
 	icfg := pipelineConfig(t, ns.URL())
 	icfg.Role = "ingest"
@@ -81,6 +82,7 @@ func TestSettlerResumesFromLowWater(t *testing.T) {
 // close-reason signal is implied waits for the settle window, then is
 // scored with that reason; a late duplicate of every signal changes nothing.
 func TestSessionSettlesWithoutNamedReason(t *testing.T) {
+	t.Parallel()
 	ns := testenv.StartNATS(t)
 	cfg := pipelineConfig(t, ns.URL())
 	cfg.Pipeline.SettleWindow = time.Second

@@ -29,6 +29,9 @@ import (
 // same call with the transcript on is scored from its recording and gains
 // the span-only facts without any deduction from them.
 func TestAgentsJSMetadataOnly(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: runs the real agents-js SDK in Node")
+	}
 	dir, node := agentsJS(t)
 	ns := startNATS(t)
 	d, _ := startDaemon(t, pipelineConfig(t, ns.URL()))
@@ -161,6 +164,9 @@ type voiceCall struct {
 // and the span-only facts are added; when the TTS refuses the goodbye, the
 // reply nobody heard costs turn handling and nothing else.
 func TestAgentsJSVoicePipeline(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: runs the real agents-js SDK in Node")
+	}
 	dir, node := agentsJS(t)
 	ns := startNATS(t)
 	cfg := pipelineConfig(t, ns.URL())

@@ -52,6 +52,7 @@ func awaitDelivery(t *testing.T, done <-chan *livekit.WebhookInfo) *livekit.Webh
 }
 
 func TestWebhookFromLiveKitNotifier(t *testing.T) {
+	t.Parallel()
 	ns := startNATS(t)
 	d, reg := startDaemon(t, testConfig(t, ns.URL()))
 	n, done := newNotifier(t, "http://"+d.IngestAddr()+"/webhook", testenv.Key, testenv.Secret)
@@ -104,6 +105,7 @@ func TestWebhookFromLiveKitNotifier(t *testing.T) {
 }
 
 func TestWebhookRefusals(t *testing.T) {
+	t.Parallel()
 	ns := startNATS(t)
 	cfg := testConfig(t, ns.URL())
 	d, _ := startDaemon(t, cfg)
@@ -168,6 +170,7 @@ func TestWebhookRefusals(t *testing.T) {
 
 // TestWebhookReplay replays one captured signed request: one message.
 func TestWebhookReplay(t *testing.T) {
+	t.Parallel()
 	ns := startNATS(t)
 	d, _ := startDaemon(t, testConfig(t, ns.URL()))
 	body := []byte(`{"event":"agent_job_ended","id":"EV_replay","job":{"id":"AJ_r","room":{"sid":"RM_r"}}}`)

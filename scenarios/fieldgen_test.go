@@ -261,6 +261,9 @@ var fieldSet = []struct {
 // TestFieldFixturesCurrent: the committed field mix is what the generators
 // write (go test ./scenarios -run TestFieldFixturesCurrent -update-field).
 func TestFieldFixturesCurrent(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: regenerates the field fixtures")
+	}
 	for _, sdk := range []string{"py", "js"} {
 		for _, f := range fieldSet {
 			name := fmt.Sprintf("load/field/%s_%s.json", sdk, f.name)

@@ -6,6 +6,7 @@ import (
 )
 
 func TestAgentTokenOneToOne(t *testing.T) {
+	t.Parallel()
 	cases := map[string]string{
 		"":            "_",
 		"support-bot": "support-bot",
@@ -37,6 +38,7 @@ func TestAgentTokenOneToOne(t *testing.T) {
 }
 
 func TestAgentNameRefusesForeignTokens(t *testing.T) {
+	t.Parallel()
 	for _, tok := range []string{"a_", "a_2", "a_zz", "a_2e", "a_41", "a_5F", "a.b", "a*", "a b"} {
 		if name, ok := AgentName(tok); ok {
 			t.Errorf("AgentName(%q) = %q, want refused", tok, name)
@@ -45,6 +47,7 @@ func TestAgentNameRefusesForeignTokens(t *testing.T) {
 }
 
 func TestSubjectsUnderTheirStreams(t *testing.T) {
+	t.Parallel()
 	s := Default()
 	for subject, all := range map[string]string{
 		s.Result("CR_USER_INITIATED"):                  s.ResultAll(),

@@ -23,6 +23,7 @@ import (
 
 	"github.com/lkscore/lkscore/cmd/lkscore/offline"
 	"github.com/lkscore/lkscore/config"
+	"github.com/lkscore/lkscore/internal/sdkclient"
 	"github.com/lkscore/lkscore/scenarios"
 	"github.com/lkscore/lkscore/wire"
 )
@@ -233,11 +234,11 @@ func runBench(ctx context.Context, js jetstream.JetStream, subj wire.Subjects, o
 	if o.webhooksOnly {
 		rep.Mode, rep.LatencyOf = "webhooks", "webhook request → 2xx"
 	}
-	snd := newSender(o.url, o.key, o.secret)
+	snd := sdkclient.New(o.url, o.key, o.secret)
 	// One keep-alive connection per client, as LiveKit's notifier keeps them.
-	snd.client = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
+	snd.Client = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
 		MaxIdleConns: o.clients, MaxIdleConnsPerHost: o.clients, IdleConnTimeout: time.Minute}}
-	defer snd.client.CloseIdleConnections()
+	defer snd.Client.CloseIdleConnections()
 
 	var cards *cardWatch
 	if !o.webhooksOnly {
@@ -384,24 +385,24 @@ func (w *cardWatch) wait(ctx context.Context, sent map[string]time.Time, timeout
 // benchSession sends session i: with webhooksOnly a room_finished webhook,
 // else its upload and then its agent_job_ended webhook. t0 and t1 time the
 // webhook's request and its 2xx.
-func benchSession(ctx context.Context, snd *sender, o benchOptions, i int, room, job string) (t0, t1 time.Time, err error) {
+func benchSession(ctx context.Context, snd *sdkclient.Sender, o benchOptions, i int, room, job string) (t0, t1 time.Time, err error) {
 	if o.webhooksOnly {
 		ev := &livekit.WebhookEvent{Event: "room_finished", Id: "EV_" + room, CreatedAt: time.Now().Unix(),
 			Room: &livekit.Room{Sid: room, Name: "bench"}}
 		t0 = time.Now()
-		err = snd.webhook(ctx, ev)
+		err = snd.Webhook(ctx, ev)
 		return t0, time.Now(), err
 	}
 	header, _ := proto.Marshal(&livekit.MetricsRecordingHeader{RoomId: room, JobId: job,
 		SessionSummary: `{"close_reason":"` + o.closeReasons[i%len(o.closeReasons)] + `"}`})
-	if err = snd.upload(ctx, header, o.chats[i%len(o.chats)]); err != nil {
+	if err = snd.Upload(ctx, header, o.chats[i%len(o.chats)]); err != nil {
 		return t0, t1, err
 	}
 	ev := &livekit.WebhookEvent{Event: "agent_job_ended", Id: "EV_" + job, CreatedAt: time.Now().Unix(),
 		Job: &livekit.Job{Id: job, AgentName: "lkscore-bench", Room: &livekit.Room{Sid: room},
 			State: &livekit.JobState{Status: livekit.JobStatus_JS_SUCCESS}}}
 	t0 = time.Now()
-	err = snd.webhook(ctx, ev)
+	err = snd.Webhook(ctx, ev)
 	return t0, time.Now(), err
 }
 

@@ -28,6 +28,9 @@ func benchRun(t *testing.T, natsURL, ingest string, args ...string) (map[string]
 // TestBenchEmbedded: lkscore bench against the embedded default scores every
 // session it sends exactly once and reports rates and latencies.
 func TestBenchEmbedded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: load test")
+	}
 	d, _ := startTestDaemon(t)
 	rep, code, stderr := benchRun(t, d.NATSURL(), d.IngestAddr(), "--sessions", "60", "--concurrency", "6")
 	if code != 0 {
@@ -50,6 +53,9 @@ func TestBenchEmbedded(t *testing.T) {
 }
 
 func TestBenchWebhooks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: load test")
+	}
 	d, _ := startTestDaemon(t)
 	rep, code, stderr := benchRun(t, d.NATSURL(), d.IngestAddr(), "--webhooks", "--sessions", "500", "--concurrency", "16")
 	if code != 0 || rep["mode"] != "webhooks" || rep["sent"] != 500.0 || rep["refused"] != 0.0 || rep["webhooks_per_sec"].(float64) <= 0 {
@@ -60,6 +66,9 @@ func TestBenchWebhooks(t *testing.T) {
 // TestBenchReportsRefusals: a wrong key is refused by the daemon, and bench
 // says so and exits 1 instead of reporting a rate.
 func TestBenchReportsRefusals(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: load test")
+	}
 	d, _ := startTestDaemon(t)
 	env := map[string]string{"LIVEKIT_API_KEY": "APItail", "LIVEKIT_API_SECRET": "not-the-daemons-secret"}
 	var out, errb bytes.Buffer

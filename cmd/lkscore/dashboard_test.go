@@ -132,6 +132,9 @@ func fitsWidth(t *testing.T, ctx context.Context, url string, width int64) {
 // to their turns and an audio player that loads recording.ogg; every page
 // fits 1280 and 1920 px.
 func TestDashboardInBrowser(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: headless Chromium")
+	}
 	ctx := browser(t)
 	d, snd, _ := startTestDaemonIn(t, t.TempDir(), func(c *config.Config) { c.Regression.MinFiring = 0 })
 	ogg, err := os.ReadFile("../../audio/testdata/short.ogg")

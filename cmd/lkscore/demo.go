@@ -23,6 +23,7 @@ import (
 	"github.com/lkscore/lkscore/cmd/lkscore/offline"
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/consumer"
+	"github.com/lkscore/lkscore/internal/sdkclient"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/scenarios"
 	"github.com/lkscore/lkscore/scoring"
@@ -87,7 +88,7 @@ func runDemo(ctx context.Context, stdout, stderr io.Writer, dataDir string, keep
 	}()
 	fmt.Fprintf(stdout, "lkscore demo: daemon on %s (NATS %s, data in %s)\n", d.IngestAddr(), d.NATSURL(), dataDir)
 
-	want, err := sendScenarios(ctx, newSender("http://"+d.IngestAddr(), key, secret), all)
+	want, err := sendScenarios(ctx, sdkclient.New("http://"+d.IngestAddr(), key, secret), all)
 	if err != nil {
 		return exitError{code: 1, err: err}
 	}
@@ -158,7 +159,7 @@ func awaitScorecards(ctx context.Context, natsURL, stream string, n int, timeout
 // sendScenarios sends each scenario as a session: its upload and its
 // agent_job_ended webhook (in both orders, by turns), then its close log.
 // It returns the golden scorecards by session key.
-func sendScenarios(ctx context.Context, snd *sender, all []scenarios.Scenario) (map[string]scoring.Scorecard, error) {
+func sendScenarios(ctx context.Context, snd *sdkclient.Sender, all []scenarios.Scenario) (map[string]scoring.Scorecard, error) {
 	want := map[string]scoring.Scorecard{}
 	for i, sc := range all {
 		var golden scoring.Scorecard
@@ -178,15 +179,15 @@ func sendScenarios(ctx context.Context, snd *sender, all []scenarios.Scenario) (
 			Job: &livekit.Job{Id: hdr.JobId, AgentName: demoAgent, Room: &livekit.Room{Sid: hdr.RoomId, Name: "demo-" + sc.Name},
 				State: &livekit.JobState{Status: status}}}
 		steps := []func() error{
-			func() error { return snd.upload(ctx, sc.Header, sc.Chat) },
-			func() error { return snd.webhook(ctx, ev) },
+			func() error { return snd.Upload(ctx, sc.Header, sc.Chat) },
+			func() error { return snd.Webhook(ctx, ev) },
 		}
 		if i%2 == 1 { // both orders: LiveKit's webhook often comes first
 			steps[0], steps[1] = steps[1], steps[0]
 		}
 		// The session's close log, as agents-js exports it (the facts read it).
 		steps = append(steps, func() error {
-			return snd.closeLog(ctx, hdr.RoomId, hdr.JobId, demoAgent, recording.SDKCloseReason(golden.Completion.CloseReason))
+			return snd.CloseLog(ctx, hdr.RoomId, hdr.JobId, demoAgent, recording.SDKCloseReason(golden.Completion.CloseReason))
 		})
 		for _, step := range steps {
 			if err := step(); err != nil {

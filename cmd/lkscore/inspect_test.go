@@ -71,8 +71,8 @@ func TestInspectLocal(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "RM_i", "AJ_i")
 	_ = os.MkdirAll(dir, 0o755)
 	chat, _ := os.ReadFile("../../recording/testdata/chat_js_camel.json")
-	writeFile(t, filepath.Join(dir, recording.ObjectHeader), string(headerBytes(t, `{"close_reason":"task_completed"}`)))
-	writeFile(t, filepath.Join(dir, recording.ObjectChatHistory), string(chat))
+	testenv.WriteFile(t, filepath.Join(dir, recording.ObjectHeader), string(headerBytes(t, `{"close_reason":"task_completed"}`)))
+	testenv.WriteFile(t, filepath.Join(dir, recording.ObjectChatHistory), string(chat))
 	for _, arg := range []string{dir, filepath.Join(dir, recording.ObjectHeader)} {
 		code, out, stderr := runInspect(t, nil, arg)
 		if code != 0 {
@@ -81,7 +81,7 @@ func TestInspectLocal(t *testing.T) {
 		checkInspected(t, out, "CR_COMPLETED", 7)
 	}
 	mp := filepath.Join(t.TempDir(), "upload.bin")
-	writeFile(t, mp, string(multipartBody(t, headerBytes(t, `{"close_reason":"CR_ERROR"}`), chat)))
+	testenv.WriteFile(t, mp, string(multipartBody(t, headerBytes(t, `{"close_reason":"CR_ERROR"}`), chat)))
 	code, out, stderr := runInspect(t, nil, mp)
 	if code != 0 {
 		t.Fatalf("multipart: exit %d: %s", code, stderr)
@@ -103,7 +103,7 @@ func TestInspectLocal(t *testing.T) {
 
 func TestInspectErrors(t *testing.T) {
 	bad := filepath.Join(t.TempDir(), "header.binpb")
-	writeFile(t, bad, "\xff\xff\xff")
+	testenv.WriteFile(t, bad, "\xff\xff\xff")
 	for _, arg := range []string{"/does/not/exist", bad, t.TempDir()} {
 		code, _, stderr := runInspect(t, nil, arg)
 		if code == 0 || strings.Count(strings.TrimSpace(stderr), "\n") != 0 || !strings.Contains(stderr, "inspect ") {

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -11,19 +10,17 @@ import (
 	"github.com/lkscore/lkscore/internal/testenv"
 )
 
-type syncBuffer = testenv.SyncBuffer
-
 func TestServeEmbeddedStartsAndStops(t *testing.T) {
 	env := map[string]string{
 		"LIVEKIT_API_KEY": "devkey", "LIVEKIT_API_SECRET": "devsecret-0123456789",
 		"LKSCORE_LISTEN": "127.0.0.1:0", "LKSCORE_OPS_LISTEN": "127.0.0.1:0", "LKSCORE_DATA_DIR": t.TempDir(),
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	var stderr syncBuffer
+	var stderr testenv.SyncBuffer
 	done := make(chan int)
 	// Port -1 keeps the embedded NATS off 4222 in tests.
 	cfgFile := t.TempDir() + "/c.yml"
-	writeFile(t, cfgFile, "nats:\n  embedded_port: -1\n")
+	testenv.WriteFile(t, cfgFile, "nats:\n  embedded_port: -1\n")
 	go func() {
 		done <- run(ctx, []string{"lkscore", "serve", "--config", cfgFile}, func(k string) string { return env[k] }, &bytes.Buffer{}, &stderr)
 	}()
@@ -60,13 +57,6 @@ func TestServeConfigErrorExits2(t *testing.T) {
 		if !strings.Contains(stderr.String(), want) {
 			t.Errorf("stderr %q lacks %q", stderr.String(), want)
 		}
-	}
-}
-
-func writeFile(t *testing.T, path, content string) {
-	t.Helper()
-	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
-		t.Fatal(err)
 	}
 }
 

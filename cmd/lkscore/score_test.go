@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/lkscore/lkscore/cmd/lkscore/offline"
+	"github.com/lkscore/lkscore/internal/testenv"
 	"github.com/lkscore/lkscore/scoring"
 )
 
@@ -84,7 +85,7 @@ func TestScoreTableAndGate(t *testing.T) {
 
 func TestScoreConfig(t *testing.T) {
 	cfg := filepath.Join(t.TempDir(), "c.yml")
-	writeFile(t, cfg, "scoring:\n  verdict:\n    pass: 99.5\n    warn: 99\n")
+	testenv.WriteFile(t, cfg, "scoring:\n  verdict:\n    pass: 99.5\n    warn: 99\n")
 	code, out, stderr := runScore(t, "--config", cfg, scenarioDir+"4_tool_trouble")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
@@ -94,7 +95,7 @@ func TestScoreConfig(t *testing.T) {
 	if sc.Overall.Verdict != scoring.Fail || sc.ScoringVersion == scoring.DefaultConfig().Version() {
 		t.Fatalf("config not applied: %s %s", sc.Overall.Verdict, sc.ScoringVersion)
 	}
-	writeFile(t, cfg, "scoring:\n  wieghts: {}\n")
+	testenv.WriteFile(t, cfg, "scoring:\n  wieghts: {}\n")
 	if code, _, stderr := runScore(t, "--config", cfg, scenarioDir+"4_tool_trouble"); code != 2 || !strings.Contains(stderr, "wieghts") {
 		t.Fatalf("unknown key: exit %d %q", code, stderr)
 	}

@@ -15,17 +15,18 @@ import (
 
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/consumer"
+	"github.com/lkscore/lkscore/internal/sdkclient"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/scenarios"
 )
 
 // startTestDaemon runs the daemon in process on the embedded default.
-func startTestDaemon(t *testing.T) (*consumer.Daemon, *sender) {
+func startTestDaemon(t *testing.T) (*consumer.Daemon, *sdkclient.Sender) {
 	d, snd, _ := startTestDaemonIn(t, t.TempDir())
 	return d, snd
 }
 
-func startTestDaemonIn(t *testing.T, dataDir string, opts ...func(*config.Config)) (*consumer.Daemon, *sender, config.Config) {
+func startTestDaemonIn(t *testing.T, dataDir string, opts ...func(*config.Config)) (*consumer.Daemon, *sdkclient.Sender, config.Config) {
 	t.Helper()
 	cfg := config.Default()
 	cfg.Listen, cfg.OpsListen, cfg.DataDir, cfg.NATS.EmbeddedPort = "127.0.0.1:0", "127.0.0.1:0", dataDir, -1
@@ -47,18 +48,18 @@ func startTestDaemonIn(t *testing.T, dataDir string, opts ...func(*config.Config
 		defer cancel()
 		_ = d.Shutdown(ctx)
 	})
-	return d, newSender("http://"+d.IngestAddr(), "APItail", "tail-secret-0123456789"), cfg
+	return d, sdkclient.New("http://"+d.IngestAddr(), "APItail", "tail-secret-0123456789"), cfg
 }
 
 // sendScenario sends one scenario's upload, webhook and close log.
-func sendScenario(t *testing.T, snd *sender, name string) {
+func sendScenario(t *testing.T, snd *sdkclient.Sender, name string) {
 	t.Helper()
 	sendScenarioAs(t, snd, name, "tail-agent")
 }
 
 // sendScenarioAs is sendScenario with the agent's name, and a stereo
 // recording.ogg when ogg is given.
-func sendScenarioAs(t *testing.T, snd *sender, name, agent string, ogg ...[]byte) {
+func sendScenarioAs(t *testing.T, snd *sdkclient.Sender, name, agent string, ogg ...[]byte) {
 	t.Helper()
 	all, _ := scenarios.All()
 	for _, sc := range all {
@@ -72,7 +73,7 @@ func sendScenarioAs(t *testing.T, snd *sender, name, agent string, ogg ...[]byte
 		ctx := context.Background()
 		ev := &livekit.WebhookEvent{Event: "agent_job_ended", Id: "EV_" + name, Job: &livekit.Job{Id: hdr.JobId, AgentName: agent,
 			Room: &livekit.Room{Sid: hdr.RoomId}, State: &livekit.JobState{Status: livekit.JobStatus_JS_SUCCESS}}}
-		for _, err := range []error{snd.upload(ctx, sc.Header, sc.Chat, ogg...), snd.webhook(ctx, ev), snd.closeLog(ctx, hdr.RoomId, hdr.JobId, agent, "user_initiated")} {
+		for _, err := range []error{snd.Upload(ctx, sc.Header, sc.Chat, ogg...), snd.Webhook(ctx, ev), snd.CloseLog(ctx, hdr.RoomId, hdr.JobId, agent, "user_initiated")} {
 			if err != nil {
 				t.Fatal(err)
 			}

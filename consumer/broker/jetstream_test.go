@@ -17,6 +17,7 @@ import (
 // concurrency (docs/architecture.md, "Flow control"), and why a store
 // outage pauses fetching instead of cycling messages through delayed naks.
 func TestNakWithDelayHoldsAckPending(t *testing.T) {
+	t.Parallel()
 	ns := testenv.StartNATS(t)
 	js := testenv.JetStream(t, ns.URL())
 	ctx := context.Background()

@@ -11,6 +11,7 @@ import (
 // TestEmbeddedPortInUse: a taken embedded NATS port fails at once, naming
 // the port and its setting, instead of after the readiness wait.
 func TestEmbeddedPortInUse(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

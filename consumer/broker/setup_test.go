@@ -14,6 +14,7 @@ import (
 // TestRetrySetup: set-up requests nobody answered, or answered "no leader",
 // are tried again in short attempts; a configuration error is final at once.
 func TestRetrySetup(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		err   error
 		retry bool

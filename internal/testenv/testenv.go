@@ -300,3 +300,12 @@ func OpenBucket[T any](t testing.TB, s *S3, bucket string, open func(context.Con
 	}
 	return st
 }
+
+// WriteFile writes a test's file (a config, a fixture), readable by its
+// owner only, or fails the test.
+func WriteFile(t testing.TB, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -11,6 +11,7 @@ import (
 )
 
 func TestResolvePrecedence(t *testing.T) {
+	t.Parallel()
 	cr := func(value, source string) wire.Observation {
 		return wire.Observation{Field: FieldCloseReason, Value: value, Source: source, Evidence: source + ": x"}
 	}
@@ -44,6 +45,7 @@ func TestResolvePrecedence(t *testing.T) {
 // TestMergeOrderIndependent: the same updates merged in any order, with
 // duplicates, give the same facts.
 func TestMergeOrderIndependent(t *testing.T) {
+	t.Parallel()
 	updates := []Update{
 		{Observations: []wire.Observation{{Field: FieldAgentName, Value: "a", Source: SourceOTLP}, {Field: FieldCloseReason, Value: "CR_ERROR", Source: SourceOTLPLogImplied, Evidence: "e1"}}},
 		{Observations: []wire.Observation{{Field: FieldAgentName, Value: "b", Source: SourceWebhook}, {Field: FieldJobStatus, Value: "JS_FAILED", Source: SourceWebhook}}, JobEnded: true},

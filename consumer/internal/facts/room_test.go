@@ -23,6 +23,7 @@ func departureObs(t *testing.T, ev *livekit.WebhookEvent, storedNanos int64) wir
 
 // TestRoomStory: what the room's webhooks imply, whatever order they come in.
 func TestRoomStory(t *testing.T) {
+	t.Parallel()
 	const caller, agentKind = livekit.ParticipantInfo_STANDARD, livekit.ParticipantInfo_AGENT
 	sip := livekit.ParticipantInfo_SIP
 	end := func(r livekit.RoomEndReason) wire.Observation {

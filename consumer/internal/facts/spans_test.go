@@ -11,6 +11,7 @@ import (
 // TestMergeSpansBounded: past maxSpans the earliest spans stay, whatever the
 // order they came in, and a span sent twice is kept once.
 func TestMergeSpansBounded(t *testing.T) {
+	t.Parallel()
 	all := make([]scoring.Span, MaxSpans+50)
 	for i := range all {
 		all[i] = scoring.Span{ID: fmt.Sprintf("%016x", i), Name: scoring.SpanAgentTurn, Start: float64(i)}

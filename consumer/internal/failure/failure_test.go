@@ -15,6 +15,7 @@ import (
 )
 
 func TestClassify(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		err    error
@@ -44,6 +45,7 @@ func TestClassify(t *testing.T) {
 }
 
 func TestBackoffIsJitteredAndBounded(t *testing.T) {
+	t.Parallel()
 	seen := map[time.Duration]bool{}
 	for n := uint64(1); n <= 20; n++ {
 		want := min(5*time.Second<<min(n-1, 10), maxBackoff)
@@ -61,6 +63,7 @@ func TestBackoffIsJitteredAndBounded(t *testing.T) {
 }
 
 func TestTruncateHeaderKeepsUTF8(t *testing.T) {
+	t.Parallel()
 	for _, s := range []string{strings.Repeat("é", 600), strings.Repeat("a", 1023) + "€€", strings.Repeat("🎙", 300)} {
 		got := TruncateHeader(s)
 		if !utf8.ValidString(got) || len(got) > 1024+len("…") {

@@ -56,6 +56,7 @@ func pySpanRequest(lang string, eot float64) *coltrace.ExportTraceServiceRequest
 // delay in its SDK's unit, only the spans scoring uses kept, and a
 // provider's failed request kept with its error.
 func TestSpanFactsBothSDKs(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		lang string
 		eot  float64 // as the SDK writes it

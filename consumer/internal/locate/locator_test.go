@@ -12,6 +12,7 @@ import (
 // TestJobStatusDeparture: livekit-server's "agent worker left the room" is a
 // normal departure, not an error; any other JS_FAILED is.
 func TestJobStatusDeparture(t *testing.T) {
+	t.Parallel()
 	l := &Locator{}
 	for _, tc := range []struct {
 		status    livekit.JobStatus
@@ -36,6 +37,7 @@ func TestJobStatusDeparture(t *testing.T) {
 // TestVersionFromMetadata: regression.version_metadata_key reads the job's
 // JSON metadata, else the room's, into the version tag.
 func TestVersionFromMetadata(t *testing.T) {
+	t.Parallel()
 	v := versionFromMetadata{key: "agent_version", prefix: "version:"} // regress.MetadataVersionTag in the daemon
 	for _, c := range []struct {
 		job, room, want string

@@ -22,6 +22,7 @@ import (
 // than retention.recordings is deleted (logged, counted), a fresh one and
 // an old one whose session is not scored yet are kept.
 func TestRetentionDeletesOldKeepsFresh(t *testing.T) {
+	t.Parallel()
 	ns := testenv.StartNATS(t)
 	js := testenv.JetStream(t, ns.URL())
 	cfg := config.Default()

@@ -12,6 +12,7 @@ import (
 // process" (another replica publishing the same session) is taken as the
 // other replica winning; any other publish error is a warning.
 func TestSettlerInProcess(t *testing.T) {
+	t.Parallel()
 	inProc := fmt.Errorf("publish session RM/AJ: %w", &jetstream.APIError{Code: 409, ErrorCode: 10158, Description: "duplicate message id is in process"})
 	if !inProcess(inProc) {
 		t.Error("10158 not recognised")

@@ -16,6 +16,7 @@ import (
 // TestWatchdogNamesTheStall: a stage with work pending that settled nothing
 // for stall_after is flagged and logged with the likely cause.
 func TestWatchdogNamesTheStall(t *testing.T) {
+	t.Parallel()
 	var logs strings.Builder
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	m := metrics.NewPipeline(nil)

@@ -1,6 +1,6 @@
 //go:build !race
 
-package main
+package crashtest
 
 import (
 	"context"
@@ -177,6 +177,9 @@ func longestStall(cards map[string]time.Time, from, to time.Time) time.Duration 
 // restart the node. Every acknowledged session is scored exactly once, and
 // scoring never stands still more than 10 s once the node is back.
 func TestNATSClusterNodeLoss(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a 3-node NATS cluster losing a node")
+	}
 	if testing.Short() {
 		t.Skip("a 40 s cluster test")
 	}

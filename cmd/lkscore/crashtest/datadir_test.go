@@ -1,6 +1,6 @@
 //go:build !race
 
-package main
+package crashtest
 
 import (
 	"fmt"
@@ -21,7 +21,7 @@ func TestServeDataDirLocked(t *testing.T) {
 	bin, _ := binaries(t)
 	dir := t.TempDir()
 	cfgFile := filepath.Join(t.TempDir(), "c.yml")
-	writeFile(t, cfgFile, "nats:\n  embedded_port: -1\n")
+	testenv.WriteFile(t, cfgFile, "nats:\n  embedded_port: -1\n")
 	serve := func() *exec.Cmd {
 		cmd := exec.Command(bin, "serve", "--config", cfgFile, "--listen", "127.0.0.1:0", "--ops-listen", freeAddr(t), "--data-dir", dir)
 		cmd.Env = append(os.Environ(), "LIVEKIT_API_KEY=devkey", "LIVEKIT_API_SECRET=devsecret-0123456789")

@@ -1,4 +1,7 @@
-package main
+// Package sdkclient posts what LiveKit and the agents SDKs post, signed as
+// they sign it: `lkscore demo` and `lkscore bench` send sessions with it,
+// and the crash tests load the daemon with it.
+package sdkclient
 
 import (
 	"bytes"
@@ -18,29 +21,30 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 )
 
-// sender posts what LiveKit and the agents SDKs post, signed as they sign
+// Sender posts what LiveKit and the agents SDKs post, signed as they sign
 // it: recording uploads and OTLP logs with the SDK's observability token,
 // webhooks with LiveKit's body-hash token. `lkscore demo` and the crash
 // tests use it.
-type sender struct {
+type Sender struct {
 	base        string // http://host:port of the ingest server
 	key, secret string
-	client      *http.Client
+	Client      *http.Client // 10 s timeout by default
 }
 
-func newSender(base, key, secret string) *sender {
-	return &sender{base: base, key: key, secret: secret, client: &http.Client{Timeout: 10 * time.Second}}
+// New posts to the ingest server at base (http://host:port) with an API key and its secret.
+func New(base, key, secret string) *Sender {
+	return &Sender{base: base, key: key, secret: secret, Client: &http.Client{Timeout: 10 * time.Second}}
 }
 
 // sdkToken is the token the agents SDK sends: the observability write grant.
-func (s *sender) sdkToken() (string, error) {
+func (s *Sender) sdkToken() (string, error) {
 	return auth.NewAccessToken(s.key, s.secret).SetValidFor(6 * time.Hour).
 		SetObservabilityGrant(&auth.ObservabilityGrant{Write: true}).ToJWT()
 }
 
-// upload posts a recording upload as multipart/form-data, header first;
+// Upload posts a recording upload as multipart/form-data, header first;
 // ogg, when given, is the stereo recording.ogg (the SDK's "audio" part).
-func (s *sender) upload(ctx context.Context, header, chat []byte, ogg ...[]byte) error {
+func (s *Sender) Upload(ctx context.Context, header, chat []byte, ogg ...[]byte) error {
 	var body bytes.Buffer
 	mw := multipart.NewWriter(&body)
 	parts := []struct {
@@ -75,8 +79,8 @@ func (s *sender) upload(ctx context.Context, header, chat []byte, ogg ...[]byte)
 	return s.post(ctx, "/observability/recordings/v0", "Bearer "+tok, mw.FormDataContentType(), body.Bytes())
 }
 
-// webhook posts a LiveKit webhook event.
-func (s *sender) webhook(ctx context.Context, ev *livekit.WebhookEvent) error {
+// Webhook posts a LiveKit webhook event.
+func (s *Sender) Webhook(ctx context.Context, ev *livekit.WebhookEvent) error {
 	body, err := protojson.Marshal(ev)
 	if err != nil {
 		return err
@@ -90,9 +94,9 @@ func (s *sender) webhook(ctx context.Context, ev *livekit.WebhookEvent) error {
 	return s.post(ctx, "/webhook", tok, "application/webhook+json", body)
 }
 
-// closeLog posts the log record agents-js 1.9.0 exports when a session
+// CloseLog posts the log record agents-js 1.9.0 exports when a session
 // closes ("AgentSession closed" with its reason), as OTLP/JSON.
-func (s *sender) closeLog(ctx context.Context, roomID, jobID, agentName, reason string) error {
+func (s *Sender) CloseLog(ctx context.Context, roomID, jobID, agentName, reason string) error {
 	str := func(k, v string) map[string]any {
 		return map[string]any{"key": k, "value": map[string]any{"stringValue": v}}
 	}
@@ -120,33 +124,33 @@ func (s *sender) closeLog(ctx context.Context, roomID, jobID, agentName, reason 
 }
 
 // post sends one request and fails unless it is answered 200.
-func (s *sender) post(ctx context.Context, path, authz, contentType string, body []byte) error {
+func (s *Sender) post(ctx context.Context, path, authz, contentType string, body []byte) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.base+path, bytes.NewReader(body))
 	if err != nil {
 		return err
 	}
 	req.Header.Set("Authorization", authz)
 	req.Header.Set("Content-Type", contentType)
-	resp, err := s.client.Do(req)
+	resp, err := s.Client.Do(req)
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
 	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 	if resp.StatusCode != http.StatusOK {
-		return &statusError{path: path, status: resp.StatusCode, msg: string(bytes.TrimSpace(msg))}
+		return &StatusError{path: path, status: resp.StatusCode, msg: string(bytes.TrimSpace(msg))}
 	}
 	return nil
 }
 
-// statusError is a non-200 answer.
-type statusError struct {
+// StatusError is a non-200 answer.
+type StatusError struct {
 	path   string
 	status int
 	msg    string
 }
 
-func (e *statusError) Error() string { return fmt.Sprintf("POST %s: %d %s", e.path, e.status, e.msg) }
+func (e *StatusError) Error() string { return fmt.Sprintf("POST %s: %d %s", e.path, e.status, e.msg) }
 
-// retryable reports whether LiveKit or the SDK would try again.
-func (e *statusError) retryable() bool { return e.status >= 500 }
+// Retryable reports whether LiveKit or the SDK would try again.
+func (e *StatusError) Retryable() bool { return e.status >= 500 }
