@@ -1,8 +1,9 @@
 package regress_test
 
 import (
-	json "github.com/goccy/go-json"
 	"testing"
+
+	json "github.com/goccy/go-json"
 
 	"github.com/lkscore/lkscore/internal/population"
 	"github.com/lkscore/lkscore/regress"

@@ -11,13 +11,16 @@ import (
 	"time"
 
 	"github.com/livekit/protocol/livekit"
+	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/consumer"
 	"github.com/lkscore/lkscore/internal/sdkclient"
+	"github.com/lkscore/lkscore/internal/testenv"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/scenarios"
+	"github.com/lkscore/lkscore/wire"
 )
 
 // startTestDaemon runs the daemon in process on the embedded default.
@@ -154,5 +157,26 @@ func TestTailSaysWhatItWaitsOn(t *testing.T) {
 	if code != 0 || out != "" || strings.Count(stderr, "no scorecards in LKSCORE_RESULTS yet") != 1 ||
 		!strings.Contains(stderr, "lkscore bench --sessions 5 --url http://") {
 		t.Errorf("exit %d, stdout %q, stderr %q", code, out, stderr)
+	}
+}
+
+// TestTailAlerts: tail --alerts prints the alerts on the alert stream.
+func TestTailAlerts(t *testing.T) {
+	d, _ := startTestDaemon(t)
+	js := testenv.JetStream(t, d.NATSURL())
+	subj := wire.NewSubjects("lkscore.", "LKSCORE")
+	a := wire.Alert{ID: "regression/booking/2/x/e2e_latency_p50_ms@9", Kind: "regression", Status: "firing", Agent: "booking", Version: "2",
+		Metric: "e2e_latency_p50_ms", Baseline: 950, Current: 1400, Effect: 450, QValue: 0.001, Test: "mann_whitney_u",
+		NBaseline: 40, NCurrent: 30, BaselineOf: "version 1", At: time.Now()}
+	data, _ := json.Marshal(a)
+	msg := nats.NewMsg(subj.Alert(a.Kind, a.Agent))
+	msg.Data = data
+	msg.Header.Set(wire.HeaderAgentName, a.Agent) // as the detector publishes it
+	if _, err := js.PublishMsg(context.Background(), msg); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runCLI(t, "tail", "--alerts", "--since", "1h", "--limit", "1", "--agent", "booking", "--nats-url", d.NATSURL())
+	if code != 0 || !strings.Contains(out, "firing") || !strings.Contains(out, "booking@2") || !strings.Contains(out, "e2e_latency_p50_ms: 950 → 1400") {
+		t.Fatalf("exit %d\n%s%s", code, out, errs)
 	}
 }

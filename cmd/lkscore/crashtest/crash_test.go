@@ -236,7 +236,7 @@ type load struct {
 }
 
 func (c *cluster) startLoad(prefix string, rate int) *load {
-	chat, err := os.ReadFile("../../scenarios/data/1_clean_call/chat_history.json")
+	chat, err := os.ReadFile(filepath.Join(testenv.ScenarioDir(), "1_clean_call", "chat_history.json"))
 	if err != nil {
 		c.t.Fatal(err)
 	}

@@ -6,7 +6,6 @@ package detect
 
 import (
 	"context"
-
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
@@ -14,7 +13,6 @@ import (
 	"time"
 
 	gojson "github.com/goccy/go-json"
-
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"

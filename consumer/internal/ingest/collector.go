@@ -58,40 +58,29 @@ type collector struct {
 	maxWait   time.Duration // for a token (http.upload_wait)
 }
 
-// collectorOptions configures newCollector.
-type collectorOptions struct {
-	keys      auth.KeyProvider
-	store     uploadStore
-	pub       publisher
-	connected func() bool // nil: always connected
-	subjects  wire.Subjects
-	limits    config.Limits
-	layout    recording.Layout
-	timeout   time.Duration // one acknowledged publish
-	inflight  int           // uploads stored at once; 0: no bound
-	maxWait   time.Duration // how long an upload waits for a slot
-	now       func() time.Time
-	metrics   *metrics.Ingest
-	log       *slog.Logger
-}
-
-func newCollector(o collectorOptions) (*collector, error) {
-	if o.keys == nil || o.store == nil || o.pub == nil || o.metrics == nil || o.log == nil || o.now == nil {
+// newCollector stores the uploads signed with keys in o.Store, as o.Config
+// says (limits, the key template, nats.publish_timeout,
+// http.max_inflight_uploads and http.upload_wait).
+func newCollector(o Options, keys auth.KeyProvider, now func() time.Time) (*collector, error) {
+	cfg := o.Config
+	lim := cfg.Limits
+	if keys == nil || o.Store == nil || o.JS == nil || o.Metrics == nil || o.Log == nil || now == nil {
 		return nil, errors.New("collector: keys, store, publisher, metrics, log and now are required")
 	}
-	if o.timeout <= 0 || o.limits.HeaderBytes <= 0 || o.limits.ChatHistoryBytes <= 0 || o.limits.AudioBytes <= 0 {
+	if cfg.NATS.PublishTimeout <= 0 || lim.HeaderBytes <= 0 || lim.ChatHistoryBytes <= 0 || lim.AudioBytes <= 0 {
 		return nil, errors.New("collector: the publish timeout and part limits must be positive")
 	}
-	if o.connected == nil {
-		o.connected = func() bool { return true }
+	layout, err := recording.NewLayout(cfg.S3.Prefix, cfg.Recordings.KeyTemplate)
+	if err != nil {
+		return nil, err
 	}
-	c := &collector{keys: o.keys, store: o.store, pub: o.pub, connected: o.connected, subjects: o.subjects, limits: o.limits,
-		layout: o.layout, timeout: o.timeout, now: o.now, metrics: o.metrics, log: o.log}
-	if o.inflight > 0 {
-		if o.maxWait <= 0 {
+	c := &collector{keys: keys, store: o.Store, pub: o.JS, connected: o.connected(), subjects: o.subjects(), limits: lim,
+		layout: layout, timeout: cfg.NATS.PublishTimeout, now: now, metrics: o.Metrics, log: o.Log}
+	if n := cfg.HTTP.MaxInflightUploads; n > 0 {
+		if cfg.HTTP.UploadWait <= 0 {
 			return nil, errors.New("collector: an upload bound needs a positive wait")
 		}
-		c.inflight, c.maxWait = make(chan struct{}, o.inflight), o.maxWait
+		c.inflight, c.maxWait = make(chan struct{}, n), cfg.HTTP.UploadWait
 	}
 	return c, nil
 }

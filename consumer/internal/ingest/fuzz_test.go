@@ -21,13 +21,12 @@ import (
 	"github.com/lkscore/lkscore/consumer/broker"
 	"github.com/lkscore/lkscore/consumer/internal/metrics"
 	"github.com/lkscore/lkscore/internal/testenv"
-	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/store"
 	"github.com/lkscore/lkscore/wire"
 )
 
 // fuzzJS returns a JetStream context on a fresh embedded server with lkscore's streams.
-func fuzzJS(t testing.TB) (jetstream.JetStream, wire.Subjects) {
+func fuzzJS(t testing.TB) jetstream.JetStream {
 	t.Helper()
 	ns := testenv.StartNATS(t)
 	nc, err := nats.Connect(ns.URL())
@@ -42,7 +41,7 @@ func fuzzJS(t testing.TB) (jetstream.JetStream, wire.Subjects) {
 	if err := broker.EnsureStreams(context.Background(), js, subj, withNATS(n), nil); err != nil {
 		t.Fatal(err)
 	}
-	return js, subj
+	return js
 }
 
 func FuzzWebhookHandler(f *testing.F) {
@@ -52,11 +51,11 @@ func FuzzWebhookHandler(f *testing.F) {
 	f.Add([]byte(`{"event":"","id":""}`), true)
 	f.Add([]byte(`{"event":"room_finished","id":"EV_4","numDropped":"x"}`), true)
 	f.Add([]byte(`null`), false)
-	js, subj := fuzzJS(f)
-	h, err := newWebhookHandler(webhookOptions{
-		keys: auth.NewSimpleKeyProvider(testenv.Key, testenv.Secret), publisher: js, subjects: subj,
-		maxBodyBytes: 4096, events: config.Default().Webhook.Events, publishTimeout: 2 * time.Second,
-	}, metrics.NewIngest(nil), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	js := fuzzJS(f)
+	cfg := config.Default()
+	cfg.Webhook.MaxBodyBytes, cfg.NATS.PublishTimeout = 4096, 2*time.Second
+	o := Options{Config: cfg, JS: js, Metrics: metrics.NewIngest(nil), Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	h, err := newWebhookHandler(o, auth.NewSimpleKeyProvider(testenv.Key, testenv.Secret))
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -100,19 +99,17 @@ func FuzzCollectorMultipart(f *testing.F) {
 	f.Add(seed2)
 	f.Add([]byte("--B\r\nContent-Disposition: form-data; name=\"header\"\r\n\r\n\n\x06RM_abc\r\n--B--\r\n"))
 	f.Add([]byte("--B\r\n\r\n--B--"))
-	js, subj := fuzzJS(f)
+	js := fuzzJS(f)
 	dir := f.TempDir()
 	st, err := store.NewLocal(dir)
 	if err != nil {
 		f.Fatal(err)
 	}
-	limits := config.Default().Limits
-	limits.ChatHistoryBytes, limits.AudioBytes = 4096, 4096
-	c, err := newCollector(collectorOptions{
-		keys: auth.NewSimpleKeyProvider(testenv.Key, testenv.Secret), store: st, pub: js,
-		subjects: subj, limits: limits, timeout: 2 * time.Second,
-		layout: mustLayout(f), now: time.Now, metrics: metrics.NewIngest(nil), log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
+	cfg := config.Default()
+	cfg.Limits.ChatHistoryBytes, cfg.Limits.AudioBytes = 4096, 4096
+	cfg.NATS.PublishTimeout, cfg.HTTP.MaxInflightUploads = 2*time.Second, 0
+	o := Options{Config: cfg, JS: js, Store: st, Metrics: metrics.NewIngest(nil), Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	c, err := newCollector(o, auth.NewSimpleKeyProvider(testenv.Key, testenv.Secret), time.Now)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -136,15 +133,6 @@ func FuzzCollectorMultipart(f *testing.F) {
 			t.Fatalf("status %d left %d staging entries", rec.Code, len(st))
 		}
 	})
-}
-
-func mustLayout(t testing.TB) recording.Layout {
-	t.Helper()
-	l, err := recording.NewLayout("", recording.DefaultKeyTemplate)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l
 }
 
 func withNATS(n config.NATS) config.Config {

@@ -15,7 +15,6 @@ import (
 
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/consumer/internal/metrics"
-	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/wire"
 )
 
@@ -25,7 +24,7 @@ type Options struct {
 	JS        publisher
 	Store     uploadStore
 	Facts     factSink
-	Connected func() bool // whether NATS is connected: 503 at once when not
+	Connected func() bool // whether NATS is connected: 503 at once when not (nil: always)
 	Metrics   *metrics.Ingest
 	Log       *slog.Logger
 }
@@ -36,25 +35,11 @@ type Options struct {
 func Handler(o Options) (http.Handler, error) {
 	cfg := o.Config
 	keys := auth.NewFileBasedKeyProviderFromMap(cfg.LiveKit.Keys)
-	subjects := wire.NewSubjects(cfg.NATS.SubjectPrefix, cfg.NATS.StreamPrefix)
-	connected := o.Connected
-	wh, err := newWebhookHandler(webhookOptions{
-		privacy: cfg.Privacy, keys: keys, publisher: o.JS, connected: connected, subjects: subjects,
-		maxBodyBytes: cfg.Webhook.MaxBodyBytes, events: cfg.Webhook.Events,
-		publishTimeout: cfg.NATS.PublishTimeout,
-	}, o.Metrics, o.Log)
+	wh, err := newWebhookHandler(o, keys)
 	if err != nil {
 		return nil, err
 	}
-	layout, err := recording.NewLayout(cfg.S3.Prefix, cfg.Recordings.KeyTemplate)
-	if err != nil {
-		return nil, err
-	}
-	col, err := newCollector(collectorOptions{
-		keys: keys, store: o.Store, pub: o.JS, connected: connected, subjects: subjects,
-		limits: cfg.Limits, layout: layout, timeout: cfg.NATS.PublishTimeout, now: time.Now,
-		metrics: o.Metrics, log: o.Log, inflight: cfg.HTTP.MaxInflightUploads, maxWait: cfg.HTTP.UploadWait,
-	})
+	col, err := newCollector(o, keys, time.Now)
 	if err != nil {
 		return nil, err
 	}
@@ -69,6 +54,19 @@ func Handler(o Options) (http.Handler, error) {
 		mux.Handle("/observability/"+sig+"/otlp/v0", rcv)
 	}
 	return collapseSlashes(mux), nil
+}
+
+// subjects is the naming scheme of o.Config's prefixes.
+func (o Options) subjects() wire.Subjects {
+	return wire.NewSubjects(o.Config.NATS.SubjectPrefix, o.Config.NATS.StreamPrefix)
+}
+
+// connected is o.Connected, or always connected.
+func (o Options) connected() func() bool {
+	if o.Connected == nil {
+		return func() bool { return true }
+	}
+	return o.Connected
 }
 
 // collapseSlashes tolerates a doubled slash ("//observability/…"): the SDK

@@ -52,39 +52,28 @@ type webhookHandler struct {
 
 type eventOutcome struct{ event, outcome string }
 
-// webhookOptions configures a webhookHandler.
-type webhookOptions struct {
-	privacy        config.Privacy
-	keys           auth.KeyProvider
-	publisher      publisher
-	connected      func() bool // nil: always connected
-	subjects       wire.Subjects
-	maxBodyBytes   int64
-	events         []string
-	publishTimeout time.Duration
-}
-
-func newWebhookHandler(o webhookOptions, m *metrics.Ingest, log *slog.Logger) (*webhookHandler, error) {
-	if o.keys == nil || o.publisher == nil {
-		return nil, errors.New("webhook handler: keys and publisher are required")
+// newWebhookHandler serves LiveKit's webhooks signed with keys, as o.Config
+// says (privacy, webhook.max_body_bytes, webhook.events,
+// nats.publish_timeout and the subject prefixes).
+func newWebhookHandler(o Options, keys auth.KeyProvider) (*webhookHandler, error) {
+	cfg := o.Config
+	if keys == nil || o.JS == nil || o.Metrics == nil || o.Log == nil {
+		return nil, errors.New("webhook handler: keys, publisher, metrics and log are required")
 	}
-	if o.maxBodyBytes <= 0 || o.publishTimeout <= 0 {
+	if cfg.Webhook.MaxBodyBytes <= 0 || cfg.NATS.PublishTimeout <= 0 {
 		return nil, errors.New("webhook handler: max body and publish timeout must be positive")
 	}
-	ev := make(map[string]bool, len(o.events))
-	for _, e := range o.events {
+	ev := make(map[string]bool, len(cfg.Webhook.Events))
+	for _, e := range cfg.Webhook.Events {
 		ev[e] = true
 	}
-	connected := o.connected
-	if connected == nil {
-		connected = func() bool { return true }
-	}
+	subjects, m := o.subjects(), o.Metrics
 	h := &webhookHandler{
-		privacy: o.privacy, keys: o.keys, pub: o.publisher, connected: connected, subjects: o.subjects,
-		maxBody: o.maxBodyBytes, events: ev, timeout: o.publishTimeout, metrics: m, log: log,
+		privacy: cfg.Privacy, keys: keys, pub: o.JS, connected: o.connected(), subjects: subjects,
+		maxBody: cfg.Webhook.MaxBodyBytes, events: ev, timeout: cfg.NATS.PublishTimeout, metrics: m, log: o.Log,
 		requests:       map[string]prometheus.Counter{},
 		stored:         map[eventOutcome]prometheus.Counter{},
-		publishLatency: m.PublishLatency.WithLabelValues(o.subjects.WebhookStream()),
+		publishLatency: m.PublishLatency.WithLabelValues(subjects.WebhookStream()),
 	}
 	for _, outcome := range []string{"stored", "duplicate", "ignored"} {
 		h.requests[outcome] = m.Requests.WithLabelValues("webhook", outcome)
