@@ -89,114 +89,155 @@ type pyHandoff struct {
 	CreatedAt  any    `json:"created_at"`
 }
 
+// builder lays out one scenario's items on its timeline; every random draw
+// comes from rng, in the order the items are made, so a scenario always
+// gives the same bytes.
+type builder struct {
+	sc    scenario
+	rng   *rand.Rand
+	items []any
+}
+
+func (b *builder) id() string { return fmt.Sprintf("item_%012x", b.rng.Uint64()&0xffffffffffff) }
+
+// ts is a created_at as the SDK writes it: ms integers in agents-js,
+// seconds with three decimals in Python.
+func (b *builder) ts(v float64) any {
+	if b.sc.js {
+		return int64(v * 1000)
+	}
+	return float64(int64(v*1000)) / 1000
+}
+
+func r3(v float64) float64 { return float64(int64(v*1000)) / 1000 }
+
+// extra is an item's extra: {} in Python, absent in agents-js.
+func (b *builder) extra() map[string]any {
+	if b.sc.js {
+		return nil
+	}
+	return map[string]any{}
+}
+
 func (sc scenario) build(rng *rand.Rand) []any {
+	b := &builder{sc: sc, rng: rng, items: []any{}}
 	t := 1764417600.0 + rng.Float64()
-	n := 0
-	id := func() string { n++; return fmt.Sprintf("item_%012x", rng.Uint64()&0xffffffffffff) }
-	ts := func(v float64) any {
-		if sc.js {
-			return int64(v * 1000)
-		}
-		return float64(int64(v*1000)) / 1000
-	}
-	r3 := func(v float64) float64 { return float64(int64(v*1000)) / 1000 }
-	extra := func() map[string]any {
-		if sc.js {
-			return nil
-		}
-		return map[string]any{}
-	}
 	agentName := "greeter_agent"
-	items := []any{}
 	for k, tr := range sc.turns {
 		if tr.handoffTo != "" {
-			items = append(items, pyHandoff{ID: id(), Type: "agent_handoff", OldAgentID: agentName, NewAgentID: tr.handoffTo, CreatedAt: ts(t)})
+			b.items = append(b.items, pyHandoff{ID: b.id(), Type: "agent_handoff", OldAgentID: agentName, NewAgentID: tr.handoffTo,
+				CreatedAt: b.ts(t)})
 			agentName = tr.handoffTo
 			t += 0.05
 		}
-		start := t + 0.4 + rng.Float64()*0.6
-		stop := start + 1.2 + rng.Float64()*2.5
-		um := map[string]any{"started_speaking_at": r3(start), "stopped_speaking_at": r3(stop),
-			"transcription_delay": r3(0.15 + rng.Float64()*0.2), "end_of_turn_delay": r3(0.35 + rng.Float64()*0.4)}
-		if !sc.js {
-			um["on_user_turn_completed_delay"] = 0.001
-			um["stt_metadata"] = map[string]any{"model_name": "nova-3", "model_provider": "deepgram"}
+		stop := b.user(tr, t)
+		switch {
+		case tr.tool != nil:
+			t = b.toolTurn(k, tr, stop)
+		case tr.noAnswer:
+			t = stop + 2
+		default:
+			t = b.answer(tr, stop, stop)
 		}
-		msg := pyMessage{ID: id(), Type: "message", Role: "user", Content: []string{tr.user}, Extra: extra(), Metrics: um, CreatedAt: ts(start)}
-		if tr.conf > 0 {
-			msg.TranscriptConfidence = &tr.conf
-		}
-		items = append(items, msg)
-		t = stop
-		if tr.tool != nil {
-			// The agent says a filler, runs the tool, then answers with the
-			// result: the answer follows no user turn, so it has no e2e_latency.
-			fStart := stop + tr.e2e
-			fStop := fStart + 1.1
-			fm := map[string]any{"started_speaking_at": r3(fStart), "stopped_speaking_at": r3(fStop), "e2e_latency": r3(tr.e2e), "llm_node_ttft": r3(tr.ttft), "tts_node_ttfb": r3(tr.ttfb)}
-			items = append(items, pyMessage{ID: id(), Type: "message", Role: "assistant", Content: []string{"One moment, let me check that."}, Extra: extra(), Metrics: fm, CreatedAt: ts(fStart - 0.3)})
-			at := fStart - 0.25
-			for r := 0; r <= tr.tool.repeat; r++ {
-				callID := fmt.Sprintf("call_%d_%04x", k, rng.Uint32()&0xffff)
-				items = append(items, pyCall{ID: id(), Type: "function_call", CallID: callID, Arguments: tr.tool.args, Name: tr.tool.name, CreatedAt: ts(at), Extra: extra()})
-				if !tr.tool.noOutput {
-					var rr *bool
-					if !sc.js {
-						rr = new(bool)
-						*rr = true
-					}
-					items = append(items, pyOutput{ID: id(), Type: "function_call_output", Name: tr.tool.name, CallID: callID, Output: tr.tool.output, IsError: tr.tool.isError, CreatedAt: ts(at + tr.tool.took), ReplyRequired: rr})
-				}
-				at += tr.tool.took + 0.2
-			}
-			t = max(fStop, at)
-			if tr.noAnswer {
-				t += 2
-				continue
-			}
-			aStart := t + 0.6
-			aStop := aStart + 2 + rng.Float64()*2
-			am := map[string]any{"started_speaking_at": r3(aStart), "stopped_speaking_at": r3(aStop), "llm_node_ttft": r3(tr.ttft), "tts_node_ttfb": r3(tr.ttfb)}
-			items = append(items, pyMessage{ID: id(), Type: "message", Role: "assistant", Content: []string{tr.agent}, Extra: extra(), Metrics: am, CreatedAt: ts(aStart - 0.3)})
-			t = aStop
-			continue
-		}
-		if tr.noAnswer {
-			t += 2
-			continue
-		}
-		e2e := tr.e2e
-		agentStart := stop + e2e
-		if tr.overlap > 0 {
-			agentStart = stop - tr.overlap
-		}
-		if e2e == 0 && tr.overlap == 0 {
-			agentStart = stop + 0.9
-		}
-		agentStop := agentStart + 1.5 + rng.Float64()*3
-		if tr.interrupted {
-			agentStop = agentStart + 0.6 + rng.Float64()*0.6
-		}
-		am := map[string]any{"started_speaking_at": r3(agentStart), "stopped_speaking_at": r3(agentStop), "tts_node_ttfb": r3(tr.ttfb), "llm_node_ttft": r3(tr.ttft)}
-		if e2e > 0 {
-			am["e2e_latency"] = r3(e2e)
-		}
-		if !sc.js {
-			am["llm_node_tps"] = 58.4
-			am["playback_latency"] = 0.004
-			am["provider_request_ids"] = []string{fmt.Sprintf("chatcmpl-%08x", rng.Uint32())}
-			am["llm_metadata"] = map[string]any{"model_name": "gpt-4.1-mini", "model_provider": "openai"}
-			am["tts_metadata"] = map[string]any{"model_name": "sonic-2", "model_provider": "cartesia"}
-		}
-		// The reply is created just before it is spoken, after any tool output.
-		created := max(agentStart-0.3, t+0.01)
-		items = append(items, pyMessage{ID: id(), Type: "message", Role: "assistant", Content: []string{tr.agent}, Interrupted: tr.interrupted,
-			Extra: extra(), Metrics: am, CreatedAt: ts(created)})
-		t = agentStop
 	}
 	// ChatContext keeps items ordered by created_at, as the SDKs do.
-	sort.SliceStable(items, func(i, j int) bool { return createdAt(items[i]) < createdAt(items[j]) })
-	return items
+	sort.SliceStable(b.items, func(i, j int) bool { return createdAt(b.items[i]) < createdAt(b.items[j]) })
+	return b.items
+}
+
+// user adds the user's utterance of tr after t and returns when it stops.
+func (b *builder) user(tr turn, t float64) float64 {
+	rng := b.rng
+	start := t + 0.4 + rng.Float64()*0.6
+	stop := start + 1.2 + rng.Float64()*2.5
+	um := map[string]any{"started_speaking_at": r3(start), "stopped_speaking_at": r3(stop),
+		"transcription_delay": r3(0.15 + rng.Float64()*0.2), "end_of_turn_delay": r3(0.35 + rng.Float64()*0.4)}
+	if !b.sc.js {
+		um["on_user_turn_completed_delay"] = 0.001
+		um["stt_metadata"] = map[string]any{"model_name": "nova-3", "model_provider": "deepgram"}
+	}
+	msg := pyMessage{ID: b.id(), Type: "message", Role: "user", Content: []string{tr.user}, Extra: b.extra(), Metrics: um,
+		CreatedAt: b.ts(start)}
+	if tr.conf > 0 {
+		msg.TranscriptConfidence = &tr.conf
+	}
+	b.items = append(b.items, msg)
+	return stop
+}
+
+// toolTurn adds a turn that uses a tool: the agent says a filler, runs the
+// tool, then answers with the result (the answer follows no user turn, so
+// it has no e2e_latency). It returns when the turn is over.
+func (b *builder) toolTurn(k int, tr turn, stop float64) float64 {
+	rng := b.rng
+	fStart := stop + tr.e2e
+	fStop := fStart + 1.1
+	fm := map[string]any{"started_speaking_at": r3(fStart), "stopped_speaking_at": r3(fStop), "e2e_latency": r3(tr.e2e),
+		"llm_node_ttft": r3(tr.ttft), "tts_node_ttfb": r3(tr.ttfb)}
+	b.items = append(b.items, pyMessage{ID: b.id(), Type: "message", Role: "assistant", Content: []string{"One moment, let me check that."},
+		Extra: b.extra(), Metrics: fm, CreatedAt: b.ts(fStart - 0.3)})
+	at := fStart - 0.25
+	for r := 0; r <= tr.tool.repeat; r++ {
+		callID := fmt.Sprintf("call_%d_%04x", k, rng.Uint32()&0xffff)
+		b.items = append(b.items, pyCall{ID: b.id(), Type: "function_call", CallID: callID, Arguments: tr.tool.args, Name: tr.tool.name,
+			CreatedAt: b.ts(at), Extra: b.extra()})
+		if !tr.tool.noOutput {
+			var rr *bool
+			if !b.sc.js {
+				rr = new(bool)
+				*rr = true
+			}
+			b.items = append(b.items, pyOutput{ID: b.id(), Type: "function_call_output", Name: tr.tool.name, CallID: callID,
+				Output: tr.tool.output, IsError: tr.tool.isError, CreatedAt: b.ts(at + tr.tool.took), ReplyRequired: rr})
+		}
+		at += tr.tool.took + 0.2
+	}
+	t := max(fStop, at)
+	if tr.noAnswer {
+		return t + 2
+	}
+	aStart := t + 0.6
+	aStop := aStart + 2 + rng.Float64()*2
+	am := map[string]any{"started_speaking_at": r3(aStart), "stopped_speaking_at": r3(aStop), "llm_node_ttft": r3(tr.ttft),
+		"tts_node_ttfb": r3(tr.ttfb)}
+	b.items = append(b.items, pyMessage{ID: b.id(), Type: "message", Role: "assistant", Content: []string{tr.agent}, Extra: b.extra(),
+		Metrics: am, CreatedAt: b.ts(aStart - 0.3)})
+	return aStop
+}
+
+// answer adds the agent's answer to the user who stopped at stop (t is the
+// timeline's time) and returns when it stops.
+func (b *builder) answer(tr turn, stop, t float64) float64 {
+	rng := b.rng
+	e2e := tr.e2e
+	agentStart := stop + e2e
+	if tr.overlap > 0 {
+		agentStart = stop - tr.overlap
+	}
+	if e2e == 0 && tr.overlap == 0 {
+		agentStart = stop + 0.9
+	}
+	agentStop := agentStart + 1.5 + rng.Float64()*3
+	if tr.interrupted {
+		agentStop = agentStart + 0.6 + rng.Float64()*0.6
+	}
+	am := map[string]any{"started_speaking_at": r3(agentStart), "stopped_speaking_at": r3(agentStop), "tts_node_ttfb": r3(tr.ttfb),
+		"llm_node_ttft": r3(tr.ttft)}
+	if e2e > 0 {
+		am["e2e_latency"] = r3(e2e)
+	}
+	if !b.sc.js {
+		am["llm_node_tps"] = 58.4
+		am["playback_latency"] = 0.004
+		am["provider_request_ids"] = []string{fmt.Sprintf("chatcmpl-%08x", rng.Uint32())}
+		am["llm_metadata"] = map[string]any{"model_name": "gpt-4.1-mini", "model_provider": "openai"}
+		am["tts_metadata"] = map[string]any{"model_name": "sonic-2", "model_provider": "cartesia"}
+	}
+	// The reply is created just before it is spoken, after any tool output.
+	created := max(agentStart-0.3, t+0.01)
+	b.items = append(b.items, pyMessage{ID: b.id(), Type: "message", Role: "assistant", Content: []string{tr.agent},
+		Interrupted: tr.interrupted, Extra: b.extra(), Metrics: am, CreatedAt: b.ts(created)})
+	return agentStop
 }
 
 func createdAt(v any) float64 {
@@ -276,7 +317,8 @@ func scenarios() []scenario {
 			summary: `{"close_reason":"CR_PARTICIPANT_DISCONNECTED","started_at":1764417600.12,"sdk":"python","sdk_version":"1.8.0"}`,
 			turns: lines(14, func(k int) turn {
 				u, a := say(k)
-				tr := turn{user: u, conf: 0.9 + float64(k%5)*0.02, agent: a, e2e: 0.85 + float64(k%4)*0.12, ttft: 0.35 + float64(k%3)*0.05, ttfb: 0.16 + float64(k%2)*0.03}
+				tr := turn{user: u, conf: 0.9 + float64(k%5)*0.02, agent: a, e2e: 0.85 + float64(k%4)*0.12,
+					ttft: 0.35 + float64(k%3)*0.05, ttfb: 0.16 + float64(k%2)*0.03}
 				if k == 3 {
 					tr.tool = &toolUse{name: "lookup_slots", args: `{"day": "friday", "after": "12:00"}`, output: `{"slots": ["14:30", "16:00"]}`, took: 0.6}
 				}
@@ -312,7 +354,8 @@ func scenarios() []scenario {
 				tr := turn{user: u, conf: 0.94, agent: a, e2e: 1.1, ttft: 0.42, ttfb: 0.2}
 				switch k {
 				case 3:
-					tr.tool = &toolUse{name: "lookup_slots", args: `{"day":"friday"}`, output: "upstream timeout: calendar service unavailable", isError: true, took: 8.2}
+					tr.tool = &toolUse{name: "lookup_slots", args: `{"day":"friday"}`,
+						output: "upstream timeout: calendar service unavailable", isError: true, took: 8.2}
 				case 5:
 					tr.tool = &toolUse{name: "move_booking", args: `{"booking":"B-1182","slot":"14:30"}`, output: `{"ok":false,"retry":true}`, took: 0.9, repeat: 2}
 				case 8:
