@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"syscall"
 	"testing"
@@ -149,23 +148,6 @@ func waitReady(t *testing.T, p *proc, within time.Duration) time.Duration {
 	}
 }
 
-// longestStall is the longest time without a scorecard in [from, to).
-func longestStall(cards map[string]time.Time, from, to time.Time) time.Duration {
-	ts := []time.Time{from}
-	for _, c := range cards {
-		if c.After(from) && c.Before(to) {
-			ts = append(ts, c)
-		}
-	}
-	ts = append(ts, to)
-	sort.Slice(ts, func(i, j int) bool { return ts[i].Before(ts[j]) })
-	var worst time.Duration
-	for i := 1; i < len(ts); i++ {
-		worst = max(worst, ts[i].Sub(ts[i-1]))
-	}
-	return worst
-}
-
 // TestNATSClusterNodeLoss: production's NATS shape, for real. A 3-node
 // JetStream cluster on loopback, every lkscore stream and bucket at 3
 // replicas (nats.replicas), two lkscore replicas (--role all) on a shared S3
@@ -232,7 +214,7 @@ func TestNATSClusterNodeLoss(t *testing.T) {
 	sent := l.finish()
 	endAt := time.Now()
 	cards := c.checkExactlyOnce(sent, 90*time.Second)
-	stall := longestStall(cards, backAt, endAt)
+	stall := longestGap(cards, backAt, endAt)
 	t.Logf("%d sessions, %d scorecards, longest stall after the node returned %.2f s", len(sent), len(cards), stall.Seconds())
 	if stall > 10*time.Second {
 		t.Errorf("scoring stood still %s after the node returned, want at most 10 s", stall)
