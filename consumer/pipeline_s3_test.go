@@ -18,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/lkscore/lkscore/consumer/broker"
 	"github.com/lkscore/lkscore/internal/testenv"
 	"github.com/lkscore/lkscore/store"
 	"github.com/lkscore/lkscore/wire"
@@ -40,7 +41,7 @@ func TestPipelineMaxDeliveries(t *testing.T) {
 	}
 	sendWebhook(t, d, jobEnded("EV_down", "RM_Down", "AJ_Down", "a", livekit.JobStatus_JS_SUCCESS))
 
-	admin := NewDeadLetterAdmin(js, wire.NewSubjects("lkscore.", "LKSCORE"))
+	admin := broker.NewDeadLetterAdmin(js, wire.NewSubjects("lkscore.", "LKSCORE"))
 	var dls []wire.DeadLetter
 	waitFor(t, "a max-deliveries dead letter", func() bool {
 		dls, _ = admin.List(context.Background(), wire.StageLocate, 10)

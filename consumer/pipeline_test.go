@@ -18,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lkscore/lkscore/config"
+	"github.com/lkscore/lkscore/consumer/broker"
 	"github.com/lkscore/lkscore/internal/testenv"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/scoring"
@@ -259,7 +260,7 @@ func TestPipelineDeadLetters(t *testing.T) {
 	nc, _ := nats.Connect(ns.URL())
 	defer nc.Close()
 	js, _ := jetstream.New(nc)
-	admin := NewDeadLetterAdmin(js, wire.NewSubjects("lkscore.", "LKSCORE"))
+	admin := broker.NewDeadLetterAdmin(js, wire.NewSubjects("lkscore.", "LKSCORE"))
 	var dls []wire.DeadLetter
 	waitFor(t, "two dead letters", func() bool {
 		dls, _ = admin.List(context.Background(), "", 10)

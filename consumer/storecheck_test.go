@@ -10,6 +10,7 @@ import (
 
 	"github.com/livekit/protocol/livekit"
 
+	"github.com/lkscore/lkscore/consumer/broker"
 	"github.com/lkscore/lkscore/internal/testenv"
 	"github.com/lkscore/lkscore/wire"
 )
@@ -66,7 +67,7 @@ func TestStoreNotShared(t *testing.T) {
 	fixed := wcfg
 	fixed.DataDir = icfg.DataDir
 	startDaemon(t, fixed)
-	admin := NewDeadLetterAdmin(testenv.JetStream(t, ns.URL()), wire.NewSubjects("lkscore.", "LKSCORE"))
+	admin := broker.NewDeadLetterAdmin(testenv.JetStream(t, ns.URL()), wire.NewSubjects("lkscore.", "LKSCORE"))
 	letters, err := admin.List(context.Background(), "", 10)
 	if err != nil || len(letters) != 1 {
 		t.Fatalf("dead letters %v %v", letters, err)

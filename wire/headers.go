@@ -15,6 +15,9 @@ const (
 	HeaderSessionKey = "Lk-Session-Key"
 )
 
+// HeaderDLQPrefix starts every header a dead letter adds (HeaderDLQ*).
+const HeaderDLQPrefix = "Lk-Dlq-"
+
 // Headers of a dead letter. The body is the original message's body.
 const (
 	HeaderDLQStage      = "Lk-Dlq-Stage"

@@ -14,7 +14,6 @@ import (
 
 	"github.com/lkscore/lkscore/cmd/lkscore/offline"
 	"github.com/lkscore/lkscore/config"
-	"github.com/lkscore/lkscore/consumer"
 	"github.com/lkscore/lkscore/consumer/broker"
 	"github.com/lkscore/lkscore/wire"
 )
@@ -82,12 +81,12 @@ func dlqCommand(getenv func(string) string, stdout io.Writer) *cli.Command {
 }
 
 // dlqAdmin connects to NATS as the daemon's config says.
-func dlqAdmin(ctx context.Context, c *cli.Command, getenv func(string) string) (*consumer.DeadLetterAdmin, func(), error) {
+func dlqAdmin(ctx context.Context, c *cli.Command, getenv func(string) string) (*broker.DeadLetterAdmin, func(), error) {
 	js, subj, _, closeFn, err := toolNATS(c, getenv)
 	if err != nil {
 		return nil, nil, err
 	}
-	return consumer.NewDeadLetterAdmin(js, subj), closeFn, nil
+	return broker.NewDeadLetterAdmin(js, subj), closeFn, nil
 }
 
 // toolFlags are the flags of every operator command that talks to the

@@ -1,4 +1,4 @@
-package consumer
+package broker
 
 import (
 	"context"
@@ -72,7 +72,7 @@ func (a *DeadLetterAdmin) Replay(ctx context.Context, seq uint64) error {
 	msg := nats.NewMsg(subject)
 	msg.Data = raw.Data
 	for k, v := range raw.Header {
-		if !strings.HasPrefix(k, "Lk-Dlq-") && !strings.HasPrefix(k, "Nats-") {
+		if !strings.HasPrefix(k, wire.HeaderDLQPrefix) && !strings.HasPrefix(k, "Nats-") {
 			msg.Header[k] = v
 		}
 	}
