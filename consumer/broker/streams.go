@@ -47,7 +47,7 @@ func streamConfigs(s wire.Subjects, c config.Config) []jetstream.StreamConfig {
 	dlq.Name = s.DLQStream()
 	dlq.Description = "Dead letters by stage: the original message, the error, the stage, the delivery count"
 	dlq.Subjects = []string{s.DLQAll()}
-	// alerts deduplicate on the detector's state change (regression.go).
+	// alerts deduplicate on the detector's state change (consumer/internal/detect).
 	alerts := sessions
 	alerts.Name = s.AlertStream()
 	alerts.Description = "Regression, drift and failure alerts by kind and agent: firing, then resolved"

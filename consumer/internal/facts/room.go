@@ -25,7 +25,7 @@ import (
 // own entry in the facts bucket (key "<room_id>._room"), which also lists the
 // room's sessions, and from there to every session entry it lists; a session
 // new to the room lists itself and copies what the room's entry holds
-// (factStore.joinRoom). Both go through the room entry's compare-and-swap, so
+// (Store.joinRoom). Both go through the room entry's compare-and-swap, so
 // whichever comes second sees the first.
 
 // Room fact fields.

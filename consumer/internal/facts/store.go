@@ -17,7 +17,7 @@ import (
 	"github.com/lkscore/lkscore/wire"
 )
 
-// factStore reads and merges session facts in the KV bucket, every write a
+// Store reads and merges session facts in the KV bucket, every write a
 // compare-and-set (broker.KV).
 type Store struct {
 	kv  broker.KV[wire.SessionFacts]
@@ -57,7 +57,7 @@ func (s *Store) Add(ctx context.Context, u Update) error {
 		return err
 	}
 	// A session new to its room: register it in the room's entry and take
-	// what the room's webhooks said so far (roomEvent does the converse).
+	// what the room's webhooks said so far (locate's roomEvent does the converse).
 	obs, err := s.joinRoom(ctx, u.RoomID, key)
 	if err != nil {
 		return err
@@ -82,7 +82,7 @@ func (s *Store) Add(ctx context.Context, u Update) error {
 const maxRoomSessions = 64
 
 // joinRoom lists session key in its room's entry and returns the room's
-// observations as of that write. Room webhooks (roomEvent) add to the same
+// observations as of that write. Room webhooks (locate's roomEvent) add to the same
 // entry with compare-and-swap and then copy to every session it lists, so
 // whichever of the two writes second sees the other: no room fact is missed.
 func (s *Store) joinRoom(ctx context.Context, roomID, key string) ([]wire.Observation, error) {

@@ -323,7 +323,7 @@ func hexSum(h hash.Hash) string { return hex.EncodeToString(h.Sum(nil)) }
 
 // readErr names what failed while reading a part: the client's faults
 // (over a limit, a broken body) become refusals; anything else (the store)
-// stays as it is and classify calls it transient.
+// stays as it is and failure.Classify calls it transient.
 func readErr(part string, err error) error {
 	switch f := failure.Classify(err); {
 	case failure.IsRefusal(err):
@@ -379,7 +379,7 @@ func (c *collector) announce(ctx context.Context, n *wire.UploadNotice) error {
 	return nil
 }
 
-// fail answers an error as classify sorts it. Refusals get their status;
+// fail answers an error as failure.Classify sorts it. Refusals get their status;
 // anything else gets the google.rpc.Status with RetryInfo the SDK retries on.
 func (c *collector) fail(w http.ResponseWriter, err error) string {
 	f := failure.Classify(err)

@@ -324,7 +324,7 @@ func (l *Locator) readHeader(ctx context.Context, dir string) (*recording.Sessio
 	if errors.Is(err, recording.ErrNotFound) {
 		return nil, failure.ErrNotYet
 	}
-	return s, err // parse errors and limits are permanent (classify)
+	return s, err // parse errors and limits are permanent (failure.Classify)
 }
 
 // versionFromMetadata turns a key of the job's (else the room's) JSON

@@ -250,7 +250,7 @@ func (s *Stage) dependencyDown(ctx context.Context, err error) bool {
 }
 
 // settle is the only place a message is acked, retried or dead-lettered;
-// classify decides which.
+// failure.Classify decides which.
 func (s *Stage) settle(ctx context.Context, m jetstream.Msg, err error) {
 	if err == nil {
 		s.ack(m, "done")
