@@ -67,7 +67,7 @@ func TestRealAgentsJS(t *testing.T) {
 			t.Fatalf("agents-js: %v\n%s", err, out)
 		}
 	}
-	waitFor(t, "the scorecards", func() bool { return len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")) == len(cases) })
+	testenv.WaitFor(t, settleWait, "the scorecards", func() bool { return len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")) == len(cases) })
 	quiesce(t, ns.URL(), defaultConsumers)
 	cards := results(t, ns.URL())
 	if len(cards) != len(cases) {
@@ -130,7 +130,7 @@ func TestAgentsJSObserver(t *testing.T) {
 	ev := jobEnded("EV_obs", "RM_Observer", "AJ_Observer", "", livekit.JobStatus_JS_FAILED)
 	ev.Job.State.Error = "agent worker left the room"
 	sendWebhook(t, d, ev)
-	waitFor(t, "the scorecard", func() bool { return len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")) == 1 })
+	testenv.WaitFor(t, settleWait, "the scorecard", func() bool { return len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")) == 1 })
 	c := results(t, ns.URL())[0]
 	if c.Completion.CloseReason != "CR_PARTICIPANT_DISCONNECTED" || c.Completion.CloseReasonSource != facts.SourceOTLPLog ||
 		c.Session.AgentName != "observer-agent" || !slices.Contains(c.Session.Tags, "version:1.4.2") ||

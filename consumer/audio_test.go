@@ -25,7 +25,7 @@ func TestPipelineMeasuresAudio(t *testing.T) {
 		t.Fatalf("upload: %d %s", resp.StatusCode, msg)
 	}
 	sendWebhook(t, d, jobEnded("EV_audio", "RM_CleanCall01", "AJ_CleanCall01", "booking-agent", livekit.JobStatus_JS_SUCCESS))
-	waitFor(t, "the scorecard", func() bool { return len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")) >= 1 })
+	testenv.WaitFor(t, settleWait, "the scorecard", func() bool { return len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")) >= 1 })
 	cards := results(t, ns.URL())
 	if len(cards) != 1 || cards[0].Audio == nil {
 		t.Fatalf("%d scorecards, audio %+v", len(cards), cards)

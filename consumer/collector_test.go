@@ -163,7 +163,7 @@ func TestCollectorClientDisconnects(t *testing.T) {
 		testenv.PythonToken(t, testenv.Key, testenv.Secret, true), ct, len(body))
 	_, _ = conn.Write(body[:len(body)/2])
 	_ = conn.Close()
-	waitFor(t, "the request to end", func() bool {
+	testenv.WaitFor(t, settleWait, "the request to end", func() bool {
 		return counter(t, reg, "lkscore_http_requests_total", map[string]string{"endpoint": "recordings"}) == 1
 	})
 	assertNothingStored(t, cfg.DataDir)
@@ -192,7 +192,7 @@ func TestCollectorNATSDown(t *testing.T) {
 		t.Fatalf("detail is not a RetryInfo with a delay: %v", err)
 	}
 	ns.Start()
-	waitFor(t, "retry to succeed", func() bool {
+	testenv.WaitFor(t, settleWait, "retry to succeed", func() bool {
 		resp, _ := post(t, url, testenv.Bearer(testenv.PythonToken(t, testenv.Key, testenv.Secret, true)), ct, bytes.NewReader(body))
 		return resp.StatusCode == 200
 	})
@@ -234,7 +234,7 @@ func TestCollectorInflightBound(t *testing.T) {
 	// Into the audio part: the chat history is staged, the upload is not done.
 	cut := bytes.Index(body1, []byte(`name="audio"`)) + 1024
 	_, _ = pw.Write(body1[:cut])
-	waitFor(t, "the first upload to stage its objects", func() bool {
+	testenv.WaitFor(t, settleWait, "the first upload to stage its objects", func() bool {
 		staged, _ := os.ReadDir(filepath.Join(cfg.DataDir, "recordings", ".staging"))
 		return len(staged) > 0
 	})
@@ -255,7 +255,7 @@ func TestCollectorInflightBound(t *testing.T) {
 		resp, _ := post(t, url, tok, ct2, bytes.NewReader(body2))
 		third <- resp.StatusCode
 	}()
-	waitFor(t, "the third upload to wait", func() bool { return waiting() == 1 })
+	testenv.WaitFor(t, settleWait, "the third upload to wait", func() bool { return waiting() == 1 })
 	_, _ = pw.Write(body1[cut:])
 	_ = pw.Close()
 	if code := <-first; code != 200 {

@@ -90,7 +90,7 @@ func TestDriftAlertReachesAlertmanagerAndWebhooks(t *testing.T) {
 			t.Fatalf("want only drift alerts firing: %v", summary(fired))
 		}
 	}
-	waitFor(t, "the firing alerts in Alertmanager", func() bool {
+	testenv.WaitFor(t, settleWait, "the firing alerts in Alertmanager", func() bool {
 		return len(am.Alerts(t)) == len(fired) && len(hooks.byPath("/slack")) == len(fired) && len(hooks.byPath("/json")) == len(fired)
 	})
 	held := am.Alerts(t)
@@ -135,7 +135,7 @@ func TestDriftAlertReachesAlertmanagerAndWebhooks(t *testing.T) {
 	}
 	time.Sleep(time.Until(last.Add(hold))) // every alert's hold is over
 	publishCards(t, js, population.Generate(scorer, healthy, 24, cfg.DriftWindow))
-	waitFor(t, "the resolved alerts", func() bool {
+	testenv.WaitFor(t, settleWait, "the resolved alerts", func() bool {
 		return len(alertMsgs(t, ns.URL())) == 2*len(fired) && len(am.Alerts(t)) == 0 &&
 			len(hooks.byPath("/slack")) == 2*len(fired) && len(hooks.byPath("/json")) == 2*len(fired)
 	})
@@ -226,7 +226,7 @@ func TestResendRestoresRestartedAlertmanager(t *testing.T) {
 
 	am.Start()
 	target := map[string]string{"target": strings.TrimPrefix(am.URL, "http://")}
-	waitFor(t, "the delivery stage's retries to deliver every alert", func() bool {
+	testenv.WaitFor(t, settleWait, "the delivery stage's retries to deliver every alert", func() bool {
 		target["outcome"] = "delivered"
 		return counter(t, reg, "lkscore_alert_deliveries_total", target) == float64(len(fired))
 	})
@@ -239,7 +239,7 @@ func TestResendRestoresRestartedAlertmanager(t *testing.T) {
 	}
 	am.Stop()
 	am.Start() // a new process: it holds no alert, and its received counter starts at 0
-	waitFor(t, "the resent alerts", func() bool { return len(am.Alerts(t)) == len(fired) })
+	testenv.WaitFor(t, settleWait, "the resent alerts", func() bool { return len(am.Alerts(t)) == len(fired) })
 	// The delivery stage delivered each alert once and is done: what the
 	// new process received came from the resender.
 	if got := am.Received(t)["firing"]; got < len(fired) {
@@ -274,7 +274,7 @@ func TestRefusedAlertIsDeadLettered(t *testing.T) {
 		c.Alerts.Webhooks = []config.AlertWebhook{{Name: "gone", URL: srv.URL + "/gone"}, {Name: "ok", URL: srv.URL + "/ok"}}
 	})
 	fired := driftVersion(t, ns.URL(), population.Clean("support", "5"), 41)
-	waitFor(t, "a dead letter per alert and every alert at the other webhook", func() bool {
+	testenv.WaitFor(t, settleWait, "a dead letter per alert and every alert at the other webhook", func() bool {
 		return len(streamMsgs(t, ns.URL(), "LKSCORE_DLQ")) == len(fired) && len(hooks.byPath("/ok")) == len(fired)
 	})
 	for _, dl := range streamMsgs(t, ns.URL(), "LKSCORE_DLQ") {
@@ -317,7 +317,7 @@ func driftVersion(t *testing.T, url string, healthy population.Params, seed uint
 	slow.E2EMedianMs = 2600
 	publishCards(t, js, population.Generate(scorer, healthy, seed, cfg.DriftWindow*cfg.DriftCalibration))
 	publishCards(t, js, population.Generate(scorer, slow, seed+1, 3*cfg.DriftWindow))
-	waitFor(t, "drift alerts on NATS", func() bool {
+	testenv.WaitFor(t, settleWait, "drift alerts on NATS", func() bool {
 		return hasAlert(alertMsgs(t, url), regress.KindDrift, regress.MetricE2EP50, wire.AlertFiring)
 	})
 	time.Sleep(time.Second) // the rest of the firing ones

@@ -97,7 +97,7 @@ func TestRegressionAlertsReplicasRestart(t *testing.T) {
 	publishCards(t, js, population.Generate(scorer, slow, 2, 40))
 
 	var firing []wire.Alert
-	waitFor(t, "the regression alerts", func() bool {
+	testenv.WaitFor(t, settleWait, "the regression alerts", func() bool {
 		firing = alertMsgs(t, ns.URL())
 		return len(firing) > 0 && hasAlert(firing, regress.KindRegression, regress.MetricE2EP50, wire.AlertFiring)
 	})
@@ -120,7 +120,7 @@ func TestRegressionAlertsReplicasRestart(t *testing.T) {
 	startWorker(t, ns.URL())
 	healthy := population.Baseline("booking", "2")
 	publishCards(t, js, population.Generate(scorer, healthy, 3, regress.DefaultConfig().Keep))
-	waitFor(t, "the alerts to resolve", func() bool {
+	testenv.WaitFor(t, settleWait, "the alerts to resolve", func() bool {
 		all := alertMsgs(t, ns.URL())
 		resolved := 0
 		for _, a := range all {
@@ -185,7 +185,7 @@ func TestFailureSpikeAlert(t *testing.T) {
 	failing.ErrorCloseRate = 0.7
 	publishCards(t, js, population.Generate(scorer, steady, 11, 60))
 	publishCards(t, js, population.Generate(scorer, failing, 12, 20))
-	waitFor(t, "the failures alert", func() bool {
+	testenv.WaitFor(t, settleWait, "the failures alert", func() bool {
 		return hasAlert(alertMsgs(t, ns.URL()), regress.KindFailures, regress.MetricCRError, wire.AlertFiring)
 	})
 	for _, a := range alertMsgs(t, ns.URL()) {

@@ -145,12 +145,6 @@ func labelsMatch(m *dto.Metric, want map[string]string) bool {
 	return true
 }
 
-// waitFor is testenv.WaitFor with the consumer tests' 15 s.
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	testenv.WaitFor(t, 15*time.Second, what, cond)
-}
-
 // gauge reads a gauge's value (-1 when absent).
 func gauge(t testing.TB, reg *prometheus.Registry, name string, want map[string]string) float64 {
 	t.Helper()
@@ -220,12 +214,15 @@ func checkJSONSchema(t *testing.T, schemaPath string, data []byte) {
 	}
 }
 
+// settleWait is how long the daemon tests wait for a pipeline to get somewhere.
+const settleWait = 15 * time.Second
+
 // waitConsumerIdle waits until a durable consumer has nothing pending and
 // nothing unacknowledged.
 func waitConsumerIdle(t *testing.T, url, stream, durable string) {
 	t.Helper()
 	js := testenv.JetStream(t, url)
-	waitFor(t, durable+" to be idle", func() bool {
+	testenv.WaitFor(t, settleWait, durable+" to be idle", func() bool {
 		c, err := js.Consumer(context.Background(), stream, durable)
 		if err != nil {
 			return false

@@ -78,7 +78,7 @@ func TestPythonObserverRecord(t *testing.T) {
 	sendWebhook(t, d, testenv.ParticipantLeft("EV_po1", "RM_PyObs", "agent-AJ_PyObs", livekit.ParticipantInfo_AGENT, livekit.DisconnectReason_CLIENT_INITIATED, now))
 	sendWebhook(t, d, testenv.ParticipantLeft("EV_po2", "RM_PyObs", "caller", livekit.ParticipantInfo_SIP, livekit.DisconnectReason_CLIENT_INITIATED, now))
 	sendWebhook(t, d, testenv.RoomFinished("EV_po3", "RM_PyObs", livekit.RoomEndReason_ROOM_END_IDLE_TIMEOUT))
-	waitFor(t, "the scorecard", func() bool { return len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")) == 1 })
+	testenv.WaitFor(t, settleWait, "the scorecard", func() bool { return len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")) == 1 })
 	c := results(t, ns.URL())[0]
 	if c.Completion.CloseReason != "CR_ERROR" || c.Completion.CloseReasonSource != facts.SourceOTLPLog ||
 		c.Completion.CloseReasonEvidence != "otlp_log: lk.close_reason=error lk.close_error=APIConnectionError: tts timed out" ||

@@ -138,7 +138,7 @@ func TestOTLPFromGoExporters(t *testing.T) {
 	writeScenarioCopy(t, dir, "1_clean_call", "RM_Otel", "AJ_Otel", "")
 	uploadDir(t, d, dir)
 	sendWebhook(t, d, jobEnded("EV_otel", "RM_Otel", "AJ_Otel", "booking-agent", livekit.JobStatus_JS_SUCCESS))
-	waitFor(t, "a scorecard", func() bool { return len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")) == 1 })
+	testenv.WaitFor(t, settleWait, "a scorecard", func() bool { return len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")) == 1 })
 	c := results(t, ns.URL())[0]
 	if c.Completion.CloseReason != "CR_USER_INITIATED" || c.Completion.CloseReasonSource != facts.SourceOTLPSpan || c.Session.SDK == nil ||
 		*c.Session.SDK != (scoring.SDKRef{Language: "python", Version: "1.7.2"}) || strings.Join(c.Session.Tags, ",") != "beta,version:1.4.2" ||
@@ -181,7 +181,7 @@ func TestSessionFactsArrivalOrders(t *testing.T) {
 		}
 	}
 	start := time.Now()
-	waitFor(t, "six scorecards", func() bool { return len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")) == len(orders) })
+	testenv.WaitFor(t, settleWait, "six scorecards", func() bool { return len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")) == len(orders) })
 	if waited := time.Since(start); waited > 3*time.Second {
 		t.Errorf("complete sessions waited %s: they must not wait for the settle window", waited)
 	}

@@ -43,7 +43,7 @@ func TestPipelineMaxDeliveries(t *testing.T) {
 
 	admin := broker.NewDeadLetterAdmin(js, wire.NewSubjects("lkscore.", "LKSCORE"))
 	var dls []wire.DeadLetter
-	waitFor(t, "a max-deliveries dead letter", func() bool {
+	testenv.WaitFor(t, settleWait, "a max-deliveries dead letter", func() bool {
 		dls, _ = admin.List(context.Background(), wire.StageLocate, 10)
 		return len(dls) == 1
 	})
@@ -72,7 +72,7 @@ func TestPipelineStoreOutagePauses(t *testing.T) {
 	d, reg := startDaemon(t, cfg)
 	srv.Stop()
 	sendWebhook(t, d, jobEnded("EV_out", "RM_Out", "AJ_Out", "agent-out", livekit.JobStatus_JS_SUCCESS))
-	waitFor(t, "the store marked down", func() bool {
+	testenv.WaitFor(t, settleWait, "the store marked down", func() bool {
 		return gauge(t, reg, "lkscore_dependency_up", map[string]string{"dependency": "store"}) == 0
 	})
 	if code := readyz(t, d); code != 503 {
@@ -81,7 +81,7 @@ func TestPipelineStoreOutagePauses(t *testing.T) {
 	time.Sleep(10 * cfg.Pipeline.HealthInterval) // well past max_deliver at any backoff
 	srv.Start(t)
 	back := time.Now()
-	waitFor(t, "the session scored", func() bool { return len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")) == 1 })
+	testenv.WaitFor(t, settleWait, "the session scored", func() bool { return len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")) == 1 })
 	if took := time.Since(back); took > 5*cfg.Pipeline.HealthInterval+cfg.Pipeline.SettleWindow+time.Second {
 		t.Errorf("resumed %s after the store came back", took)
 	}
@@ -112,7 +112,7 @@ func TestPipelineEgressEnded(t *testing.T) {
 			{Location: srv.Endpoint + "/egress-out/uploads/RM_BadHearing05.upload"},
 			{Location: "https://egress-out.s3.amazonaws.com/audio/RM_BadHearing05.ogg"},
 		}}})
-	waitFor(t, "the egress upload to be scored", func() bool { return len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")) == 1 })
+	testenv.WaitFor(t, settleWait, "the egress upload to be scored", func() bool { return len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")) == 1 })
 	cards := results(t, ns.URL())
 	if cards[0].Session.Key != "RM_BadHearing05/AJ_BadHearing05" || cards[0].Session.Source != "s3://egress-out/uploads/RM_BadHearing05.upload" {
 		t.Fatalf("scorecard session %+v", cards[0].Session)
@@ -187,8 +187,8 @@ func TestPipelineEgressReconciler(t *testing.T) {
 	cfg.S3 = srv.Config("rec")
 	cfg.Pipeline.LiveKitURL, cfg.Pipeline.ReconcileInterval = lk.URL, 200*time.Millisecond
 	startDaemon(t, cfg)
-	waitFor(t, "the reconciled egress to be scored", func() bool { return len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")) == 1 })
-	waitFor(t, "another reconcile round", func() bool { return api.calls.Load() >= 3 })
+	testenv.WaitFor(t, settleWait, "the reconciled egress to be scored", func() bool { return len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")) == 1 })
+	testenv.WaitFor(t, settleWait, "another reconcile round", func() bool { return api.calls.Load() >= 3 })
 	cards := results(t, ns.URL())
 	if len(cards) != 1 || cards[0].Session.Key != "RM_BargeIn03/AJ_BargeIn03" {
 		t.Fatalf("scorecards %+v", cards)
@@ -208,9 +208,9 @@ func TestPipelineSweep(t *testing.T) {
 	}
 	writeScenarioCopy(t, dir, "1_clean_call", "RM_Swept", "AJ_Swept", `{"close_reason":"CR_COMPLETED"}`)
 	_, reg := startDaemon(t, cfg)
-	waitFor(t, "the swept session to be scored", func() bool { return len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")) == 1 })
+	testenv.WaitFor(t, settleWait, "the swept session to be scored", func() bool { return len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")) == 1 })
 	runs := counter(t, reg, "lkscore_recovery_runs_total", map[string]string{"kind": "sweep"})
-	waitFor(t, "three more sweeps", func() bool {
+	testenv.WaitFor(t, settleWait, "three more sweeps", func() bool {
 		return counter(t, reg, "lkscore_recovery_runs_total", map[string]string{"kind": "sweep"}) >= runs+3
 	})
 	quiesce(t, ns.URL(), defaultConsumers)

@@ -83,7 +83,7 @@ func quiesce(t *testing.T, url string, consumers map[string]string) {
 	defer nc.Close()
 	js, _ := jetstream.New(nc)
 	idle := 0
-	waitFor(t, "the pipeline to settle", func() bool {
+	testenv.WaitFor(t, settleWait, "the pipeline to settle", func() bool {
 		if !factsSettled(t, js) {
 			idle = 0
 			return false
@@ -171,7 +171,7 @@ func TestPipelineEndToEnd(t *testing.T) {
 	uploadScenario(t, d, "4_tool_trouble", nil)
 	sendWebhook(t, d, &livekit.WebhookEvent{Event: "room_finished", Id: "EV_room4", Room: &livekit.Room{Sid: "RM_ToolTrouble04", Name: "r4"}})
 
-	waitFor(t, "two scorecards", func() bool { return len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")) >= 2 })
+	testenv.WaitFor(t, settleWait, "two scorecards", func() bool { return len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")) >= 2 })
 	quiesce(t, ns.URL(), defaultConsumers)
 	cards := results(t, ns.URL())
 	if len(cards) != 2 {
@@ -220,7 +220,7 @@ func TestPipelineCloseReasonFilter(t *testing.T) {
 	wcfg.Role, wcfg.Pipeline.Pool, wcfg.Pipeline.CloseReasons = "worker", "shutdowns", []string{"CR_JOB_SHUTDOWN"}
 	wcfg.DataDir = cfg.DataDir // the same local store
 	startDaemon(t, wcfg)
-	waitFor(t, "the backlog to be scored", func() bool { return len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")) == 1 })
+	testenv.WaitFor(t, settleWait, "the backlog to be scored", func() bool { return len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")) == 1 })
 	cards := results(t, ns.URL())
 	if cards[0].Completion.CloseReason != "CR_JOB_SHUTDOWN" {
 		t.Fatalf("scored %s", cards[0].Completion.CloseReason)
@@ -262,7 +262,7 @@ func TestPipelineDeadLetters(t *testing.T) {
 	js, _ := jetstream.New(nc)
 	admin := broker.NewDeadLetterAdmin(js, wire.NewSubjects("lkscore.", "LKSCORE"))
 	var dls []wire.DeadLetter
-	waitFor(t, "two dead letters", func() bool {
+	testenv.WaitFor(t, settleWait, "two dead letters", func() bool {
 		dls, _ = admin.List(context.Background(), "", 10)
 		return len(dls) == 2
 	})
@@ -289,7 +289,7 @@ func TestPipelineDeadLetters(t *testing.T) {
 	if err := admin.Replay(context.Background(), s.Seq); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the replayed session to be scored", func() bool { return len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")) == 1 })
+	testenv.WaitFor(t, settleWait, "the replayed session to be scored", func() bool { return len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")) == 1 })
 	if left, _ := admin.List(context.Background(), wire.StageScore, 10); len(left) != 0 {
 		t.Errorf("replayed dead letter still listed: %+v", left)
 	}
@@ -310,7 +310,7 @@ func TestPipelineInferredCloseReason(t *testing.T) {
 	writeScenarioCopy(t, dir, "1_clean_call", "RM_Inferred", "AJ_Inferred", "")
 	d, _ := startDaemon(t, cfg)
 	sendWebhook(t, d, jobEnded("EV_fail", "RM_Inferred", "AJ_Inferred", "agent-x", livekit.JobStatus_JS_FAILED))
-	waitFor(t, "a scorecard", func() bool { return len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")) == 1 })
+	testenv.WaitFor(t, settleWait, "a scorecard", func() bool { return len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")) == 1 })
 	sessions := streamMsgs(t, ns.URL(), "LKSCORE_SESSIONS")
 	if len(sessions) != 1 || sessions[0].Subject != "lkscore.session.CR_ERROR" {
 		t.Fatalf("session messages: %d", len(sessions))
@@ -338,7 +338,7 @@ func TestPipelineLegacyUploadMatchesJob(t *testing.T) {
 	_ = os.WriteFile(filepath.Join(dir, "header.binpb"), header, 0o644)
 	d, _ := startDaemon(t, cfg)
 	sendWebhook(t, d, jobEnded("EV_legacy", "RM_Legacy", "AJ_Unknown", "legacy-agent", livekit.JobStatus_JS_SUCCESS))
-	waitFor(t, "the legacy session to be scored", func() bool { return len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")) == 1 })
+	testenv.WaitFor(t, settleWait, "the legacy session to be scored", func() bool { return len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")) == 1 })
 	quiesce(t, ns.URL(), defaultConsumers)
 	if c := results(t, ns.URL())[0]; c.Session.Key != key || c.Session.AgentName != "legacy-agent" {
 		t.Fatalf("scorecard session %+v", c.Session)

@@ -51,8 +51,8 @@ func TestMetadataOnly(t *testing.T) {
 			writeScenarioCopy(t, dir, "1_clean_call", "RM_Meta", "AJ_Meta", `{"close_reason":"CR_USER_INITIATED"}`)
 			uploadDir(t, d, dir)
 			sendWebhook(t, d, jobEnded("EV_meta", "RM_Meta", "AJ_Meta", "meta-agent", livekit.JobStatus_JS_SUCCESS))
-			waitFor(t, "the scorecard", func() bool { return len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")) == 1 })
-			waitFor(t, "the content dropped", func() bool {
+			testenv.WaitFor(t, settleWait, "the scorecard", func() bool { return len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")) == 1 })
+			testenv.WaitFor(t, settleWait, "the content dropped", func() bool {
 				f := readFacts(t, ns.URL(), "RM_Meta", "AJ_Meta")
 				return f != nil && f.ContentDroppedAt != nil
 			})
@@ -160,13 +160,13 @@ func TestRedactionMarkers(t *testing.T) {
 	}
 	redacted := maps.Clone(markers)
 	send("RM_Open", "AJ_Open", "open", false) // the control
-	waitFor(t, "both scorecards", func() bool { return len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")) == 2 })
-	waitFor(t, "the lost job's dead letter", func() bool { return len(streamMsgs(t, ns.URL(), "LKSCORE_DLQ")) == 1 })
+	testenv.WaitFor(t, settleWait, "both scorecards", func() bool { return len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")) == 2 })
+	testenv.WaitFor(t, settleWait, "the lost job's dead letter", func() bool { return len(streamMsgs(t, ns.URL(), "LKSCORE_DLQ")) == 1 })
 	quiesce(t, ns.URL(), defaultConsumers)
 
 	// The dashboard's pages for the redacted session.
 	ops := "http://" + d.OpsAddr()
-	waitFor(t, "the dashboard index", func() bool {
+	testenv.WaitFor(t, settleWait, "the dashboard index", func() bool {
 		resp, err := http.Get(ops + "/ui/sessions")
 		if err != nil {
 			return false

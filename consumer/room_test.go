@@ -70,7 +70,7 @@ func TestRoomStoryPipeline(t *testing.T) {
 		}
 		last = time.Now()
 	}
-	waitFor(t, "three scorecards", func() bool { return len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")) == len(sessions) })
+	testenv.WaitFor(t, settleWait, "three scorecards", func() bool { return len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")) == len(sessions) })
 	if waited := time.Since(last); waited > 2*time.Second {
 		t.Errorf("scored %s after the last signal: room_finished with the upload must complete the facts", waited.Round(time.Millisecond))
 	}
@@ -124,7 +124,7 @@ func TestJobLeftRoomPipeline(t *testing.T) {
 		ev.Job.State.Error = tc.err
 		sendWebhook(t, d, ev)
 	}
-	waitFor(t, "two scorecards", func() bool { return len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")) == 2 })
+	testenv.WaitFor(t, settleWait, "two scorecards", func() bool { return len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")) == 2 })
 	quiesce(t, ns.URL(), defaultConsumers)
 	cards := results(t, ns.URL())
 	if len(cards) != 2 {

@@ -38,13 +38,13 @@ func TestSettlerResumesFromLowWater(t *testing.T) {
 		uploadDir(t, ingest, dir)
 		sendWebhook(t, ingest, jobEnded(fmt.Sprintf("EV_low%d", i), fmt.Sprintf("RM_Low%d", i), fmt.Sprintf("AJ_Low%d", i), "a", livekit.JobStatus_JS_SUCCESS))
 	}
-	waitFor(t, "two scorecards", func() bool { return len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")) == 2 })
+	testenv.WaitFor(t, settleWait, "two scorecards", func() bool { return len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")) == 2 })
 	kv, err := testenv.JetStream(t, ns.URL()).KeyValue(context.Background(), "LKSCORE_SESSION_FACTS")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var mark uint64
-	waitFor(t, "the low-water mark past both sessions", func() bool {
+	testenv.WaitFor(t, settleWait, "the low-water mark past both sessions", func() bool {
 		e, err := kv.Get(context.Background(), wire.SettlerLowWaterKey)
 		if err != nil {
 			return false
@@ -68,7 +68,7 @@ func TestSettlerResumesFromLowWater(t *testing.T) {
 	sendWebhook(t, ingest, jobEnded("EV_lowlate", "RM_LowLate", "AJ_LowLate", "a", livekit.JobStatus_JS_SUCCESS))
 
 	w2, _ := startDaemon(t, wcfg)
-	waitFor(t, "the late session's scorecard", func() bool { return len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")) == 3 })
+	testenv.WaitFor(t, settleWait, "the late session's scorecard", func() bool { return len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")) == 3 })
 	if from := w2.pipeline.settler.WatchedFrom(); from < mark {
 		t.Errorf("the restarted settler watched from revision %d, below the stored mark %d", from, mark)
 	}
@@ -108,7 +108,7 @@ func TestSessionSettlesWithoutNamedReason(t *testing.T) {
 	}
 	start := time.Now()
 	send()
-	waitFor(t, "a scorecard", func() bool { return len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")) == 1 })
+	testenv.WaitFor(t, settleWait, "a scorecard", func() bool { return len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")) == 1 })
 	if waited := time.Since(start); waited < cfg.Pipeline.SettleWindow {
 		t.Errorf("scored after %s, before the settle window (%s) closed", waited, cfg.Pipeline.SettleWindow)
 	}

@@ -105,7 +105,7 @@ func TestAgentsJSMetadataOnly(t *testing.T) {
 // exactly one, valid against the schema; LKSCORE_SHOW_CARD logs them.
 func oneCardEach(t *testing.T, url string, rooms ...string) map[string]scoring.Scorecard {
 	t.Helper()
-	waitFor(t, "the scorecards", func() bool { return len(streamMsgs(t, url, "LKSCORE_RESULTS")) >= len(rooms) })
+	testenv.WaitFor(t, settleWait, "the scorecards", func() bool { return len(streamMsgs(t, url, "LKSCORE_RESULTS")) >= len(rooms) })
 	quiesce(t, url, defaultConsumers)
 	time.Sleep(1500 * time.Millisecond) // a second scorecard of any would be here by now
 	cards := results(t, url)

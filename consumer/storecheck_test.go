@@ -32,7 +32,7 @@ func TestStoreNotShared(t *testing.T) {
 	sendWebhook(t, ingest, jobEnded("EV_ns", "RM_CleanCall01", "AJ_CleanCall01", "booking-agent", livekit.JobStatus_JS_SUCCESS))
 	start := time.Now()
 	uploadScenario(t, ingest, "1_clean_call", nil)
-	waitFor(t, "the dead letter", func() bool { return len(streamMsgs(t, ns.URL(), "LKSCORE_DLQ")) == 1 })
+	testenv.WaitFor(t, settleWait, "the dead letter", func() bool { return len(streamMsgs(t, ns.URL(), "LKSCORE_DLQ")) == 1 })
 	if took := time.Since(start); took > 10*time.Second {
 		t.Errorf("dead-lettered after %s, want within 10 s", took)
 	}
@@ -75,7 +75,7 @@ func TestStoreNotShared(t *testing.T) {
 	if err := admin.Replay(context.Background(), letters[0].Seq); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the scorecard", func() bool { return len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")) == 1 })
+	testenv.WaitFor(t, settleWait, "the scorecard", func() bool { return len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")) == 1 })
 	quiesce(t, ns.URL(), defaultConsumers)
 	if n := len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")); n != 1 {
 		t.Fatalf("%d scorecards after the replay, want exactly 1", n)

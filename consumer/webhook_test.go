@@ -211,7 +211,7 @@ func TestWebhookNATSOutage(t *testing.T) {
 		t.Errorf("503 took %s; LiveKit gives up after 10s", el)
 	}
 	ns.Start()
-	waitFor(t, "reconnect", func() bool { return send("EV_after") == 200 })
+	testenv.WaitFor(t, settleWait, "reconnect", func() bool { return send("EV_after") == 200 })
 	if s := send("EV_during"); s != 200 { // LiveKit's retry of the refused event
 		t.Fatalf("retry after outage: %d", s)
 	}
