@@ -18,9 +18,9 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/lkscore/lkscore/consumer/wire"
 	"github.com/lkscore/lkscore/internal/testenv"
 	"github.com/lkscore/lkscore/recording"
-	"github.com/lkscore/lkscore/wire"
 )
 
 func TestCollectorPythonUpload(t *testing.T) {

@@ -13,9 +13,9 @@ import (
 
 	"github.com/lkscore/lkscore/consumer/internal/facts"
 	"github.com/lkscore/lkscore/consumer/internal/ingest"
+	"github.com/lkscore/lkscore/consumer/wire"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/store"
-	"github.com/lkscore/lkscore/wire"
 )
 
 // ForgetStep is one place `lkscore forget` looked in.

@@ -15,8 +15,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/lkscore/lkscore/consumer/internal/facts"
+	"github.com/lkscore/lkscore/consumer/wire"
 	"github.com/lkscore/lkscore/internal/testenv"
-	"github.com/lkscore/lkscore/wire"
 )
 
 // TestSettlerResumesFromLowWater: a worker stores the settlers' low-water

@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/lkscore/lkscore/wire"
+	"github.com/lkscore/lkscore/consumer/wire"
 )
 
 // Webhook formats.

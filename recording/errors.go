@@ -6,7 +6,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/lkscore/lkscore/wire"
+	"github.com/lkscore/lkscore/consumer/wire"
 )
 
 // Parts of a recording upload, as named in errors and problems.

@@ -13,9 +13,9 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/lkscore/lkscore/cmd/lkscore/offline"
+	"github.com/lkscore/lkscore/consumer/wire"
 	"github.com/lkscore/lkscore/regress"
 	"github.com/lkscore/lkscore/scoring"
-	"github.com/lkscore/lkscore/wire"
 )
 
 func baselineCommand(getenv func(string) string, stdout io.Writer) *cli.Command {

@@ -10,11 +10,11 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/lkscore/lkscore/consumer/wire"
 	"github.com/lkscore/lkscore/internal/population"
 	"github.com/lkscore/lkscore/internal/testenv"
 	"github.com/lkscore/lkscore/regress"
 	"github.com/lkscore/lkscore/scoring"
-	"github.com/lkscore/lkscore/wire"
 )
 
 // TestBaselineSealFromDaemon: scorecards on the daemon's results stream

@@ -17,8 +17,8 @@ import (
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/consumer/internal/failure"
 	"github.com/lkscore/lkscore/consumer/internal/metrics"
+	"github.com/lkscore/lkscore/consumer/wire"
 	"github.com/lkscore/lkscore/notify"
-	"github.com/lkscore/lkscore/wire"
 )
 
 // Target is one delivery target: an Alertmanager or a webhook. Each

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/lkscore/lkscore/config"
+	"github.com/lkscore/lkscore/consumer/wire"
 	"github.com/lkscore/lkscore/regress"
-	"github.com/lkscore/lkscore/wire"
 )
 
 // TestAdvanceFiresHoldsResolves: the alert state machine alone, without

@@ -9,9 +9,9 @@ import (
 	"github.com/livekit/protocol/livekit"
 	"github.com/livekit/protocol/livekit/agent"
 
+	"github.com/lkscore/lkscore/consumer/wire"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/scoring"
-	"github.com/lkscore/lkscore/wire"
 )
 
 // Fact fields.

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/lkscore/lkscore/wire"
+	"github.com/lkscore/lkscore/consumer/wire"
 )
 
 func TestResolvePrecedence(t *testing.T) {

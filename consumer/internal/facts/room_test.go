@@ -8,8 +8,8 @@ import (
 
 	"github.com/livekit/protocol/livekit"
 
+	"github.com/lkscore/lkscore/consumer/wire"
 	"github.com/lkscore/lkscore/internal/testenv"
-	"github.com/lkscore/lkscore/wire"
 )
 
 func departureObs(t *testing.T, ev *livekit.WebhookEvent, storedNanos int64) wire.Observation {

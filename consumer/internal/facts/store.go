@@ -14,7 +14,7 @@ import (
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/consumer/broker"
 	"github.com/lkscore/lkscore/consumer/internal/failure"
-	"github.com/lkscore/lkscore/wire"
+	"github.com/lkscore/lkscore/consumer/wire"
 )
 
 // Store reads and merges session facts in the KV bucket, every write a

@@ -8,8 +8,8 @@ import (
 
 	gojson "github.com/goccy/go-json"
 
+	"github.com/lkscore/lkscore/consumer/wire"
 	"github.com/lkscore/lkscore/scoring"
-	"github.com/lkscore/lkscore/wire"
 )
 
 // benchFacts is a session's facts entry as the bench's sessions leave it

@@ -15,8 +15,8 @@ import (
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/consumer/broker"
 	"github.com/lkscore/lkscore/consumer/internal/failure"
+	"github.com/lkscore/lkscore/consumer/wire"
 	"github.com/lkscore/lkscore/recording"
-	"github.com/lkscore/lkscore/wire"
 )
 
 // mediaExt are extensions of egress media files: linked, never parsed.

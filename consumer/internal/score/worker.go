@@ -20,10 +20,10 @@ import (
 	"github.com/lkscore/lkscore/consumer/internal/facts"
 	"github.com/lkscore/lkscore/consumer/internal/failure"
 	"github.com/lkscore/lkscore/consumer/internal/metrics"
+	"github.com/lkscore/lkscore/consumer/wire"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/scoring"
 	"github.com/lkscore/lkscore/store"
-	"github.com/lkscore/lkscore/wire"
 )
 
 // Reader is what a worker needs from the recording store.

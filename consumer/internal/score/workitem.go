@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/lkscore/lkscore/config"
-	"github.com/lkscore/lkscore/wire"
+	"github.com/lkscore/lkscore/consumer/wire"
 )
 
 func validateItem(w wire.WorkItem) error {

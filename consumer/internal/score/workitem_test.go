@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lkscore/lkscore/consumer/wire"
 	"github.com/lkscore/lkscore/scoring"
-	"github.com/lkscore/lkscore/wire"
 )
 
 // TestValidateItem: a work item names its session and exactly one place for

@@ -10,7 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/lkscore/lkscore/consumer/internal/metrics"
-	"github.com/lkscore/lkscore/wire"
+	"github.com/lkscore/lkscore/consumer/wire"
 )
 
 // TestWatchdogNamesTheStall: a stage with work pending that settled nothing
