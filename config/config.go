@@ -168,6 +168,12 @@ const (
 // RoleWorker): its own role, or all of them.
 func (c Config) Runs(role string) bool { return c.Role == RoleAll || c.Role == role }
 
+// Layout is the recording store's key layout: s3.prefix and
+// recordings.key_template (Validate checks it builds).
+func (c Config) Layout() (recording.Layout, error) {
+	return recording.NewLayout(c.S3.Prefix, c.Recordings.KeyTemplate)
+}
+
 // Privacy configures redaction and what is kept (README "Data and privacy").
 type Privacy struct {
 	// Redaction is "auto" (honour the session's flags: the header's

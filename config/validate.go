@@ -8,8 +8,6 @@ import (
 	"regexp"
 	"strings"
 	"time"
-
-	"github.com/lkscore/lkscore/recording"
 )
 
 // knownEvents are the webhook event names LiveKit sends (livekit/protocol webhook/consts.go).
@@ -217,7 +215,7 @@ func (l Limits) validate(p *problems) {
 
 // validateStorage checks the recording layout and the S3 settings.
 func (c Config) validateStorage(p *problems) {
-	if _, err := recording.NewLayout(c.S3.Prefix, c.Recordings.KeyTemplate); err != nil {
+	if _, err := c.Layout(); err != nil {
 		p.add("recordings.key_template: %v", err)
 	}
 	if c.S3.Bucket == "" && (c.S3.Endpoint != "" || c.S3.Prefix != "") {

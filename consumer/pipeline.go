@@ -21,7 +21,6 @@ import (
 	"github.com/lkscore/lkscore/consumer/internal/score"
 	"github.com/lkscore/lkscore/consumer/internal/stage"
 	"github.com/lkscore/lkscore/consumer/wire"
-	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/scoring"
 )
 
@@ -251,7 +250,7 @@ func (p *pipeline) startLoops(bgCtx context.Context, d pipelineDeps, h handlers)
 	p.settler = locate.NewSettler(env, d.nc, d.facts, pc, d.metrics)
 	p.goLoop(func() { p.settler.Run(bgCtx) })
 	if r := cfg.Retention; r.Recordings > 0 && cfg.S3.Bucket == "" {
-		layout, err := recording.NewLayout(cfg.S3.Prefix, cfg.Recordings.KeyTemplate)
+		layout, err := cfg.Layout()
 		if err != nil {
 			return err
 		}

@@ -13,7 +13,6 @@ import (
 
 	"github.com/lkscore/lkscore/cmd/lkscore/offline"
 	"github.com/lkscore/lkscore/consumer"
-	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/store"
 )
 
@@ -50,7 +49,7 @@ func forgetCommand(getenv func(string) string, stdout io.Writer) *cli.Command {
 			if err != nil {
 				return exitError{code: 1, err: err}
 			}
-			layout, err := recording.NewLayout(cfg.S3.Prefix, cfg.Recordings.KeyTemplate)
+			layout, err := cfg.Layout()
 			if err != nil {
 				return exitError{code: 2, err: err}
 			}

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"hash"
 	"io"
-	"log/slog"
 	"mime"
 	"mime/multipart"
 	"net/http"
@@ -26,7 +25,6 @@ import (
 
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/consumer/internal/failure"
-	"github.com/lkscore/lkscore/consumer/internal/metrics"
 	"github.com/lkscore/lkscore/consumer/wire"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/store"
@@ -43,19 +41,14 @@ type uploadStore interface {
 // agents SDKs post their recording upload to when LIVEKIT_OBSERVABILITY_URL
 // points at lkscore (docs/formats.md, "Recording upload").
 type collector struct {
-	keys      auth.KeyProvider
-	store     uploadStore
-	pub       publisher
-	connected func() bool
-	subjects  wire.Subjects
-	limits    config.Limits
-	layout    recording.Layout
-	timeout   time.Duration
-	now       func() time.Time
-	metrics   *metrics.Ingest
-	log       *slog.Logger
-	inflight  chan struct{} // one token per upload being stored (http.max_inflight_uploads)
-	maxWait   time.Duration // for a token (http.upload_wait)
+	plumbing
+	keys     auth.KeyProvider
+	store    uploadStore
+	limits   config.Limits
+	layout   recording.Layout
+	now      func() time.Time
+	inflight chan struct{} // one token per upload being stored (http.max_inflight_uploads)
+	maxWait  time.Duration // for a token (http.upload_wait)
 }
 
 // newCollector stores the uploads signed with keys in o.Store, as o.Config
@@ -70,12 +63,11 @@ func newCollector(o Options, keys auth.KeyProvider, now func() time.Time) (*coll
 	if cfg.NATS.PublishTimeout <= 0 || lim.HeaderBytes <= 0 || lim.ChatHistoryBytes <= 0 || lim.AudioBytes <= 0 {
 		return nil, errors.New("collector: the publish timeout and part limits must be positive")
 	}
-	layout, err := recording.NewLayout(cfg.S3.Prefix, cfg.Recordings.KeyTemplate)
+	layout, err := cfg.Layout()
 	if err != nil {
 		return nil, err
 	}
-	c := &collector{keys: keys, store: o.Store, pub: o.JS, connected: o.connected(), subjects: o.subjects(), limits: lim,
-		layout: layout, timeout: cfg.NATS.PublishTimeout, now: now, metrics: o.Metrics, log: o.Log}
+	c := &collector{plumbing: o.plumbing(), keys: keys, store: o.Store, limits: lim, layout: layout, now: now}
 	if n := cfg.HTTP.MaxInflightUploads; n > 0 {
 		if cfg.HTTP.UploadWait <= 0 {
 			return nil, errors.New("collector: an upload bound needs a positive wait")

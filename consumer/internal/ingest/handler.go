@@ -56,17 +56,26 @@ func Handler(o Options) (http.Handler, error) {
 	return collapseSlashes(mux), nil
 }
 
-// subjects is the naming scheme of o.Config's prefixes.
-func (o Options) subjects() wire.Subjects {
-	return wire.NewSubjects(o.Config.NATS.SubjectPrefix, o.Config.NATS.StreamPrefix)
+// plumbing is what the endpoints that publish share: the publisher and
+// whether it is connected, the subjects, one publish's timeout, the
+// metrics and the logger.
+type plumbing struct {
+	pub       publisher
+	connected func() bool
+	subjects  wire.Subjects
+	timeout   time.Duration // one acknowledged publish (nats.publish_timeout)
+	metrics   *metrics.Ingest
+	log       *slog.Logger
 }
 
-// connected is o.Connected, or always connected.
-func (o Options) connected() func() bool {
-	if o.Connected == nil {
-		return func() bool { return true }
+// plumbing is o's, NATS taken as always connected when o.Connected is nil.
+func (o Options) plumbing() plumbing {
+	connected := o.Connected
+	if connected == nil {
+		connected = func() bool { return true }
 	}
-	return o.Connected
+	return plumbing{pub: o.JS, connected: connected, subjects: wire.NewSubjects(o.Config.NATS.SubjectPrefix, o.Config.NATS.StreamPrefix),
+		timeout: o.Config.NATS.PublishTimeout, metrics: o.Metrics, log: o.Log}
 }
 
 // collapseSlashes tolerates a doubled slash ("//observability/…"): the SDK

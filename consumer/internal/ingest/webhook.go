@@ -33,16 +33,11 @@ type publisher interface {
 // livekit/protocol, stores the event on JetStream keyed by its id and answers
 // 200 only after the PubAck.
 type webhookHandler struct {
-	privacy   config.Privacy
-	keys      auth.KeyProvider
-	pub       publisher
-	connected func() bool
-	subjects  wire.Subjects
-	maxBody   int64
-	events    map[string]bool
-	timeout   time.Duration
-	metrics   *metrics.Ingest
-	log       *slog.Logger
+	plumbing
+	privacy config.Privacy
+	keys    auth.KeyProvider
+	maxBody int64
+	events  map[string]bool
 
 	// Metrics resolved once: label lookups cost on the hot path.
 	requests       map[string]prometheus.Counter
@@ -67,13 +62,12 @@ func newWebhookHandler(o Options, keys auth.KeyProvider) (*webhookHandler, error
 	for _, e := range cfg.Webhook.Events {
 		ev[e] = true
 	}
-	subjects, m := o.subjects(), o.Metrics
+	p, m := o.plumbing(), o.Metrics
 	h := &webhookHandler{
-		privacy: cfg.Privacy, keys: keys, pub: o.JS, connected: o.connected(), subjects: subjects,
-		maxBody: cfg.Webhook.MaxBodyBytes, events: ev, timeout: cfg.NATS.PublishTimeout, metrics: m, log: o.Log,
+		plumbing: p, privacy: cfg.Privacy, keys: keys, maxBody: cfg.Webhook.MaxBodyBytes, events: ev,
 		requests:       map[string]prometheus.Counter{},
 		stored:         map[eventOutcome]prometheus.Counter{},
-		publishLatency: m.PublishLatency.WithLabelValues(subjects.WebhookStream()),
+		publishLatency: m.PublishLatency.WithLabelValues(p.subjects.WebhookStream()),
 	}
 	for _, outcome := range []string{"stored", "duplicate", "ignored"} {
 		h.requests[outcome] = m.Requests.WithLabelValues("webhook", outcome)

@@ -73,7 +73,7 @@ func New(env broker.Env, fs *facts.Store, st Recordings, egress jetstream.KeyVal
 	if env.Timeouts.Publish <= 0 || env.Timeouts.Request <= 0 {
 		return nil, errors.New("locator: timeouts must be positive")
 	}
-	layout, err := recording.NewLayout(cfg.S3.Prefix, cfg.Recordings.KeyTemplate)
+	layout, err := cfg.Layout()
 	if err != nil {
 		return nil, err
 	}
