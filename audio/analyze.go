@@ -121,16 +121,27 @@ const (
 	tailGapMs   = 50
 	// dynamicRangeDB: speech edges sit at most this far below the
 	// speaker's loudest frame.
-	dynamicRangeDB = 35
+	dynamicRangeDB      = 35
+	agentDynamicRangeDB = 50
 	// highPassHz: energy is measured above this: mains hum, rumble and the
 	// low end of brown noise carry no speech the detector needs.
 	highPassHz = 200
+	// noiseAlpha: the noise level's moving average weighs the newest frame
+	// this much (about half a second); noiseSigmas: an utterance's fading
+	// end is this many standard deviations above it.
+	noiseAlpha  = 0.02
+	noiseSigmas = 3
 )
 
 // Analyze reads a stereo Ogg/Opus recording (user left, agent right) and
 // measures it. A recording that cannot be measured is a Result with
 // Refused set, not an error; the error is for reading r.
-func Analyze(r io.Reader, cfg Config) (*Result, error) {
+func Analyze(r io.Reader, cfg Config) (*Result, error) { return analyze(r, cfg, nil) }
+
+// tracer sees every frame's energies, floors and decisions (tests only).
+type tracer func(frame int64, e, floor [2]float64, on, weak [2]bool)
+
+func analyze(r io.Reader, cfg Config, trace tracer) (*Result, error) {
 	cfg = cfg.withDefaults()
 	res := &Result{}
 	refuse := func(code string, err error) (*Result, error) {
@@ -163,6 +174,7 @@ func Analyze(r io.Reader, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	a := newAnalyzer(cfg)
+	a.trace = trace
 	pcm := make([]float32, 2*5760)
 	skip := head.PreSkip
 	maxSamples := int64(cfg.MaxDuration.Seconds() * sampleRate)
@@ -229,6 +241,7 @@ func round1(v float64) float64 { return math.Round(v*10) / 10 }
 // analyzer runs voice activity detection frame by frame on both channels.
 type analyzer struct {
 	cfg     Config
+	trace   tracer
 	samples int64 // per channel, after pre-skip
 	hp      [2]highPass
 	frame   [2]float64
@@ -240,6 +253,11 @@ type analyzer struct {
 	hist   [2][histBins]int
 	nFloor int
 	level  [2]float64 // each channel's loudest frame so far (dBFS)
+	// noise: the level (dB) of each channel's frames that are not speech,
+	// and its variance, as moving averages (noiseAlpha): the noise's own
+	// flicker sets how far above it an utterance's fading end must be.
+	noiseMean, noiseVar [2]float64
+	noiseSeen           [2]bool
 	// the agent's last frames (dBFS), for its delayed bleed
 	agentRecent [bleedFrames]float64
 	run         [2]int   // consecutive active frames
@@ -310,6 +328,9 @@ func (a *analyzer) endFrame() {
 	e := a.frameEnergies()
 	on, weak, floor := a.activity(e)
 	a.bleedGuard(e, floor, &on, &weak)
+	if a.trace != nil {
+		a.trace(a.index, e, floor, on, weak)
+	}
 	a.segments(on, weak)
 	a.index++
 }
@@ -337,6 +358,7 @@ func (a *analyzer) frameEnergies() [2]float64 {
 // is loud enough to follow an utterance's fading end (weak), and the noise
 // floor it was judged against.
 func (a *analyzer) activity(e [2]float64) (on, weak [2]bool, floor [2]float64) {
+	dynRange := [2]float64{dynamicRangeDB, agentDynamicRangeDB}
 	for ch := range 2 {
 		floor[ch] = a.floorOf(ch)
 		if a.index == 0 || e[ch] > a.level[ch] {
@@ -346,15 +368,30 @@ func (a *analyzer) activity(e [2]float64) (on, weak [2]bool, floor [2]float64) {
 		// below the speaker's own level by dynamicRangeDB, whichever is
 		// higher: in a quiet room the noise floor alone would stretch
 		// every utterance into its breathing.
-		th := max(floor[ch]+a.cfg.ThresholdDB, a.level[ch]-dynamicRangeDB)
+		th := max(floor[ch]+a.cfg.ThresholdDB, a.level[ch]-dynRange[ch])
 		on[ch] = e[ch] > a.cfg.MinLevelDB && e[ch] > th
 		// Half the margin follows an utterance's fading end (hysteresis).
 		// and above the noise's typical flicker (its 30th percentile, the
 		// noise in any window where people pause).
+		noiseTop := a.noiseMean[ch] + max(noiseSigmas*math.Sqrt(a.noiseVar[ch]), 1)
 		weak[ch] = e[ch] > a.cfg.MinLevelDB &&
-			e[ch] > max(floor[ch]+a.cfg.ThresholdDB/2, a.percentile(ch, 0.3)+1.0, a.level[ch]-dynamicRangeDB)
+			e[ch] > max(floor[ch]+a.cfg.ThresholdDB/2, a.percentile(ch, 0.3)+1.0, noiseTop, a.level[ch]-dynRange[ch])
+		if !on[ch] {
+			a.learnNoise(ch, e[ch])
+		}
 	}
 	return on, weak, floor
+}
+
+// learnNoise enters a frame that is not speech in the channel's noise level.
+func (a *analyzer) learnNoise(ch int, e float64) {
+	if !a.noiseSeen[ch] {
+		a.noiseMean[ch], a.noiseSeen[ch] = e, true
+		return
+	}
+	d := e - a.noiseMean[ch]
+	a.noiseMean[ch] += noiseAlpha * d
+	a.noiseVar[ch] = (1 - noiseAlpha) * (a.noiseVar[ch] + noiseAlpha*d*d)
 }
 
 // bleedGuard clears the user's frame where it is only the agent's voice
