@@ -129,8 +129,15 @@ const (
 	// noiseAlpha: the noise level's moving average weighs the newest frame
 	// this much (about half a second); noiseSigmas: an utterance's fading
 	// end is this many standard deviations above it.
-	noiseAlpha  = 0.02
-	noiseSigmas = 3
+	noiseAlpha = 0.02
+	// The bleed guard's estimate of how much quieter the agent is on the
+	// user's microphone: the median over at least minBleedFrames frames
+	// where the agent is within loudAgentDB of its loudest, and until there
+	// are that many, defaultSepDB (an echo canceller's usual 30 dB).
+	loudAgentDB    = 10
+	minBleedFrames = 10
+	defaultSepDB   = 30.0
+	noiseSigmas    = 3
 )
 
 // Analyze reads a stereo Ogg/Opus recording (user left, agent right) and
@@ -263,12 +270,15 @@ type analyzer struct {
 	run         [2]int   // consecutive active frames
 	tail        [2]int64 // where the utterance's fading end stops (tailMs)
 	// open segments and their last active frame
-	open      [2]bool
-	segStart  [2]int64
-	lastOn    [2]int64
-	segs      [2][]Segment
-	sepSum    float64
-	sepFrames int
+	open     [2]bool
+	segStart [2]int64
+	lastOn   [2]int64
+	segs     [2][]Segment
+	// bleedHist bins the same difference over the frames where the agent
+	// is loud (within loudAgentDB of its loudest), where its bleed stands
+	// out of the user's noise, for the guard's estimate of the bleed.
+	bleedHist   [360]int
+	bleedFrames int
 	// agentFrames counts frames where the agent spoke; sepHist bins their
 	// separation (0.5 dB bins from −60 to +120 dB) for its median, in
 	// memory that does not grow with the call.
@@ -409,21 +419,26 @@ func (a *analyzer) bleedGuard(e, floor [2]float64, on, weak *[2]bool) {
 		a.agentFrames++
 		// How much quieter the agent is on the user's channel, the user's
 		// noise taken out: its median over the frames the agent speaks (the
-		// user rarely speaks at the same time), a running mean for the guard.
+		// user rarely speaks at the same time). The guard takes the median
+		// over the frames where the agent is loud: where it is quiet, its
+		// bleed sinks into the user's noise and the difference only says
+		// how quiet that noise is.
 		d := e[1] - userExcess
-		a.sepHist[min(max(int((d+60)*2), 0), len(a.sepHist)-1)]++
-		if d > a.cfg.BleedMarginDB {
-			a.sepSum += min(d, 80)
-			a.sepFrames++
+		a.sepHist[sepBin(d)]++
+		// The guard compares the user's frame with the agent's loudest frame
+		// of the last bleedFrames, so it learns that difference.
+		if d := recent - userExcess; d > a.cfg.BleedMarginDB && recent >= a.level[1]-loudAgentDB {
+			a.bleedHist[sepBin(d)]++
+			a.bleedFrames++
 		}
 	}
 	if (on[0] || weak[0]) && recent > -150 {
 		// The cross-channel guard: while the agent speaks (and just after),
 		// the user's channel carries the agent too, sep dB quieter. A user
 		// frame is the user only when clearly louder than that bleed.
-		sep := 20.0
-		if a.sepFrames >= 20 {
-			sep = a.sepSum / float64(a.sepFrames)
+		sep := defaultSepDB
+		if a.bleedFrames >= minBleedFrames {
+			sep = histMedian(a.bleedHist[:], a.bleedFrames)
 		}
 		if userExcess < recent-sep+bleedHeadroomDB {
 			on[0], weak[0] = false, false
@@ -483,9 +498,17 @@ func (a *analyzer) separation() float64 {
 	if a.agentFrames == 0 {
 		return math.Inf(1)
 	}
+	return histMedian(a.sepHist[:], a.agentFrames)
+}
+
+// sepBin is a level difference's bin: 0.5 dB from −60 to +120 dB.
+func sepBin(d float64) int { return min(max(int((d+60)*2), 0), 359) }
+
+// histMedian is the median of n differences binned by sepBin.
+func histMedian(h []int, n int) float64 {
 	seen := 0
-	for i, n := range a.sepHist {
-		if seen += n; seen*2 > a.agentFrames {
+	for i, c := range h {
+		if seen += c; seen*2 > n {
 			return float64(i)/2 - 60 + 0.25
 		}
 	}
