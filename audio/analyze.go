@@ -137,6 +137,7 @@ const (
 	loudAgentDB    = 10
 	minBleedFrames = 10
 	defaultSepDB   = 30.0
+	bleedQuantile  = 0.1
 	noiseSigmas    = 3
 )
 
@@ -438,7 +439,7 @@ func (a *analyzer) bleedGuard(e, floor [2]float64, on, weak *[2]bool) {
 		// frame is the user only when clearly louder than that bleed.
 		sep := defaultSepDB
 		if a.bleedFrames >= minBleedFrames {
-			sep = histMedian(a.bleedHist[:], a.bleedFrames)
+			sep = histQuantile(a.bleedHist[:], a.bleedFrames, bleedQuantile)
 		}
 		if userExcess < recent-sep+bleedHeadroomDB {
 			on[0], weak[0] = false, false
@@ -498,17 +499,17 @@ func (a *analyzer) separation() float64 {
 	if a.agentFrames == 0 {
 		return math.Inf(1)
 	}
-	return histMedian(a.sepHist[:], a.agentFrames)
+	return histQuantile(a.sepHist[:], a.agentFrames, 0.5)
 }
 
 // sepBin is a level difference's bin: 0.5 dB from −60 to +120 dB.
 func sepBin(d float64) int { return min(max(int((d+60)*2), 0), 359) }
 
-// histMedian is the median of n differences binned by sepBin.
-func histMedian(h []int, n int) float64 {
+// histQuantile is the q-quantile of n differences binned by sepBin.
+func histQuantile(h []int, n int, q float64) float64 {
 	seen := 0
 	for i, c := range h {
-		if seen += c; seen*2 > n {
+		if seen += c; float64(seen) > q*float64(n) {
 			return float64(i)/2 - 60 + 0.25
 		}
 	}
