@@ -28,6 +28,10 @@ type Config struct {
 	// user channel than on its own, else the recording is refused (the
 	// channels leak into each other, as low-bitrate stereo does).
 	MinSeparationDB float64 `yaml:"min_separation_db" json:"min_separation_db"`
+	// MinSNRDB: the user's speech must stand at least this far above the
+	// noise of the user's microphone (in the speech band), else the
+	// recording is refused as too noisy rather than measured wrong.
+	MinSNRDB float64 `yaml:"min_snr_db" json:"min_snr_db"`
 	// MergeGapMs: pauses shorter than this stay inside one utterance.
 	MergeGapMs int64 `yaml:"merge_gap_ms" json:"merge_gap_ms"`
 	// MinSpeechMs: shorter bursts are noise.
@@ -43,7 +47,7 @@ type Config struct {
 
 // DefaultConfig is the documented default.
 func DefaultConfig() Config {
-	return Config{ThresholdDB: 4, MinLevelDB: -60, BleedMarginDB: 12, MinSeparationDB: 12, MergeGapMs: 500,
+	return Config{ThresholdDB: 4, MinLevelDB: -60, BleedMarginDB: 12, MinSeparationDB: 12, MinSNRDB: minSNRDB, MergeGapMs: 500,
 		MinSpeechMs: 100, BackchannelMaxMs: 1000, AwkwardSilenceMs: 2000, MaxDuration: 4 * time.Hour}
 }
 
@@ -57,7 +61,7 @@ func ForScoring(c scoring.AudioConfig, maxDuration time.Duration) Config {
 func (c Config) withDefaults() Config {
 	d := DefaultConfig()
 	for _, f := range []struct{ v, d *float64 }{{&c.ThresholdDB, &d.ThresholdDB}, {&c.MinLevelDB, &d.MinLevelDB},
-		{&c.BleedMarginDB, &d.BleedMarginDB}, {&c.MinSeparationDB, &d.MinSeparationDB}} {
+		{&c.BleedMarginDB, &d.BleedMarginDB}, {&c.MinSeparationDB, &d.MinSeparationDB}, {&c.MinSNRDB, &d.MinSNRDB}} {
 		if *f.v == 0 {
 			*f.v = *f.d
 		}
@@ -118,7 +122,8 @@ const (
 	// below it), for at most tailMs, without keeping the utterance open.
 	onsetFrames = 3
 	tailMs      = 150
-	tailGapMs   = 50
+	tailGapMs   = 100
+	tailRangeDB = 10
 	// dynamicRangeDB: speech edges sit at most this far below the
 	// speaker's loudest frame.
 	dynamicRangeDB      = 35
@@ -130,6 +135,13 @@ const (
 	// this much (about half a second); noiseSigmas: an utterance's fading
 	// end is this many standard deviations above it.
 	noiseAlpha = 0.02
+	// noiseClip, noiseClipMinDB: how far one frame may pull the noise level.
+	noiseClip      = 2.5
+	noiseClipMinDB = 3
+	// minSNRDB: the detector's floor (docs/audio.md, "Where it stops"); it
+	// judges only after minSNRFrames (1 s) of speech and of quiet.
+	minSNRDB     = 0.1
+	minSNRFrames = 100
 	// The bleed guard's estimate of how much quieter the agent is on the
 	// user's microphone: the median over at least minBleedFrames frames
 	// where the agent is within loudAgentDB of its loudest, and until there
@@ -147,7 +159,7 @@ const (
 func Analyze(r io.Reader, cfg Config) (*Result, error) { return analyze(r, cfg, nil) }
 
 // tracer sees every frame's energies, floors and decisions (tests only).
-type tracer func(frame int64, e, floor [2]float64, on, weak [2]bool)
+type tracer func(a *analyzer, frame int64, e, floor [2]float64, on, weak [2]bool)
 
 func analyze(r io.Reader, cfg Config, trace tracer) (*Result, error) {
 	cfg = cfg.withDefaults()
@@ -223,6 +235,14 @@ func analyze(r io.Reader, cfg Config, trace tracer) (*Result, error) {
 	if sep := a.separation(); !math.IsInf(sep, 0) {
 		res.Metrics.SeparationDB = round1(sep)
 	}
+	snr, known := a.userSNR()
+	if known {
+		res.Metrics.UserSNRDB = round1(snr)
+	}
+	if known && snr < cfg.MinSNRDB {
+		return refuse("too_noisy", fmt.Errorf("the user's speech stands only %.1f dB above the noise of the user's microphone "+
+			"(at least %.0f dB needed): turns found in it would be guesses", snr, cfg.MinSNRDB))
+	}
 	if a.agentFrames > 50 && a.separation() < cfg.MinSeparationDB {
 		return refuse("channels_leak", fmt.Errorf("the agent is only %.1f dB quieter on the user channel than on its own (at least %.0f dB needed): "+
 			"the channels carry the same signal, as low-bitrate stereo encodes them", a.separation(), cfg.MinSeparationDB))
@@ -280,6 +300,11 @@ type analyzer struct {
 	// out of the user's noise, for the guard's estimate of the bleed.
 	bleedHist   [360]int
 	bleedFrames int
+	// speechHist and quietHist bin the user channel's frames (0.5 dB from
+	// −150 dBFS) where the user speaks and where nobody does, for the
+	// user's speech-to-noise ratio (userSNR).
+	speechHist, quietHist [histBins]int
+	speechN, quietN       int
 	// agentFrames counts frames where the agent spoke; sepHist bins their
 	// separation (0.5 dB bins from −60 to +120 dB) for its median, in
 	// memory that does not grow with the call.
@@ -340,7 +365,15 @@ func (a *analyzer) endFrame() {
 	on, weak, floor := a.activity(e)
 	a.bleedGuard(e, floor, &on, &weak)
 	if a.trace != nil {
-		a.trace(a.index, e, floor, on, weak)
+		a.trace(a, a.index, e, floor, on, weak)
+	}
+	switch {
+	case on[0]:
+		a.speechHist[histBin(e[0])]++
+		a.speechN++
+	case !weak[0] && !on[1] && !a.open[0]:
+		a.quietHist[histBin(e[0])]++
+		a.quietN++
 	}
 	a.segments(on, weak)
 	a.index++
@@ -386,12 +419,23 @@ func (a *analyzer) activity(e [2]float64) (on, weak [2]bool, floor [2]float64) {
 		// noise in any window where people pause).
 		noiseTop := a.noiseMean[ch] + max(noiseSigmas*math.Sqrt(a.noiseVar[ch]), 1)
 		weak[ch] = e[ch] > a.cfg.MinLevelDB &&
-			e[ch] > max(floor[ch]+a.cfg.ThresholdDB/2, a.percentile(ch, 0.3)+1.0, noiseTop, a.level[ch]-dynRange[ch])
-		if !on[ch] {
+			e[ch] > max(floor[ch]+a.cfg.ThresholdDB/2, noiseTop, a.level[ch]-dynRange[ch]-tailRangeDB)
+		// Every frame outside an utterance is noise, the ones above the
+		// threshold too (a hum beats against the frame and flickers across
+		// it); on the user's channel, not while the agent's bleed may be in it.
+		if !a.open[ch] && (ch == 1 || slices.Max(a.agentRecent[:]) <= -150) {
 			a.learnNoise(ch, e[ch])
 		}
 	}
 	return on, weak, floor
+}
+
+// noiseLevel is the channel's learned noise level, or floor before any.
+func (a *analyzer) noiseLevel(ch int, floor float64) float64 {
+	if !a.noiseSeen[ch] {
+		return floor
+	}
+	return a.noiseMean[ch]
 }
 
 // learnNoise enters a frame that is not speech in the channel's noise level.
@@ -400,7 +444,10 @@ func (a *analyzer) learnNoise(ch int, e float64) {
 		a.noiseMean[ch], a.noiseSeen[ch] = e, true
 		return
 	}
-	d := e - a.noiseMean[ch]
+	// Winsorized: a frame far from the noise (an utterance's first frames,
+	// a cough) moves it no more than noiseClip standard deviations.
+	c := max(noiseClip*math.Sqrt(a.noiseVar[ch]), noiseClipMinDB)
+	d := min(max(e-a.noiseMean[ch], -c), c)
 	a.noiseMean[ch] += noiseAlpha * d
 	a.noiseVar[ch] = (1 - noiseAlpha) * (a.noiseVar[ch] + noiseAlpha*d*d)
 }
@@ -424,8 +471,9 @@ func (a *analyzer) bleedGuard(e, floor [2]float64, on, weak *[2]bool) {
 		// over the frames where the agent is loud: where it is quiet, its
 		// bleed sinks into the user's noise and the difference only says
 		// how quiet that noise is.
-		d := e[1] - userExcess
-		a.sepHist[sepBin(d)]++
+		// Against the noise's mean level, not its floor: noise frames just
+		// above the floor would otherwise read as bleed.
+		a.sepHist[sepBin(e[1]-excess(e[0], a.noiseLevel(0, floor[0])))]++
 		// The guard compares the user's frame with the agent's loudest frame
 		// of the last bleedFrames, so it learns that difference.
 		if d := recent - userExcess; d > a.cfg.BleedMarginDB && recent >= a.level[1]-loudAgentDB {
@@ -500,6 +548,17 @@ func (a *analyzer) separation() float64 {
 		return math.Inf(1)
 	}
 	return histQuantile(a.sepHist[:], a.agentFrames, 0.5)
+}
+
+// userSNR is how far the user's speech stands above the noise of the
+// user's microphone, in the speech band: the median level of the frames
+// where the user speaks less the median of those where nobody does. Not a
+// number (false) before minSNRFrames of each.
+func (a *analyzer) userSNR() (float64, bool) {
+	if a.speechN < minSNRFrames || a.quietN < minSNRFrames {
+		return 0, false
+	}
+	return histQuantile(a.speechHist[:], a.speechN, 0.5) - histQuantile(a.quietHist[:], a.quietN, 0.5), true
 }
 
 // sepBin is a level difference's bin: 0.5 dB from −60 to +120 dB.

@@ -61,6 +61,7 @@ type AudioMetrics struct {
 	UserSpeechShare     float64 `json:"user_speech_share"`
 	AgentSpeechShare    float64 `json:"agent_speech_share"`
 	SeparationDB        float64 `json:"channel_separation_db"`
+	UserSNRDB           float64 `json:"user_snr_db,omitempty"`
 }
 
 // AudioConfig holds the thresholds of the heard findings.
