@@ -131,6 +131,7 @@ const (
 	// highPassHz: energy is measured above this: mains hum, rumble and the
 	// low end of brown noise carry no speech the detector needs.
 	highPassHz = 200
+	lowPassHz  = 4000
 	// noiseAlpha: the noise level's moving average weighs the newest frame
 	// this much (about half a second); noiseSigmas: an utterance's fading
 	// end is this many standard deviations above it.
@@ -272,6 +273,7 @@ type analyzer struct {
 	trace   tracer
 	samples int64 // per channel, after pre-skip
 	hp      [2]highPass
+	lp      highPass // the user channel's low-pass (lowPassHz)
 	frame   [2]float64
 	inFrame int
 	index   int64 // frames done
@@ -285,7 +287,7 @@ type analyzer struct {
 	// and its variance, as moving averages (noiseAlpha): the noise's own
 	// flicker sets how far above it an utterance's fading end must be.
 	noiseMean, noiseVar [2]float64
-	noiseSeen           [2]bool
+	noiseN              [2]int
 	// the agent's last frames (dBFS), for its delayed bleed
 	agentRecent [bleedFrames]float64
 	run         [2]int   // consecutive active frames
@@ -317,12 +319,13 @@ func newAnalyzer(cfg Config) *analyzer {
 	for ch := range 2 {
 		a.hp[ch] = newHighPass(highPassHz, sampleRate)
 	}
+	a.lp = newLowPass(lowPassHz, sampleRate)
 	return a
 }
 
 func (a *analyzer) add(s []float32) {
 	for i := 0; i+1 < len(s); i += 2 {
-		l, r := a.hp[0].filter(float64(s[i])), a.hp[1].filter(float64(s[i+1]))
+		l, r := a.lp.filter(a.hp[0].filter(float64(s[i]))), a.hp[1].filter(float64(s[i+1]))
 		a.frame[0] += l * l
 		a.frame[1] += r * r
 		a.inFrame++
@@ -432,7 +435,7 @@ func (a *analyzer) activity(e [2]float64) (on, weak [2]bool, floor [2]float64) {
 
 // noiseLevel is the channel's learned noise level, or floor before any.
 func (a *analyzer) noiseLevel(ch int, floor float64) float64 {
-	if !a.noiseSeen[ch] {
+	if a.noiseN[ch] == 0 {
 		return floor
 	}
 	return a.noiseMean[ch]
@@ -440,16 +443,20 @@ func (a *analyzer) noiseLevel(ch int, floor float64) float64 {
 
 // learnNoise enters a frame that is not speech in the channel's noise level.
 func (a *analyzer) learnNoise(ch int, e float64) {
-	if !a.noiseSeen[ch] {
-		a.noiseMean[ch], a.noiseSeen[ch] = e, true
+	a.noiseN[ch]++
+	if a.noiseN[ch] == 1 {
+		a.noiseMean[ch] = e
 		return
 	}
-	// Winsorized: a frame far from the noise (an utterance's first frames,
-	// a cough) moves it no more than noiseClip standard deviations.
+	// Until 1/noiseAlpha frames, a plain running mean and variance: the
+	// first second of a call is often all the noise there is before the
+	// user speaks. Winsorized: a frame far from the noise (an utterance's
+	// first frames, a cough) moves it no more than noiseClip deviations.
+	alpha := max(noiseAlpha, 1/float64(a.noiseN[ch]))
 	c := max(noiseClip*math.Sqrt(a.noiseVar[ch]), noiseClipMinDB)
 	d := min(max(e-a.noiseMean[ch], -c), c)
-	a.noiseMean[ch] += noiseAlpha * d
-	a.noiseVar[ch] = (1 - noiseAlpha) * (a.noiseVar[ch] + noiseAlpha*d*d)
+	a.noiseMean[ch] += alpha * d
+	a.noiseVar[ch] = (1 - alpha) * (a.noiseVar[ch] + alpha*d*d)
 }
 
 // bleedGuard clears the user's frame where it is only the agent's voice
@@ -590,6 +597,15 @@ func newHighPass(hz, rate float64) highPass {
 	cw := math.Cos(w)
 	a0 := 1 + alpha
 	return highPass{b0: (1 + cw) / 2 / a0, b1: -(1 + cw) / a0, b2: (1 + cw) / 2 / a0, a1: -2 * cw / a0, a2: (1 - alpha) / a0}
+}
+
+// newLowPass is the second-order Butterworth low-pass (RBJ biquad).
+func newLowPass(hz, rate float64) highPass {
+	w := 2 * math.Pi * hz / rate
+	alpha := math.Sin(w) / math.Sqrt2
+	cw := math.Cos(w)
+	a0 := 1 + alpha
+	return highPass{b0: (1 - cw) / 2 / a0, b1: (1 - cw) / a0, b2: (1 - cw) / 2 / a0, a1: -2 * cw / a0, a2: (1 - alpha) / a0}
 }
 
 func (h *highPass) filter(x float64) float64 {
