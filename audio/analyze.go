@@ -141,7 +141,7 @@ const (
 	noiseClipMinDB = 3
 	// minSNRDB: the detector's floor (docs/audio.md, "Where it stops"); it
 	// judges only after minSNRFrames (1 s) of speech and of quiet.
-	minSNRDB     = 0.1
+	minSNRDB     = 10
 	minSNRFrames = 100
 	// The bleed guard's estimate of how much quieter the agent is on the
 	// user's microphone: the median over at least minBleedFrames frames
@@ -307,8 +307,8 @@ type analyzer struct {
 	// user's speech-to-noise ratio (userSNR).
 	speechHist, quietHist [histBins]int
 	speechN, quietN       int
-	// agentFrames counts frames where the agent spoke; sepHist bins their
-	// separation (0.5 dB bins from −60 to +120 dB) for its median, in
+	// agentFrames counts frames where the agent spoke loudly; sepHist bins
+	// their separation (0.5 dB bins from −60 to +120 dB) for its median, in
 	// memory that does not grow with the call.
 	agentFrames int
 	sepHist     [360]int
@@ -370,15 +370,16 @@ func (a *analyzer) endFrame() {
 	if a.trace != nil {
 		a.trace(a, a.index, e, floor, on, weak)
 	}
+	quiet := !on[0] && !weak[0] && !on[1] && !a.open[0]
+	a.segments(on, weak)
 	switch {
-	case on[0]:
+	case a.run[0] >= onsetFrames: // speech, not a lone frame over the threshold
 		a.speechHist[histBin(e[0])]++
 		a.speechN++
-	case !weak[0] && !on[1] && !a.open[0]:
+	case quiet:
 		a.quietHist[histBin(e[0])]++
 		a.quietN++
 	}
-	a.segments(on, weak)
 	a.index++
 }
 
@@ -470,17 +471,16 @@ func (a *analyzer) bleedGuard(e, floor [2]float64, on, weak *[2]bool) {
 	}
 	recent := slices.Max(a.agentRecent[:])
 	userExcess := excess(e[0], floor[0])
-	if on[1] {
-		a.agentFrames++
+	if on[1] && e[1] >= a.level[1]-loudAgentDB {
 		// How much quieter the agent is on the user's channel, the user's
-		// noise taken out: its median over the frames the agent speaks (the
-		// user rarely speaks at the same time). The guard takes the median
-		// over the frames where the agent is loud: where it is quiet, its
-		// bleed sinks into the user's noise and the difference only says
-		// how quiet that noise is.
-		// Against the noise's mean level, not its floor: noise frames just
-		// above the floor would otherwise read as bleed.
+		// noise (its mean level) taken out: the median over the frames where
+		// the agent is loud (the user rarely speaks at the same time). Where
+		// the agent is quiet, its bleed sinks into the user's noise and the
+		// difference only says how loud that noise is.
+		a.agentFrames++
 		a.sepHist[sepBin(e[1]-excess(e[0], a.noiseLevel(0, floor[0])))]++
+	}
+	if on[1] {
 		// The guard compares the user's frame with the agent's loudest frame
 		// of the last bleedFrames, so it learns that difference.
 		if d := recent - userExcess; d > a.cfg.BleedMarginDB && recent >= a.level[1]-loudAgentDB {

@@ -562,6 +562,7 @@ func TestGridFloor(t *testing.T) {
 		snrs, perSNR = []float64{3, 9, 15}, 5
 	}
 	conds := gridConditions()
+	tooNoisy := 0
 	for _, snr := range snrs {
 		var forced, stated gridScore
 		var ests []float64
@@ -582,10 +583,26 @@ func TestGridFloor(t *testing.T) {
 			}
 			t.Logf("snr %4.1f call %2d %-5s: estimated %5.1f dB, refused %q at the floor; measured anyway: %q turns %d/%d extra %d max err %.0f ms",
 				snr, cond.Seed, cond.Noise, res.Metrics.UserSNRDB, st.Refused, res.Refused, m, len(truth.turns), x, worst)
+			floor := DefaultConfig().MinSNRDB
+			switch {
+			case res.Metrics.UserSNRDB < floor && st.Refused != "too_noisy":
+				t.Errorf("snr %.0f call %d: estimated %.1f dB, under the %.0f dB floor, but refused %q, want too_noisy",
+					snr, cond.Seed, res.Metrics.UserSNRDB, floor, st.Refused)
+			case res.Metrics.UserSNRDB >= floor && st.Refused == "too_noisy":
+				t.Errorf("snr %.0f call %d: estimated %.1f dB, over the floor, refused too_noisy", snr, cond.Seed, res.Metrics.UserSNRDB)
+			case snr >= 15 && st.Refused != "":
+				t.Errorf("snr %.0f call %d (inside the grid's range): refused %q: %s", snr, cond.Seed, st.Refused, st.Reason)
+			}
+			if st.Refused == "too_noisy" {
+				tooNoisy++
+			}
 			_ = os.Remove(ogg)
 		}
 		slices.Sort(ests)
 		t.Logf("snr %4.1f: estimated %.1f–%.1f dB; measured anyway: %s", snr, ests[0], ests[len(ests)-1], &forced)
 		t.Logf("snr %4.1f: at the stated floor: %s", snr, &stated)
+	}
+	if tooNoisy == 0 {
+		t.Errorf("no call of the sweep down to %.0f dB was refused too_noisy", snrs[0])
 	}
 }
