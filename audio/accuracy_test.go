@@ -170,7 +170,8 @@ func testCall(t testing.TB, dir string) (*call, []Turn) {
 // TestHeardLatencyAccuracy: at 20 dB SNR with the agent bleeding into the
 // user's microphone, heard latency is within 20 ms at the median and 60 ms
 // at worst; talk-over, awkward silences, back-channels and barge-ins are
-// counted exactly; low-bitrate stereo is refused.
+// counted exactly; low-bitrate stereo is refused, and so is a call whose
+// noise is as loud as its speech.
 func TestHeardLatencyAccuracy(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: generates and analyses calls with espeak-ng, flite and opusenc")
@@ -191,6 +192,16 @@ func TestHeardLatencyAccuracy(t *testing.T) {
 		if err != nil || res.Refused != "channels_leak" {
 			t.Errorf("%s kb/s: refused %q (%s), separation %.1f dB; want channels_leak", kbps, res.Refused, res.Reason, res.Metrics.SeparationDB)
 		}
+	}
+	// White noise as loud as the speech: refused as too noisy, not
+	// measured, and not mistaken for leaking channels.
+	noisy, err := os.Open(c.encode(t, dir, 0, 25, "96"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer noisy.Close()
+	if res, err := Analyze(noisy, Config{}); err != nil || res.Refused != "too_noisy" || len(res.Turns) != 0 {
+		t.Errorf("0 dB SNR: refused %q (%s), user SNR %.1f dB, %d turns; want too_noisy", res.Refused, res.Reason, res.Metrics.UserSNRDB, len(res.Turns))
 	}
 }
 

@@ -157,12 +157,7 @@ const (
 // Analyze reads a stereo Ogg/Opus recording (user left, agent right) and
 // measures it. A recording that cannot be measured is a Result with
 // Refused set, not an error; the error is for reading r.
-func Analyze(r io.Reader, cfg Config) (*Result, error) { return analyze(r, cfg, nil) }
-
-// tracer sees every frame's energies, floors and decisions (tests only).
-type tracer func(a *analyzer, frame int64, e, floor [2]float64, on, weak [2]bool)
-
-func analyze(r io.Reader, cfg Config, trace tracer) (*Result, error) {
+func Analyze(r io.Reader, cfg Config) (*Result, error) {
 	cfg = cfg.withDefaults()
 	res := &Result{}
 	refuse := func(code string, err error) (*Result, error) {
@@ -195,7 +190,6 @@ func analyze(r io.Reader, cfg Config, trace tracer) (*Result, error) {
 		return nil, err
 	}
 	a := newAnalyzer(cfg)
-	a.trace = trace
 	pcm := make([]float32, 2*5760)
 	skip := head.PreSkip
 	maxSamples := int64(cfg.MaxDuration.Seconds() * sampleRate)
@@ -231,6 +225,14 @@ func analyze(r io.Reader, cfg Config, trace tracer) (*Result, error) {
 		}
 	}
 	a.finish()
+	return a.result(res), nil
+}
+
+// result fills in what the analysis measured, or the refusal its figures
+// call for: too_noisy before channels_leak, since noise on the user's
+// microphone also blurs how far apart the channels are.
+func (a *analyzer) result(res *Result) *Result {
+	cfg := a.cfg
 	res.DurationMs = a.samples * 1000 / sampleRate
 	res.UserSegments, res.AgentSegments = a.segs[0], a.segs[1]
 	if sep := a.separation(); !math.IsInf(sep, 0) {
@@ -240,16 +242,17 @@ func analyze(r io.Reader, cfg Config, trace tracer) (*Result, error) {
 	if known {
 		res.Metrics.UserSNRDB = round1(snr)
 	}
-	if known && snr < cfg.MinSNRDB {
-		return refuse("too_noisy", fmt.Errorf("the user's speech stands only %.1f dB above the noise of the user's microphone "+
-			"(at least %.0f dB needed): turns found in it would be guesses", snr, cfg.MinSNRDB))
+	switch {
+	case known && snr < cfg.MinSNRDB:
+		res.Refused, res.Reason = "too_noisy", fmt.Sprintf("the user's speech stands only %.1f dB above the noise of the user's microphone "+
+			"(at least %.0f dB needed): turns found in it would be guesses", snr, cfg.MinSNRDB)
+	case a.agentFrames > 50 && a.separation() < cfg.MinSeparationDB:
+		res.Refused, res.Reason = "channels_leak", fmt.Sprintf("the agent is only %.1f dB quieter on the user channel than on its own "+
+			"(at least %.0f dB needed): the channels carry the same signal, as low-bitrate stereo encodes them", a.separation(), cfg.MinSeparationDB)
+	default:
+		res.Turns, res.Silences, res.Metrics = turns(res.UserSegments, res.AgentSegments, cfg, res.Metrics)
 	}
-	if a.agentFrames > 50 && a.separation() < cfg.MinSeparationDB {
-		return refuse("channels_leak", fmt.Errorf("the agent is only %.1f dB quieter on the user channel than on its own (at least %.0f dB needed): "+
-			"the channels carry the same signal, as low-bitrate stereo encodes them", a.separation(), cfg.MinSeparationDB))
-	}
-	res.Turns, res.Silences, res.Metrics = turns(res.UserSegments, res.AgentSegments, cfg, res.Metrics)
-	return res, nil
+	return res
 }
 
 // refuseOrFail turns a structural problem into a refusal and passes a
@@ -270,7 +273,6 @@ func round1(v float64) float64 { return math.Round(v*10) / 10 }
 // analyzer runs voice activity detection frame by frame on both channels.
 type analyzer struct {
 	cfg     Config
-	trace   tracer
 	samples int64 // per channel, after pre-skip
 	hp      [2]highPass
 	lp      highPass // the user channel's low-pass (lowPassHz)
@@ -367,9 +369,6 @@ func (a *analyzer) endFrame() {
 	e := a.frameEnergies()
 	on, weak, floor := a.activity(e)
 	a.bleedGuard(e, floor, &on, &weak)
-	if a.trace != nil {
-		a.trace(a, a.index, e, floor, on, weak)
-	}
 	quiet := !on[0] && !weak[0] && !on[1] && !a.open[0]
 	a.segments(on, weak)
 	switch {
