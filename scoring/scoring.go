@@ -18,7 +18,11 @@ import (
 // findings and metrics that deduct nothing to sessions with a recording.
 // 1.2.0: a reply whose text to speech failed before any audio (the spans
 // say so) costs turn handling, with or without a recording (silent_reply).
-const ModelVersion = "1.2.0"
+// 1.3.0: heard turn-taking measured by the detector of docs/audio.md as of
+// this version (the speech band, a learned noise level and bleed, a stated
+// SNR floor): the same recording can give other turns, and a recording
+// below the floor is refused too_noisy (audio_not_measured).
+const ModelVersion = "1.3.0"
 
 // Schema names the scorecard JSON contract (docs/scorecard.schema.json).
 const Schema = "lkscore.scorecard/v1"
