@@ -177,3 +177,28 @@ func benchCall(b *testing.B, c *call, dir string, minutes int) {
 	b.ReportMetric(float64(dur)/1000/perCall, "x_realtime")
 	b.ReportMetric(float64(peak-min(peak, base.HeapInuse))/(1<<20), "heap_growth_MiB")
 }
+
+// TestBackchannelInSentenceBreak: a short user utterance that starts while
+// the agent speaks is a back-channel when the agent keeps the floor, also
+// when it ends in the agent's pause between two sentences; when the agent
+// stays silent past backchannel_max_ms, it is a barge-in.
+func TestBackchannelInSentenceBreak(t *testing.T) {
+	cfg := DefaultConfig()
+	user := []Segment{{StartMs: 0, EndMs: 2000}, {StartMs: 5500, EndMs: 6100}}
+	for _, tc := range []struct {
+		name        string
+		resumeMs    int64 // the agent's next sentence starts here
+		backchannel bool
+	}{{"agent resumes 550 ms after", 6650, true}, {"agent silent 1.5 s", 7600, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			agent := []Segment{{StartMs: 2600, EndMs: 6000}, {StartMs: tc.resumeMs, EndMs: tc.resumeMs + 2000}}
+			turns, _, m := turns(user, agent, cfg, Metrics{})
+			if got := m.BackchannelCount == 1; got != tc.backchannel {
+				t.Errorf("back-channels %d, barge-ins %d, turns %+v; want a back-channel: %v", m.BackchannelCount, m.BargeInCount, turns, tc.backchannel)
+			}
+			if !tc.backchannel && (m.BargeInCount != 1 || len(turns) != 2) {
+				t.Errorf("barge-ins %d, turns %+v; want the short utterance as a barge-in turn", m.BargeInCount, turns)
+			}
+		})
+	}
+}

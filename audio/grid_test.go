@@ -130,9 +130,13 @@ func (c *clips) say(t testing.TB, v voice, text string) []float32 {
 	}
 	wav := filepath.Join(c.dir, fmt.Sprintf("clip%d.wav", len(c.m)))
 	var cmd *exec.Cmd
-	if v.engine == "flite" {
+	switch v.engine {
+	case "flite":
 		cmd = exec.Command("flite", "-voice", v.name, "--setf", fmt.Sprintf("duration_stretch=%.2f", float64(v.rate)/100), "-t", text, "-o", wav)
-	} else {
+	case "festival":
+		cmd = exec.Command("text2wave", "-eval", "(voice_"+v.name+")", "-o", wav)
+		cmd.Stdin = strings.NewReader(text)
+	default:
 		cmd = exec.Command("espeak-ng", "-v", v.name, "-s", fmt.Sprint(v.rate), "-w", wav, text)
 	}
 	if out, err := cmd.CombinedOutput(); err != nil {

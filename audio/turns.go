@@ -10,13 +10,17 @@ import (
 func turns(user, agent []Segment, cfg Config, m Metrics) ([]Turn, []Segment, Metrics) {
 	var out []Turn
 	var latencies, yields []int64
+	// A back-channel starts while the agent speaks and the agent keeps the
+	// floor: the user's short utterance ends inside the agent's, or in a
+	// pause of it (a sentence break) that the agent ends within
+	// BackchannelMaxMs of the user's end.
 	isBackchannel := func(u Segment) bool {
 		if u.EndMs-u.StartMs > cfg.BackchannelMaxMs {
 			return false
 		}
-		for _, a := range agent {
-			if a.StartMs < u.StartMs && u.EndMs < a.EndMs {
-				return true
+		for i, a := range agent {
+			if a.StartMs < u.StartMs && u.StartMs < a.EndMs {
+				return u.EndMs < a.EndMs || i+1 < len(agent) && agent[i+1].StartMs-u.EndMs <= cfg.BackchannelMaxMs
 			}
 		}
 		return false
