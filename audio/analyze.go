@@ -288,8 +288,7 @@ type analyzer struct {
 	// noise: the level (dB) of each channel's frames that are not speech,
 	// and its variance, as moving averages (noiseAlpha): the noise's own
 	// flicker sets how far above it an utterance's fading end must be.
-	noiseMean, noiseVar [2]float64
-	noiseN              [2]int
+	noise [2]noiseTracker
 	// the agent's last frames (dBFS), for its delayed bleed
 	agentRecent [bleedFrames]float64
 	run         [2]int   // consecutive active frames
@@ -417,17 +416,15 @@ func (a *analyzer) activity(e [2]float64) (on, weak [2]bool, floor [2]float64) {
 		// every utterance into its breathing.
 		th := max(floor[ch]+a.cfg.ThresholdDB, a.level[ch]-dynRange[ch])
 		on[ch] = e[ch] > a.cfg.MinLevelDB && e[ch] > th
-		// Half the margin follows an utterance's fading end (hysteresis).
-		// and above the noise's typical flicker (its 30th percentile, the
-		// noise in any window where people pause).
-		noiseTop := a.noiseMean[ch] + max(noiseSigmas*math.Sqrt(a.noiseVar[ch]), 1)
+		// Half the margin follows an utterance's fading end (hysteresis),
+		// above the noise's own flicker (noiseTop).
 		weak[ch] = e[ch] > a.cfg.MinLevelDB &&
-			e[ch] > max(floor[ch]+a.cfg.ThresholdDB/2, noiseTop, a.level[ch]-dynRange[ch]-tailRangeDB)
+			e[ch] > max(floor[ch]+a.cfg.ThresholdDB/2, a.noise[ch].top(), a.level[ch]-dynRange[ch]-tailRangeDB)
 		// Every frame outside an utterance is noise, the ones above the
 		// threshold too (a hum beats against the frame and flickers across
 		// it); on the user's channel, not while the agent's bleed may be in it.
 		if !a.open[ch] && (ch == 1 || slices.Max(a.agentRecent[:]) <= -150) {
-			a.learnNoise(ch, e[ch])
+			a.noise[ch].learn(e[ch])
 		}
 	}
 	return on, weak, floor
@@ -435,28 +432,44 @@ func (a *analyzer) activity(e [2]float64) (on, weak [2]bool, floor [2]float64) {
 
 // noiseLevel is the channel's learned noise level, or floor before any.
 func (a *analyzer) noiseLevel(ch int, floor float64) float64 {
-	if a.noiseN[ch] == 0 {
+	if a.noise[ch].n == 0 {
 		return floor
 	}
-	return a.noiseMean[ch]
+	return a.noise[ch].mean
 }
 
-// learnNoise enters a frame that is not speech in the channel's noise level.
-func (a *analyzer) learnNoise(ch int, e float64) {
-	a.noiseN[ch]++
-	if a.noiseN[ch] == 1 {
-		a.noiseMean[ch] = e
+// noiseTracker is a noise's level (dB) and its variance, from the frames
+// that are not speech.
+type noiseTracker struct {
+	mean, variance float64
+	n              int
+}
+
+// learn enters a frame that is not speech.
+func (t *noiseTracker) learn(e float64) {
+	t.n++
+	if t.n == 1 {
+		t.mean = e
 		return
 	}
 	// Until 1/noiseAlpha frames, a plain running mean and variance: the
 	// first second of a call is often all the noise there is before the
 	// user speaks. Winsorized: a frame far from the noise (an utterance's
 	// first frames, a cough) moves it no more than noiseClip deviations.
-	alpha := max(noiseAlpha, 1/float64(a.noiseN[ch]))
-	c := max(noiseClip*math.Sqrt(a.noiseVar[ch]), noiseClipMinDB)
-	d := min(max(e-a.noiseMean[ch], -c), c)
-	a.noiseMean[ch] += alpha * d
-	a.noiseVar[ch] = (1 - alpha) * (a.noiseVar[ch] + alpha*d*d)
+	alpha := max(noiseAlpha, 1/float64(t.n))
+	c := max(noiseClip*math.Sqrt(t.variance), noiseClipMinDB)
+	d := min(max(e-t.mean, -c), c)
+	t.mean += alpha * d
+	t.variance = (1 - alpha) * (t.variance + alpha*d*d)
+}
+
+// top is how far the noise reaches: noiseSigmas standard deviations, and at
+// least 1 dB, above its level; −150 before any frame.
+func (t *noiseTracker) top() float64 {
+	if t.n == 0 {
+		return -150
+	}
+	return t.mean + max(noiseSigmas*math.Sqrt(t.variance), 1)
 }
 
 // bleedGuard clears the user's frame where it is only the agent's voice
