@@ -502,28 +502,33 @@ func TestGrid(t *testing.T) {
 	for _, k := range slices.Sorted(maps.Keys(groups)) {
 		t.Logf("%-18s %s", k+":", groups[k])
 	}
-	// The goals that this detector meets on the whole grid
-	// (docs/audio.md), checked on what ran: the max error goal (60 ms) is
-	// not met yet and is reported, not checked.
-	slices.Sort(all.errs)
-	p50 := all.errs[len(all.errs)/2]
-	if got := all.matchedShare(); got < 0.95 {
+	all.checkGoals(t)
+}
+
+// checkGoals fails t where the calls miss the goals that the
+// detector meets (docs/audio.md): the max error goal (60 ms) is not met yet
+// and is reported, not checked. Every call here is above the detector's
+// floor, so none may be refused.
+func (g *gridScore) checkGoals(t *testing.T) {
+	t.Helper()
+	if got := g.matchedShare(); got < 0.95 {
 		t.Errorf("turns matched %.1f%%, want ≥ 95%%", 100*got)
 	}
-	if x := float64(all.extra) / float64(max(all.trueTurns, 1)); x > 0.05 {
+	if x := float64(g.extra) / float64(max(g.trueTurns, 1)); x > 0.05 {
 		t.Errorf("extra turns %.1f%% of true turns, want ≤ 5%%", 100*x)
 	}
-	if p50 > 20 {
-		t.Errorf("heard-latency |error| p50 %.0f ms, want ≤ 20 ms", p50)
+	errs := slices.Sorted(slices.Values(g.errs))
+	if len(errs) == 0 || errs[len(errs)/2] > 20 {
+		t.Errorf("heard-latency |error| p50 over 20 ms (or no turns): %v", errs)
 	}
-	if float64(all.countsExact) < 0.9*float64(all.countCalls) {
-		t.Errorf("talk-over and awkward counts exact on %d of %d calls, want ≥ 90%%", all.countsExact, all.countCalls)
+	if float64(g.countsExact) < 0.9*float64(g.countCalls) {
+		t.Errorf("talk-over and awkward counts exact on %d of %d calls, want ≥ 90%%", g.countsExact, g.countCalls)
 	}
-	if float64(all.backFound) < 0.8*float64(all.backTrue) {
-		t.Errorf("back-channels found %d of %d, want ≥ 80%%", all.backFound, all.backTrue)
+	if float64(g.backFound) < 0.8*float64(g.backTrue) {
+		t.Errorf("back-channels found %d of %d, want ≥ 80%%", g.backFound, g.backTrue)
 	}
-	if all.refused > 0 {
-		t.Errorf("%d calls refused: every grid call is above the detector's floor (15 dB SNR)", all.refused)
+	if g.refused > 0 {
+		t.Errorf("%d calls refused: every call here is above the detector's floor", g.refused)
 	}
 }
 

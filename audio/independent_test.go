@@ -48,37 +48,7 @@ func TestIndependentCalls(t *testing.T) {
 			truth.backchannels, res.Metrics.UserSNRDB)
 	}
 	t.Logf("independent: %s", &all)
-	if all.refused > 0 {
-		t.Errorf("%d calls refused: every independent call is at 15 dB or more", all.refused)
-	}
-	if got := all.matchedShare(); got < 0.95 {
-		t.Errorf("turns matched %.1f%%, want ≥ 95%%", 100*got)
-	}
-	if x := float64(all.extra) / float64(max(all.trueTurns, 1)); x > 0.05 {
-		t.Errorf("extra turns %.1f%% of true turns, want ≤ 5%%", 100*x)
-	}
-	if p50 := median(all.errs); p50 > 20 {
-		t.Errorf("heard-latency |error| p50 %.0f ms, want ≤ 20 ms", p50)
-	}
-	if float64(all.countsExact) < 0.9*float64(all.countCalls) {
-		t.Errorf("talk-over and awkward counts exact on %d of %d calls, want ≥ 90%%", all.countsExact, all.countCalls)
-	}
-	if float64(all.backFound) < 0.8*float64(all.backTrue) {
-		t.Errorf("back-channels found %d of %d, want ≥ 80%%", all.backFound, all.backTrue)
-	}
-}
-
-func median(v []float64) float64 {
-	if len(v) == 0 {
-		return math.NaN()
-	}
-	s := append([]float64(nil), v...)
-	for i := range s { // insertion sort: a few dozen values
-		for j := i; j > 0 && s[j] < s[j-1]; j-- {
-			s[j], s[j-1] = s[j-1], s[j]
-		}
-	}
-	return s[len(s)/2]
+	all.checkGoals(t)
 }
 
 // independentCall is one call of the second recipe.
