@@ -20,8 +20,9 @@ import (
 // say so) costs turn handling, with or without a recording (silent_reply).
 // 1.3.0: heard turn-taking measured by the detector of docs/audio.md as of
 // this version (the speech band, a learned noise level and bleed, a stated
-// SNR floor): the same recording can give other turns, and a recording
-// below the floor is refused too_noisy (audio_not_measured).
+// SNR floor, back-channels that end in the agent's pause between sentences):
+// the same recording can give other turns, and a recording below the floor
+// is refused too_noisy (audio_not_measured).
 const ModelVersion = "1.3.0"
 
 // Schema names the scorecard JSON contract (docs/scorecard.schema.json).
