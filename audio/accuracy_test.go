@@ -1,7 +1,6 @@
 package audio
 
 import (
-	"bytes"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -110,21 +109,41 @@ func (c *call) encode(t testing.TB, dir string, snrDB, bleedDB float64, kbps str
 	}
 	noise := math.Sqrt(sum/float64(cnt)) * math.Pow(10, -snrDB/20)
 	bleed := float32(math.Pow(10, -bleedDB/20))
-	var buf bytes.Buffer
-	for i := 0; i < n; i++ {
-		l := c.ch[0][i] + bleed*c.ch[1][i] + float32(rng.NormFloat64()*noise)
-		r := c.ch[1][i] + float32(rng.NormFloat64()*noise)
-		_ = binary.Write(&buf, binary.LittleEndian, [2]float32{l, r})
+	l, r := make([]float32, n), make([]float32, n)
+	for i := range n {
+		l[i] = c.ch[0][i] + bleed*c.ch[1][i] + float32(rng.NormFloat64()*noise)
+		r[i] = c.ch[1][i] + float32(rng.NormFloat64()*noise)
 	}
-	raw := filepath.Join(dir, "call.f32")
-	if err := os.WriteFile(raw, buf.Bytes(), 0o644); err != nil {
+	return opusEncode(t, dir, "call-"+kbps, l, r, kbps)
+}
+
+// writeStereo writes l and r interleaved as little-endian float32: the raw
+// 48 kHz stereo samples sox and the RecorderIO script read.
+func writeStereo(t testing.TB, path string, l, r []float32) {
+	t.Helper()
+	buf := make([]byte, 8*len(l))
+	for i := range l {
+		binary.LittleEndian.PutUint32(buf[8*i:], math.Float32bits(l[i]))
+		binary.LittleEndian.PutUint32(buf[8*i+4:], math.Float32bits(r[i]))
+	}
+	if err := os.WriteFile(path, buf, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	wav, ogg := filepath.Join(dir, "call.wav"), filepath.Join(dir, "call-"+kbps+".ogg")
+}
+
+// opusEncode encodes a stereo call as opusenc does at kbps with 20 ms
+// frames (sox makes the 16-bit wav it reads, without dither, so the same
+// samples always give the same file) and returns the Ogg file's path.
+func opusEncode(t testing.TB, dir, name string, l, r []float32, kbps string) string {
+	t.Helper()
+	raw, wav, ogg := filepath.Join(dir, name+".f32"), filepath.Join(dir, name+".wav"), filepath.Join(dir, name+".ogg")
+	writeStereo(t, raw, l, r)
+	defer os.Remove(raw)
+	defer os.Remove(wav)
 	if out, err := exec.Command("sox", "-R", "-D", "-t", "f32", "-r", "48000", "-c", "2", raw, "-b", "16", wav).CombinedOutput(); err != nil {
 		t.Fatalf("sox: %v: %s", err, out)
 	}
-	if out, err := exec.Command("opusenc", "--quiet", "--bitrate", kbps, wav, ogg).CombinedOutput(); err != nil {
+	if out, err := exec.Command("opusenc", "--quiet", "--bitrate", kbps, "--framesize", "20", wav, ogg).CombinedOutput(); err != nil {
 		t.Fatalf("opusenc: %v: %s", err, out)
 	}
 	return ogg

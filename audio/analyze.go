@@ -123,35 +123,42 @@ const (
 	onsetFrames = 3
 	tailMs      = 150
 	tailGapMs   = 100
-	tailRangeDB = 10
 	// dynamicRangeDB: speech edges sit at most this far below the
-	// speaker's loudest frame.
+	// speaker's loudest frame on the user's channel, agentDynamicRangeDB on
+	// the agent's (a synthesized voice may open with a quiet click); an
+	// utterance's fading end tailRangeDB further.
 	dynamicRangeDB      = 35
 	agentDynamicRangeDB = 50
+	tailRangeDB         = 10
 	// highPassHz: energy is measured above this: mains hum, rumble and the
-	// low end of brown noise carry no speech the detector needs.
+	// low end of brown noise carry no speech the detector needs; on the
+	// user's channel, below lowPassHz too (most of a white noise's power
+	// lies above it).
 	highPassHz = 200
 	lowPassHz  = 4000
 	// noiseAlpha: the noise level's moving average weighs the newest frame
-	// this much (about half a second); noiseSigmas: an utterance's fading
-	// end is this many standard deviations above it.
-	noiseAlpha = 0.02
-	// noiseClip, noiseClipMinDB: how far one frame may pull the noise level.
+	// this much (about half a second); noiseClip, noiseClipMinDB: how far
+	// one frame may pull it; noiseSigmas: an utterance's fading end is this
+	// many standard deviations above it.
+	noiseAlpha     = 0.02
 	noiseClip      = 2.5
 	noiseClipMinDB = 3
+	noiseSigmas    = 3
 	// minSNRDB: the detector's floor (docs/audio.md, "Where it stops"); it
 	// judges only after minSNRFrames (1 s) of speech and of quiet.
 	minSNRDB     = 10
 	minSNRFrames = 100
 	// The bleed guard's estimate of how much quieter the agent is on the
-	// user's microphone: the median over at least minBleedFrames frames
-	// where the agent is within loudAgentDB of its loudest, and until there
-	// are that many, defaultSepDB (an echo canceller's usual 30 dB).
+	// user's microphone: the bleedQuantile of the difference over at least
+	// minBleedFrames frames where the agent is within loudAgentDB of its
+	// loudest, and until there are that many, defaultSepDB (an echo
+	// canceller's usual 30 dB).
 	loudAgentDB    = 10
 	minBleedFrames = 10
 	defaultSepDB   = 30.0
 	bleedQuantile  = 0.1
-	noiseSigmas    = 3
+	// sepBins: level differences in 0.5 dB bins from −60 to +120 dB.
+	sepBins = 360
 )
 
 // Analyze reads a stereo Ogg/Opus recording (user left, agent right) and
@@ -274,8 +281,8 @@ func round1(v float64) float64 { return math.Round(v*10) / 10 }
 type analyzer struct {
 	cfg     Config
 	samples int64 // per channel, after pre-skip
-	hp      [2]highPass
-	lp      highPass // the user channel's low-pass (lowPassHz)
+	hp      [2]biquad
+	lp      biquad // the user channel's low-pass (lowPassHz)
 	frame   [2]float64
 	inFrame int
 	index   int64 // frames done
@@ -301,7 +308,7 @@ type analyzer struct {
 	// bleedHist bins the same difference over the frames where the agent
 	// is loud (within loudAgentDB of its loudest), where its bleed stands
 	// out of the user's noise, for the guard's estimate of the bleed.
-	bleedHist   [360]int
+	bleedHist   [sepBins]int
 	bleedFrames int
 	// speechHist and quietHist bin the user channel's frames (0.5 dB from
 	// −150 dBFS) where the user speaks and where nobody does, for the
@@ -312,7 +319,7 @@ type analyzer struct {
 	// their separation (0.5 dB bins from −60 to +120 dB) for its median, in
 	// memory that does not grow with the call.
 	agentFrames int
-	sepHist     [360]int
+	sepHist     [sepBins]int
 }
 
 func newAnalyzer(cfg Config) *analyzer {
@@ -340,19 +347,27 @@ func (a *analyzer) add(s []float32) {
 func histBin(db float64) int { return min(max(int((db+150)*2), 0), histBins-1) }
 
 // floorOf is the channel's noise floor: the floorPercentile of its recent frames.
-func (a *analyzer) floorOf(ch int) float64 { return a.percentile(ch, floorPercentile) }
+func (a *analyzer) floorOf(ch int) float64 {
+	return levelOf(quantileBin(a.hist[ch][:], a.nFloor, floorPercentile))
+}
 
-// percentile is the q-th percentile of the channel's recent frames.
-func (a *analyzer) percentile(ch int, q float64) float64 {
-	want := int(q*float64(a.nFloor)) + 1
+// quantileBin is the bin of a histogram of n values that holds its
+// q-quantile (len(h) when it holds fewer than that many).
+func quantileBin(h []int, n int, q float64) int {
 	seen := 0
-	for i, n := range a.hist[ch] {
-		if seen += n; seen >= want {
-			return float64(i)/2 - 150 + 0.25
+	for i, c := range h {
+		if seen += c; float64(seen) > q*float64(n) {
+			return i
 		}
 	}
-	return 30
+	return len(h)
 }
+
+// levelOf is the level (dBFS) at the middle of a histBin bin.
+func levelOf(bin int) float64 { return float64(bin)/2 - 150 + 0.25 }
+
+// sepOf is the level difference (dB) at the middle of a sepBin bin.
+func sepOf(bin int) float64 { return float64(bin)/2 - 60 + 0.25 }
 
 // excess is how far a frame's power rises above the floor's, in dB: the
 // part of it that is not the noise.
@@ -506,7 +521,7 @@ func (a *analyzer) bleedGuard(e, floor [2]float64, on, weak *[2]bool) {
 		// frame is the user only when clearly louder than that bleed.
 		sep := defaultSepDB
 		if a.bleedFrames >= minBleedFrames {
-			sep = histQuantile(a.bleedHist[:], a.bleedFrames, bleedQuantile)
+			sep = sepOf(quantileBin(a.bleedHist[:], a.bleedFrames, bleedQuantile))
 		}
 		if userExcess < recent-sep+bleedHeadroomDB {
 			on[0], weak[0] = false, false
@@ -566,7 +581,7 @@ func (a *analyzer) separation() float64 {
 	if a.agentFrames == 0 {
 		return math.Inf(1)
 	}
-	return histQuantile(a.sepHist[:], a.agentFrames, 0.5)
+	return sepOf(quantileBin(a.sepHist[:], a.agentFrames, 0.5))
 }
 
 // userSNR is how far the user's speech stands above the noise of the
@@ -577,50 +592,40 @@ func (a *analyzer) userSNR() (float64, bool) {
 	if a.speechN < minSNRFrames || a.quietN < minSNRFrames {
 		return 0, false
 	}
-	return histQuantile(a.speechHist[:], a.speechN, 0.5) - histQuantile(a.quietHist[:], a.quietN, 0.5), true
+	return levelOf(quantileBin(a.speechHist[:], a.speechN, 0.5)) - levelOf(quantileBin(a.quietHist[:], a.quietN, 0.5)), true
 }
 
 // sepBin is a level difference's bin: 0.5 dB from −60 to +120 dB.
-func sepBin(d float64) int { return min(max(int((d+60)*2), 0), 359) }
-
-// histQuantile is the q-quantile of n differences binned by sepBin.
-func histQuantile(h []int, n int, q float64) float64 {
-	seen := 0
-	for i, c := range h {
-		if seen += c; float64(seen) > q*float64(n) {
-			return float64(i)/2 - 60 + 0.25
-		}
-	}
-	return 120
-}
+func sepBin(d float64) int { return min(max(int((d+60)*2), 0), sepBins-1) }
 
 // Scoring is the result as the scoring model takes it.
 func (r *Result) Scoring() *scoring.Audio { return &r.Audio }
 
-// highPass is a second-order Butterworth high-pass filter (RBJ biquad).
-type highPass struct {
+// biquad is a second-order IIR filter (RBJ's audio EQ cookbook).
+type biquad struct {
 	b0, b1, b2, a1, a2 float64
 	x1, x2, y1, y2     float64
 }
 
-func newHighPass(hz, rate float64) highPass {
+// newHighPass is the second-order Butterworth high-pass (Q = 1/√2).
+func newHighPass(hz, rate float64) biquad {
 	w := 2 * math.Pi * hz / rate
 	alpha := math.Sin(w) / math.Sqrt2 // Q = 1/√2
 	cw := math.Cos(w)
 	a0 := 1 + alpha
-	return highPass{b0: (1 + cw) / 2 / a0, b1: -(1 + cw) / a0, b2: (1 + cw) / 2 / a0, a1: -2 * cw / a0, a2: (1 - alpha) / a0}
+	return biquad{b0: (1 + cw) / 2 / a0, b1: -(1 + cw) / a0, b2: (1 + cw) / 2 / a0, a1: -2 * cw / a0, a2: (1 - alpha) / a0}
 }
 
-// newLowPass is the second-order Butterworth low-pass (RBJ biquad).
-func newLowPass(hz, rate float64) highPass {
+// newLowPass is the second-order Butterworth low-pass (Q = 1/√2).
+func newLowPass(hz, rate float64) biquad {
 	w := 2 * math.Pi * hz / rate
 	alpha := math.Sin(w) / math.Sqrt2
 	cw := math.Cos(w)
 	a0 := 1 + alpha
-	return highPass{b0: (1 - cw) / 2 / a0, b1: (1 - cw) / a0, b2: (1 - cw) / 2 / a0, a1: -2 * cw / a0, a2: (1 - alpha) / a0}
+	return biquad{b0: (1 - cw) / 2 / a0, b1: (1 - cw) / a0, b2: (1 - cw) / 2 / a0, a1: -2 * cw / a0, a2: (1 - alpha) / a0}
 }
 
-func (h *highPass) filter(x float64) float64 {
+func (h *biquad) filter(x float64) float64 {
 	y := h.b0*x + h.b1*h.x1 + h.b2*h.x2 - h.a1*h.y1 - h.a2*h.y2
 	h.x2, h.x1, h.y2, h.y1 = h.x1, x, h.y1, y
 	return y

@@ -2,7 +2,6 @@ package audio
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -16,6 +15,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/lkscore/lkscore/internal/testenv"
 )
 
 // The evaluation grid: calls generated with known truth under conditions
@@ -95,22 +96,6 @@ func needGridTools(t testing.TB) {
 		}
 		t.Skip("SKIPPING: flite not found; apt-get install flite")
 	}
-}
-
-// recorderIO is the agents-js SDK's directory and node, for its
-// RecorderIO encode (consumer/testdata/agents-js/recorder-encode.mjs), or
-// empty when they are missing (a failure under LKSCORE_REQUIRE_AGENTS_JS).
-func recorderIO(t testing.TB) (dir, node string) {
-	t.Helper()
-	dir, _ = filepath.Abs("../consumer/testdata/agents-js")
-	node, err := exec.LookPath("node")
-	if _, statErr := os.Stat(filepath.Join(dir, "node_modules", "@livekit", "agents")); err != nil || statErr != nil {
-		if os.Getenv("LKSCORE_REQUIRE_AGENTS_JS") != "" {
-			t.Fatalf("the agents-js SDK is required: node %v, node_modules %v (run npm ci in %s)", err, statErr, dir)
-		}
-		return "", ""
-	}
-	return dir, node
 }
 
 // clips renders and caches speech clips.
@@ -315,8 +300,7 @@ func encodeGrid(t testing.TB, dir string, c *call, cond gridCond) string {
 	delay := ms(cond.BleedDelayMs)
 	agentGain := math.Pow(10, cond.AgentLevelsDB/20)
 	period := 20 + float64(cond.Seed%20) // seconds
-	var buf bytes.Buffer
-	buf.Grow(8 * n)
+	l, r := make([]float32, n), make([]float32, n)
 	for i := range n {
 		tt := float64(i) / 48000
 		gain := math.Pow(10, cond.DriftDB*math.Sin(2*math.Pi*tt/period)/20)
@@ -324,35 +308,26 @@ func encodeGrid(t testing.TB, dir string, c *call, cond gridCond) string {
 		if j := i - delay; j >= 0 {
 			mic += bleed * agentGain * float64(c.ch[1][j])
 		}
-		l := gain*mic + cond.DC
+		l[i] = float32(gain*mic + cond.DC)
 		rr := agentGain * float64(c.ch[1][i])
 		if cond.NoiseOnAgent {
 			rr += 0.0005 * agentNoise[i]
 		}
-		_ = binary.Write(&buf, binary.LittleEndian, [2]float32{float32(l), float32(rr)})
+		r[i] = float32(rr)
 	}
-	raw := filepath.Join(dir, fmt.Sprintf("grid%d.f32", cond.Seed))
-	if err := os.WriteFile(raw, buf.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
+	name := fmt.Sprintf("grid%d", cond.Seed)
+	if cond.Encoder != "recorderio" {
+		return opusEncode(t, dir, name, l, r, "64")
 	}
+	raw, ogg := filepath.Join(dir, name+".f32"), filepath.Join(dir, name+".ogg")
+	writeStereo(t, raw, l, r)
 	defer os.Remove(raw)
-	wav, ogg := strings.TrimSuffix(raw, ".f32")+".wav", strings.TrimSuffix(raw, ".f32")+".ogg"
-	if cond.Encoder == "recorderio" {
-		js, node := recorderIO(t)
-		cmd := exec.Command(node, filepath.Join(js, "recorder-encode.mjs"), raw, ogg)
-		cmd.Dir = js
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("agents-js RecorderIO encode: %v: %s", err, out)
-		}
-		return ogg
+	js, node := testenv.AgentsJS(t)
+	cmd := exec.Command(node, filepath.Join(js, "recorder-encode.mjs"), raw, ogg)
+	cmd.Dir = js
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("agents-js RecorderIO encode: %v: %s", err, out)
 	}
-	if out, err := exec.Command("sox", "-R", "-D", "-t", "f32", "-r", "48000", "-c", "2", raw, "-b", "16", wav).CombinedOutput(); err != nil {
-		t.Fatalf("sox: %v: %s", err, out)
-	}
-	if out, err := exec.Command("opusenc", "--quiet", "--bitrate", "64", "--framesize", "20", wav, ogg).CombinedOutput(); err != nil {
-		t.Fatalf("opusenc: %v: %s", err, out)
-	}
-	_ = os.Remove(wav)
 	return ogg
 }
 
@@ -456,7 +431,7 @@ func TestGrid(t *testing.T) {
 	cl := &clips{dir: t.TempDir(), m: map[string][]float32{}}
 	awkward := int64(DefaultConfig().AwkwardSilenceMs)
 	tuning, heldOut := gridScore{verbose: t.Logf}, gridScore{verbose: t.Logf}
-	js, _ := recorderIO(t)
+	js, _ := testenv.AgentsJS(t)
 	haveJS := js != ""
 	groups := map[string]*gridScore{} // by noise colour, SNR band and encoder
 	for _, cond := range gridConditions() {

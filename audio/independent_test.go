@@ -1,7 +1,6 @@
 package audio
 
 import (
-	"bytes"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -169,8 +168,7 @@ func (ic independentCall) encode(t *testing.T, dir string, i int, c *call) strin
 		ms   int
 		gain float64
 	}{{ic.delayMs, 1}, {ic.delayMs + 7, 0.5}, {ic.delayMs + 19, 0.25}}
-	var buf bytes.Buffer
-	buf.Grow(8 * n)
+	l := make([]float32, n)
 	for s := range n {
 		mic := float64(c.ch[0][s]) + gain*noise[s]
 		for _, tp := range taps {
@@ -178,20 +176,9 @@ func (ic independentCall) encode(t *testing.T, dir string, i int, c *call) strin
 				mic += bleed * tp.gain * float64(c.ch[1][j])
 			}
 		}
-		_ = binary.Write(&buf, binary.LittleEndian, [2]float32{float32(mic), c.ch[1][s]})
+		l[s] = float32(mic)
 	}
-	raw := filepath.Join(dir, fmt.Sprintf("ind%d.f32", i))
-	wav, ogg := filepath.Join(dir, fmt.Sprintf("ind%d.wav", i)), filepath.Join(dir, fmt.Sprintf("ind%d.ogg", i))
-	if err := os.WriteFile(raw, buf.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command("sox", "-R", "-D", "-t", "f32", "-r", "48000", "-c", "2", raw, "-b", "16", wav).CombinedOutput(); err != nil {
-		t.Fatalf("sox: %v: %s", err, out)
-	}
-	if out, err := exec.Command("opusenc", "--quiet", "--bitrate", "96", "--framesize", "20", wav, ogg).CombinedOutput(); err != nil {
-		t.Fatalf("opusenc: %v: %s", err, out)
-	}
-	return ogg
+	return opusEncode(t, dir, fmt.Sprintf("ind%d", i), l, c.ch[1], "96")
 }
 
 // soxNoise is n samples of sox's own noise generator (repeatable with -R).

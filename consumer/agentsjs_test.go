@@ -143,13 +143,8 @@ func TestAgentsJSObserver(t *testing.T) {
 // test (fails it under LKSCORE_REQUIRE_AGENTS_JS) when the SDK is missing.
 func agentsJS(t *testing.T) (dir, node string) {
 	t.Helper()
-	dir, _ = filepath.Abs("testdata/agents-js")
-	node, err := exec.LookPath("node")
-	if _, statErr := os.Stat(filepath.Join(dir, "node_modules", "@livekit", "agents")); err != nil || statErr != nil {
-		if os.Getenv("LKSCORE_REQUIRE_AGENTS_JS") != "" {
-			t.Fatalf("the agents-js SDK is required: node %v, node_modules %v (run npm ci in %s)", err, statErr, dir)
-		}
-		t.Skipf("SKIPPING the real agents-js test: run `npm ci` in %s (needs node)", dir)
+	if dir, node = testenv.AgentsJS(t); dir == "" {
+		t.Skip("SKIPPING the real agents-js test: run `npm ci` in consumer/testdata/agents-js (needs node)")
 	}
 	return dir, node
 }
