@@ -296,6 +296,12 @@ type analyzer struct {
 	// and its variance, as moving averages (noiseAlpha): the noise's own
 	// flicker sets how far above it an utterance's fading end must be.
 	noise [2]noiseTracker
+	// pairNoise: the same for the mean of each two frames in a row, and
+	// lastPower each channel's last frame (linear): a mains hum beats
+	// against the 10 ms frame and evens out over two, so a fading end
+	// that sinks into the swing of single frames still stands out of it.
+	pairNoise [2]noiseTracker
+	lastPower [2]float64
 	// the agent's last frames (dBFS), for its delayed bleed
 	agentRecent [bleedFrames]float64
 	run         [2]int   // consecutive active frames
@@ -381,10 +387,11 @@ func excess(e, floor float64) float64 {
 
 func (a *analyzer) endFrame() {
 	e := a.frameEnergies()
-	on, weak, floor := a.activity(e)
-	a.bleedGuard(e, floor, &on, &weak)
+	pair := a.pairEnergies(e)
+	on, weak, weakPair, floor := a.activity(e, pair)
+	a.bleedGuard(e, pair, floor, &on, &weak, &weakPair)
 	quiet := !on[0] && !weak[0] && !on[1] && !a.open[0]
-	a.segments(on, weak)
+	a.segments(on, weak, weakPair)
 	switch {
 	case a.run[0] >= onsetFrames: // speech, not a lone frame over the threshold
 		a.speechHist[histBin(e[0])]++
@@ -415,10 +422,21 @@ func (a *analyzer) frameEnergies() [2]float64 {
 	return e
 }
 
+// pairEnergies are the mean energy (dB) of each channel's last two frames.
+func (a *analyzer) pairEnergies(e [2]float64) (pair [2]float64) {
+	for ch := range 2 {
+		p := math.Pow(10, e[ch]/10)
+		pair[ch] = 10 * math.Log10((p+a.lastPower[ch])/2)
+		a.lastPower[ch] = p
+	}
+	return pair
+}
+
 // activity says, per channel, whether the frame is speech (on), whether it
-// is loud enough to follow an utterance's fading end (weak), and the noise
-// floor it was judged against.
-func (a *analyzer) activity(e [2]float64) (on, weak [2]bool, floor [2]float64) {
+// is loud enough to follow an utterance's fading end (weak), whether the
+// last two frames together are (weakPair), and the noise floor it was
+// judged against.
+func (a *analyzer) activity(e, pair [2]float64) (on, weak, weakPair [2]bool, floor [2]float64) {
 	dynRange := [2]float64{dynamicRangeDB, agentDynamicRangeDB}
 	for ch := range 2 {
 		floor[ch] = a.floorOf(ch)
@@ -433,16 +451,21 @@ func (a *analyzer) activity(e [2]float64) (on, weak [2]bool, floor [2]float64) {
 		on[ch] = e[ch] > a.cfg.MinLevelDB && e[ch] > th
 		// Half the margin follows an utterance's fading end (hysteresis),
 		// above the noise's own flicker (noiseTop).
-		weak[ch] = e[ch] > a.cfg.MinLevelDB &&
-			e[ch] > max(floor[ch]+a.cfg.ThresholdDB/2, a.noise[ch].top(), a.level[ch]-dynRange[ch]-tailRangeDB)
+		tailFloor := max(a.cfg.MinLevelDB, floor[ch]+a.cfg.ThresholdDB/2, a.level[ch]-dynRange[ch]-tailRangeDB)
+		weak[ch] = e[ch] > max(tailFloor, a.noise[ch].top())
+		// The same for the last two frames, once a second of their noise is known.
+		weakPair[ch] = a.pairNoise[ch].n >= minSNRFrames && pair[ch] > max(tailFloor, a.pairNoise[ch].top())
 		// Every frame outside an utterance is noise, the ones above the
 		// threshold too (a hum beats against the frame and flickers across
 		// it); on the user's channel, not while the agent's bleed may be in it.
 		if !a.open[ch] && (ch == 1 || slices.Max(a.agentRecent[:]) <= -150) {
 			a.noise[ch].learn(e[ch])
+			if a.index > 0 {
+				a.pairNoise[ch].learn(pair[ch])
+			}
 		}
 	}
-	return on, weak, floor
+	return on, weak, weakPair, floor
 }
 
 // noiseLevel is the channel's learned noise level, or floor before any.
@@ -489,7 +512,7 @@ func (t *noiseTracker) top() float64 {
 
 // bleedGuard clears the user's frame where it is only the agent's voice
 // reaching the user's microphone, and learns how much quieter that bleed is.
-func (a *analyzer) bleedGuard(e, floor [2]float64, on, weak *[2]bool) {
+func (a *analyzer) bleedGuard(e, pair, floor [2]float64, on, weak, weakPair *[2]bool) {
 	// The agent as it reaches the user's microphone: its loudest frame of
 	// the last bleedFrames (the bleed arrives late).
 	a.agentRecent[a.index%bleedFrames] = e[1]
@@ -515,7 +538,7 @@ func (a *analyzer) bleedGuard(e, floor [2]float64, on, weak *[2]bool) {
 			a.bleedFrames++
 		}
 	}
-	if (on[0] || weak[0]) && recent > -150 {
+	if (on[0] || weak[0] || weakPair[0]) && recent > -150 {
 		// The cross-channel guard: while the agent speaks (and just after),
 		// the user's channel carries the agent too, sep dB quieter. A user
 		// frame is the user only when clearly louder than that bleed.
@@ -523,14 +546,18 @@ func (a *analyzer) bleedGuard(e, floor [2]float64, on, weak *[2]bool) {
 		if a.bleedFrames >= minBleedFrames {
 			sep = sepOf(quantileBin(a.bleedHist[:], a.bleedFrames, bleedQuantile))
 		}
-		if userExcess < recent-sep+bleedHeadroomDB {
+		bleed := recent - sep + bleedHeadroomDB
+		if userExcess < bleed {
 			on[0], weak[0] = false, false
+		}
+		if excess(pair[0], floor[0]) < bleed {
+			weakPair[0] = false
 		}
 	}
 }
 
 // segments opens, extends and closes each channel's utterance.
-func (a *analyzer) segments(on, weak [2]bool) {
+func (a *analyzer) segments(on, weak, weakPair [2]bool) {
 	t := a.index * frameMs
 	for ch := range 2 {
 		// Speech is a run of onsetFrames active frames at least: a lone
@@ -541,8 +568,10 @@ func (a *analyzer) segments(on, weak [2]bool) {
 		} else {
 			a.run[ch] = 0
 		}
-		if weak[ch] && a.open[ch] && t-a.lastOn[ch] <= tailMs && t-max(a.lastOn[ch], a.tail[ch]) <= tailGapMs {
-			a.tail[ch] = t + frameMs // the fading end: above half the margin, frame after frame
+		// The fading end: this frame above half the margin, or else the
+		// last two frames together (the previous frame's end).
+		if !(weak[ch] && a.followTail(ch, t)) && weakPair[ch] {
+			a.followTail(ch, t-frameMs)
 		}
 		switch {
 		case a.run[ch] >= onsetFrames:
@@ -554,6 +583,17 @@ func (a *analyzer) segments(on, weak [2]bool) {
 			a.close(ch)
 		}
 	}
+}
+
+// followTail extends an open utterance's fading end over the frame that
+// starts at s, frame after frame: at most tailMs after its last speech
+// frame, across gaps of at most tailGapMs.
+func (a *analyzer) followTail(ch int, s int64) bool {
+	if !a.open[ch] || s-a.lastOn[ch] > tailMs || s-max(a.lastOn[ch], a.tail[ch]) > tailGapMs {
+		return false
+	}
+	a.tail[ch] = max(a.tail[ch], s+frameMs)
+	return true
 }
 
 func (a *analyzer) close(ch int) {

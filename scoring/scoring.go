@@ -23,7 +23,9 @@ import (
 // SNR floor, back-channels that end in the agent's pause between sentences):
 // the same recording can give other turns, and a recording below the floor
 // is refused too_noisy (audio_not_measured).
-const ModelVersion = "1.3.0"
+// 1.3.1: an utterance's fading end is also followed over two frames
+// together (a mains hum's swing evens out): ends under hum come later.
+const ModelVersion = "1.3.1"
 
 // Schema names the scorecard JSON contract (docs/scorecard.schema.json).
 const Schema = "lkscore.scorecard/v1"
