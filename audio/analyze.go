@@ -302,6 +302,7 @@ type analyzer struct {
 	// that sinks into the swing of single frames still stands out of it.
 	pairNoise [2]noiseTracker
 	lastPower [2]float64
+	pairRun   [2]int // pairs in a row over the pairs' noise
 	// the agent's last frames (dBFS), for its delayed bleed
 	agentRecent [bleedFrames]float64
 	run         [2]int   // consecutive active frames
@@ -569,8 +570,15 @@ func (a *analyzer) segments(on, weak, weakPair [2]bool) {
 			a.run[ch] = 0
 		}
 		// The fading end: this frame above half the margin, or else the
-		// last two frames together (the previous frame's end).
-		if !(weak[ch] && a.followTail(ch, t)) && weakPair[ch] {
+		// last two frames together (reaching the previous frame's end),
+		// when the pair before was too: a lone pair over the top is the
+		// noise's own swing (a 60 Hz hum's beat recurs every 50 ms).
+		if weakPair[ch] {
+			a.pairRun[ch]++
+		} else {
+			a.pairRun[ch] = 0
+		}
+		if !(weak[ch] && a.followTail(ch, t)) && a.pairRun[ch] >= 2 {
 			a.followTail(ch, t-frameMs)
 		}
 		switch {

@@ -202,3 +202,43 @@ func TestBackchannelInSentenceBreak(t *testing.T) {
 		})
 	}
 }
+
+// TestFadingEndPairs: after its last speech frame, an utterance's end
+// follows pairs of frames over the pairs' noise only when two such pairs
+// come in a row; a lone pair, as a 60 Hz hum's beat gives every 50 ms, is
+// the noise's swing and leaves the end where it was.
+func TestFadingEndPairs(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		pairs   []bool // weakPair on the user's channel after the speech
+		wantEnd int64
+	}{
+		{"none", []bool{false, false, false, false, false}, 200},
+		{"lone pairs", []bool{false, true, false, false, true, false, false, true}, 200},
+		{"a run", []bool{true, true, true, false}, 220},
+		{"a run across a gap", []bool{false, false, true, true, false}, 230},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := newAnalyzer(DefaultConfig().withDefaults())
+			step := func(on, weakPair bool) {
+				a.segments([2]bool{on}, [2]bool{on}, [2]bool{weakPair})
+				a.index++
+			}
+			for range 20 { // 200 ms of speech
+				step(true, true)
+			}
+			for _, p := range tc.pairs {
+				step(false, p)
+			}
+			for range 60 { // the merge gap passes: the utterance closes
+				step(false, false)
+			}
+			if len(a.segs[0]) != 1 {
+				t.Fatalf("segments %+v, want one", a.segs[0])
+			}
+			if got := a.segs[0][0]; got.StartMs != 0 || got.EndMs != tc.wantEnd {
+				t.Errorf("utterance %+v, want 0–%d ms", got, tc.wantEnd)
+			}
+		})
+	}
+}

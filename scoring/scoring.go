@@ -25,7 +25,8 @@ import (
 // is refused too_noisy (audio_not_measured).
 // 1.3.1: an utterance's fading end is also followed over two frames
 // together (a mains hum's swing evens out): ends under hum come later.
-const ModelVersion = "1.3.1"
+// 1.3.2: only over two such pairs in a row (a lone one is the hum's beat).
+const ModelVersion = "1.3.2"
 
 // Schema names the scorecard JSON contract (docs/scorecard.schema.json).
 const Schema = "lkscore.scorecard/v1"
