@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -52,7 +53,7 @@ func TestIndependentCalls(t *testing.T) {
 
 // independentCall is one call of the second recipe.
 type independentCall struct {
-	noise        string  // sox synth: whitenoise, pinknoise, brownnoise
+	noise        string  // sox synth's arguments: whitenoise, pinknoise, brownnoise, or a sine and effects
 	snr, bleedDB float64 // dB
 	delayMs      int
 	user, agent  voice
@@ -69,6 +70,10 @@ var independentCalls = []independentCall{
 	{"whitenoise", 18, 38, 100, voice{"espeak-ng", "en-us+m2", 165}, voice{"festival", "kal_diphone", 100}, []int{500, 0, 1200, -200, 2800, 700}},
 	{"brownnoise", 16, 50, 30, voice{"espeak-ng", "en-gb+f1", 180}, voice{"espeak-ng", "en-us+f2", 160}, []int{1000, 300, 0, 2500, -350, 900}},
 	{"whitenoise", 27, 32, 120, voice{"festival", "kal_diphone", 100}, voice{"espeak-ng", "en-gb+f3", 170}, []int{600, 0, -300, 1400, 2900, 450}},
+	// A mains hum as a saturated transformer gives it: sox's sine through its
+	// overdrive effect, harmonics reaching well into the speech band.
+	{"sine 50 overdrive 10", 22, 42, 70, voice{"espeak-ng", "en-us+f5", 165}, voice{"festival", "kal_diphone", 100}, []int{800, -300, 0, 2600, 500, 1200}},
+	{"sine 60 overdrive 20", 16, 36, 50, voice{"espeak-ng", "en-gb+m5", 155}, voice{"espeak-ng", "en-us+m6", 160}, []int{1100, 0, 400, -250, 2700, 900}},
 }
 
 var (
@@ -184,10 +189,10 @@ func (ic independentCall) encode(t *testing.T, dir string, i int, c *call) strin
 // soxNoise is n samples of sox's own noise generator (repeatable with -R).
 func soxNoise(t *testing.T, dir, kind string, n int) []float64 {
 	t.Helper()
-	path := filepath.Join(dir, kind+".f32")
+	path := filepath.Join(dir, strings.ReplaceAll(kind, " ", "_")+".f32")
 	secs := fmt.Sprintf("%.3f", float64(n)/48000+0.1)
-	if out, err := exec.Command("sox", "-R", "-n", "-r", "48000", "-c", "1", "-e", "floating-point", "-b", "32", path,
-		"synth", secs, kind).CombinedOutput(); err != nil {
+	args := append([]string{"-R", "-n", "-r", "48000", "-c", "1", "-e", "floating-point", "-b", "32", path, "synth", secs}, strings.Fields(kind)...)
+	if out, err := exec.Command("sox", args...).CombinedOutput(); err != nil {
 		t.Fatalf("sox synth %s: %v: %s", kind, err, out)
 	}
 	raw, err := os.ReadFile(path)
