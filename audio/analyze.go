@@ -148,6 +148,9 @@ const (
 	// judges only after minSNRFrames (1 s) of speech and of quiet.
 	minSNRDB     = 10
 	minSNRFrames = 100
+	// pairNoiseFrames: pairs of frames follow a fading end only after this
+	// many (1 s) of their noise are learned; before, its spread is a guess.
+	pairNoiseFrames = 100
 	// The bleed guard's estimate of how much quieter the agent is on the
 	// user's microphone: the bleedQuantile of the difference over at least
 	// minBleedFrames frames where the agent is within loudAgentDB of its
@@ -387,8 +390,7 @@ func excess(e, floor float64) float64 {
 }
 
 func (a *analyzer) endFrame() {
-	e := a.frameEnergies()
-	pair := a.pairEnergies(e)
+	e, pair := a.frameEnergies()
 	on, weak, weakPair, floor := a.activity(e, pair)
 	a.bleedGuard(e, pair, floor, &on, &weak, &weakPair)
 	quiet := !on[0] && !weak[0] && !on[1] && !a.open[0]
@@ -405,13 +407,15 @@ func (a *analyzer) endFrame() {
 }
 
 // frameEnergies are the frame's energy on each channel, in dB, entered in
-// the noise floor's ring and histogram.
-func (a *analyzer) frameEnergies() [2]float64 {
-	var e [2]float64
+// the noise floor's ring and histogram, and the mean energy of the frame
+// and the one before it (pair).
+func (a *analyzer) frameEnergies() (e, pair [2]float64) {
 	slot := a.index % floorFrames
 	for ch := range 2 {
-		e[ch] = 10 * math.Log10(a.frame[ch]/float64(a.inFrame)+1e-15)
-		a.frame[ch] = 0
+		p := a.frame[ch]/float64(a.inFrame) + 1e-15
+		e[ch] = 10 * math.Log10(p)
+		pair[ch] = 10 * math.Log10((p+a.lastPower[ch])/2)
+		a.frame[ch], a.lastPower[ch] = 0, p
 		if a.nFloor == floorFrames {
 			a.hist[ch][histBin(a.ring[ch][slot])]--
 		}
@@ -420,17 +424,7 @@ func (a *analyzer) frameEnergies() [2]float64 {
 	}
 	a.nFloor = min(a.nFloor+1, floorFrames)
 	a.inFrame = 0
-	return e
-}
-
-// pairEnergies are the mean energy (dB) of each channel's last two frames.
-func (a *analyzer) pairEnergies(e [2]float64) (pair [2]float64) {
-	for ch := range 2 {
-		p := math.Pow(10, e[ch]/10)
-		pair[ch] = 10 * math.Log10((p+a.lastPower[ch])/2)
-		a.lastPower[ch] = p
-	}
-	return pair
+	return e, pair
 }
 
 // activity says, per channel, whether the frame is speech (on), whether it
@@ -454,8 +448,8 @@ func (a *analyzer) activity(e, pair [2]float64) (on, weak, weakPair [2]bool, flo
 		// above the noise's own flicker (noiseTop).
 		tailFloor := max(a.cfg.MinLevelDB, floor[ch]+a.cfg.ThresholdDB/2, a.level[ch]-dynRange[ch]-tailRangeDB)
 		weak[ch] = e[ch] > max(tailFloor, a.noise[ch].top())
-		// The same for the last two frames, once a second of their noise is known.
-		weakPair[ch] = a.pairNoise[ch].n >= minSNRFrames && pair[ch] > max(tailFloor, a.pairNoise[ch].top())
+		// The same for the last two frames, once pairNoiseFrames of their noise are known.
+		weakPair[ch] = a.pairNoise[ch].n >= pairNoiseFrames && pair[ch] > max(tailFloor, a.pairNoise[ch].top())
 		// Every frame outside an utterance is noise, the ones above the
 		// threshold too (a hum beats against the frame and flickers across
 		// it); on the user's channel, not while the agent's bleed may be in it.

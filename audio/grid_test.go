@@ -87,6 +87,17 @@ func gridConditions() []gridCond {
 	return out
 }
 
+// gridClips is an empty clip cache for a test that generates grid calls;
+// it skips the test under -short or when a tool is missing.
+func gridClips(t *testing.T) *clips {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: generates and analyses calls with espeak-ng, flite and opusenc")
+	}
+	needGridTools(t)
+	return &clips{dir: t.TempDir(), m: map[string][]float32{}}
+}
+
 func needGridTools(t testing.TB) {
 	t.Helper()
 	needTools(t)
@@ -499,11 +510,7 @@ func (g *gridScore) matchedShare() float64 { return float64(g.matched) / float64
 // fails when the detector does worse than the floor it is known to reach
 // (gridFloor): a guard, not the goal, which docs/audio.md states.
 func TestGrid(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: generates and analyses calls with espeak-ng, flite and opusenc")
-	}
-	needGridTools(t)
-	cl := &clips{dir: t.TempDir(), m: map[string][]float32{}}
+	cl := gridClips(t)
 	awkward := int64(DefaultConfig().AwkwardSilenceMs)
 	tuning, heldOut := gridScore{verbose: t.Logf}, gridScore{verbose: t.Logf}
 	missed := map[string][]float64{} // by noise colour: the voice the early user ends leave out, dB against the noise
@@ -596,11 +603,7 @@ func (g *gridScore) checkGoals(t *testing.T) {
 
 // TestGridDeterministic: the same file gives the same result, byte for byte.
 func TestGridDeterministic(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: generates and analyses calls with espeak-ng, flite and opusenc")
-	}
-	needGridTools(t)
-	cl := &clips{dir: t.TempDir(), m: map[string][]float32{}}
+	cl := gridClips(t)
 	cond := gridConditions()[7]
 	c, _ := gridCall(t, cl, cond, int64(DefaultConfig().AwkwardSilenceMs))
 	ogg := encodeGrid(t, cl.dir, c, cond)
@@ -622,11 +625,7 @@ func TestGridDeterministic(t *testing.T) {
 // at its stated floor. -grid all sweeps every noise colour with 12 calls
 // per SNR; the CI subset one call per colour at three SNRs.
 func TestGridFloor(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: generates and analyses calls with espeak-ng, flite and opusenc")
-	}
-	needGridTools(t)
-	cl := &clips{dir: t.TempDir(), m: map[string][]float32{}}
+	cl := gridClips(t)
 	awkward := int64(DefaultConfig().AwkwardSilenceMs)
 	snrs, perSNR := []float64{0, 3, 6, 9, 12, 15, 20}, 12
 	if *gridFlag != "all" {
