@@ -151,6 +151,18 @@ const (
 	// pairNoiseFrames: pairs of frames follow a fading end only after this
 	// many (1 s) of their noise are learned; before, its spread is a guess.
 	pairNoiseFrames = 100
+	// nBands: the user's speech band is also measured in four parts
+	// (200–400 Hz, 400 Hz–1 kHz, 1–2 kHz, 2–4 kHz), each against its own
+	// noise: a fading voice that sinks under a noise in the whole band can
+	// still stand out of it where the noise is weak and the voice is not
+	// (a hum's harmonics crowd the low bands, a white noise the high ones).
+	// A band follows a fading end bandSigmas standard deviations above
+	// its noise: each band alone is narrower than the whole and its noise
+	// flickers more, and its runs of two frames (followBands) keep the
+	// flicker out (on the grid, 2 let it stretch ends 136–158 ms late;
+	// 3 missed an end 2.5 did not).
+	nBands     = 4
+	bandSigmas = 2.5
 	// The bleed guard's estimate of how much quieter the agent is on the
 	// user's microphone: the bleedQuantile of the difference over at least
 	// minBleedFrames frames where the agent is within loudAgentDB of its
@@ -286,9 +298,21 @@ type analyzer struct {
 	samples int64 // per channel, after pre-skip
 	hp      [2]biquad
 	lp      biquad // the user channel's low-pass (lowPassHz)
-	frame   [2]float64
-	inFrame int
-	index   int64 // frames done
+	// The user channel's speech band in nBands parts: each part's filters
+	// (a high-pass and a low-pass), its power so far in this frame, the
+	// frame's level (dB), its noise, learned as noise is, and its loudest
+	// frame; bandHit: some part of this frame stands out of its noise,
+	// bandRun: so many frames in a row.
+	bands     [nBands][2]biquad
+	bandPower [nBands]float64
+	bandE     [nBands]float64
+	bandNoise [nBands]noiseTracker
+	bandLevel [nBands]float64
+	bandHit   bool
+	bandRun   int
+	frame     [2]float64
+	inFrame   int
+	index     int64 // frames done
 	// The last floorFrames energies per channel (a ring), and their
 	// histogram for the floor's percentile.
 	ring   [2][floorFrames]float64
@@ -332,12 +356,21 @@ type analyzer struct {
 	sepHist     [sepBins]int
 }
 
+// newBand is the filters of the user's speech band's part b (nBands).
+func newBand(b int) [2]biquad {
+	edges := [nBands + 1]float64{highPassHz, 400, 1000, 2000, lowPassHz}
+	return [2]biquad{newHighPass(edges[b], sampleRate), newLowPass(edges[b+1], sampleRate)}
+}
+
 func newAnalyzer(cfg Config) *analyzer {
 	a := &analyzer{cfg: cfg}
 	for ch := range 2 {
 		a.hp[ch] = newHighPass(highPassHz, sampleRate)
 	}
 	a.lp = newLowPass(lowPassHz, sampleRate)
+	for b := range nBands {
+		a.bands[b] = newBand(b)
+	}
 	return a
 }
 
@@ -345,6 +378,10 @@ func (a *analyzer) add(s []float32) {
 	for i := 0; i+1 < len(s); i += 2 {
 		l, r := a.lp.filter(a.hp[0].filter(float64(s[i]))), a.hp[1].filter(float64(s[i+1]))
 		a.frame[0] += l * l
+		for b := range nBands {
+			y := a.bands[b][1].filter(a.bands[b][0].filter(l))
+			a.bandPower[b] += y * y
+		}
 		a.frame[1] += r * r
 		a.inFrame++
 		a.samples++
@@ -408,7 +445,7 @@ func (a *analyzer) endFrame() {
 
 // frameEnergies are the frame's energy on each channel, in dB, entered in
 // the noise floor's ring and histogram, and the mean energy of the frame
-// and the one before it (pair).
+// and the one before it (pair); the user's bands' levels go to bandE.
 func (a *analyzer) frameEnergies() (e, pair [2]float64) {
 	slot := a.index % floorFrames
 	for ch := range 2 {
@@ -421,6 +458,13 @@ func (a *analyzer) frameEnergies() (e, pair [2]float64) {
 		}
 		a.ring[ch][slot] = e[ch]
 		a.hist[ch][histBin(e[ch])]++
+	}
+	for b := range nBands {
+		a.bandE[b] = 10 * math.Log10(a.bandPower[b]/float64(a.inFrame)+1e-15)
+		a.bandPower[b] = 0
+		if a.index == 0 || a.bandE[b] > a.bandLevel[b] {
+			a.bandLevel[b] = a.bandE[b]
+		}
 	}
 	a.nFloor = min(a.nFloor+1, floorFrames)
 	a.inFrame = 0
@@ -450,17 +494,51 @@ func (a *analyzer) activity(e, pair [2]float64) (on, weak, weakPair [2]bool, flo
 		weak[ch] = e[ch] > max(tailFloor, a.noise[ch].top())
 		// The same for the last two frames, once pairNoiseFrames of their noise are known.
 		weakPair[ch] = a.pairNoise[ch].n >= pairNoiseFrames && pair[ch] > max(tailFloor, a.pairNoise[ch].top())
+		if ch == 0 {
+			a.bandHit = a.bandStandsOut()
+		}
 		// Every frame outside an utterance is noise, the ones above the
 		// threshold too (a hum beats against the frame and flickers across
 		// it); on the user's channel, not while the agent's bleed may be in it.
 		if !a.open[ch] && (ch == 1 || slices.Max(a.agentRecent[:]) <= -150) {
 			a.noise[ch].learn(e[ch])
+			if ch == 0 {
+				for b := range nBands {
+					a.bandNoise[b].learn(a.bandE[b])
+				}
+			}
 			if a.index > 0 {
 				a.pairNoise[ch].learn(pair[ch])
 			}
 		}
 	}
 	return on, weak, weakPair, floor
+}
+
+// bandExcess is the user's power over the noise (dB) in the band where it
+// stands out most: no more than the whole band's, so the bleed guard may
+// judge it against the agent's bleed in the whole band.
+func (a *analyzer) bandExcess() float64 {
+	x := -150.0
+	for b := range nBands {
+		x = max(x, excess(a.bandE[b], a.bandNoise[b].mean))
+	}
+	return x
+}
+
+// bandStandsOut says whether some band of the user's frame is loud enough
+// to follow an utterance's fading end, as weak is for the whole band:
+// bandSigmas standard deviations over the band's noise, once
+// pairNoiseFrames of it are learned,
+// and no further below the band's loudest frame than the whole band's tail.
+func (a *analyzer) bandStandsOut() bool {
+	for b := range nBands {
+		if a.bandNoise[b].n >= pairNoiseFrames &&
+			a.bandE[b] > max(a.cfg.MinLevelDB, a.bandLevel[b]-dynamicRangeDB-tailRangeDB, a.bandNoise[b].topAt(bandSigmas)) {
+			return true
+		}
+	}
+	return false
 }
 
 // noiseLevel is the channel's learned noise level, or floor before any.
@@ -498,11 +576,14 @@ func (t *noiseTracker) learn(e float64) {
 
 // top is how far the noise reaches: noiseSigmas standard deviations, and at
 // least 1 dB, above its level; −150 before any frame.
-func (t *noiseTracker) top() float64 {
+func (t *noiseTracker) top() float64 { return t.topAt(noiseSigmas) }
+
+// topAt is the same, sigmas standard deviations above it.
+func (t *noiseTracker) topAt(sigmas float64) float64 {
 	if t.n == 0 {
 		return -150
 	}
-	return t.mean + max(noiseSigmas*math.Sqrt(t.variance), 1)
+	return t.mean + max(sigmas*math.Sqrt(t.variance), 1)
 }
 
 // bleedGuard clears the user's frame where it is only the agent's voice
@@ -533,7 +614,7 @@ func (a *analyzer) bleedGuard(e, pair, floor [2]float64, on, weak, weakPair *[2]
 			a.bleedFrames++
 		}
 	}
-	if (on[0] || weak[0] || weakPair[0]) && recent > -150 {
+	if (on[0] || weak[0] || weakPair[0] || a.bandHit) && recent > -150 {
 		// The cross-channel guard: while the agent speaks (and just after),
 		// the user's channel carries the agent too, sep dB quieter. A user
 		// frame is the user only when clearly louder than that bleed.
@@ -547,6 +628,9 @@ func (a *analyzer) bleedGuard(e, pair, floor [2]float64, on, weak, weakPair *[2]
 		}
 		if excess(pair[0], floor[0]) < bleed {
 			weakPair[0] = false
+		}
+		if a.bandHit && a.bandExcess() < bleed {
+			a.bandHit = false
 		}
 	}
 }
@@ -572,8 +656,18 @@ func (a *analyzer) segments(on, weak, weakPair [2]bool) {
 		} else {
 			a.pairRun[ch] = 0
 		}
-		if !(weak[ch] && a.followTail(ch, t)) && a.pairRun[ch] >= 2 {
-			a.followTail(ch, t-frameMs)
+		followed := weak[ch] && a.followTail(ch, t)
+		if !followed && a.pairRun[ch] >= 2 {
+			followed = a.followTail(ch, t-frameMs)
+		}
+		// On the user's channel, else a band of the frame that stands out.
+		if ch == 0 {
+			a.bandRun++
+			if !a.bandHit {
+				a.bandRun = 0
+			} else if !followed {
+				a.followBands(t)
+			}
 		}
 		switch {
 		case a.run[ch] >= onsetFrames:
@@ -584,6 +678,21 @@ func (a *analyzer) segments(on, weak, weakPair [2]bool) {
 		case a.open[ch] && t-a.lastOn[ch] >= a.cfg.MergeGapMs:
 			a.close(ch)
 		}
+	}
+}
+
+// followBands extends the user's fading end over the frame that starts at
+// t where one of its bands stands out of that band's noise: straight on
+// from the end so far, or across a gap when two frames in a row do (a lone
+// frame over a band's noise is as likely its flicker: four bands flicker
+// four times as often as one).
+func (a *analyzer) followBands(t int64) {
+	switch {
+	case a.bandRun >= 2:
+		a.followTail(0, t-frameMs)
+		a.followTail(0, t)
+	case a.open[0] && max(a.lastOn[0], a.tail[0]) == t:
+		a.followTail(0, t)
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"math/rand/v2"
 	"os"
 	"runtime"
 	"testing"
@@ -240,5 +242,76 @@ func TestFadingEndPairs(t *testing.T) {
 				t.Errorf("utterance %+v, want 0–%d ms", got, tc.wantEnd)
 			}
 		})
+	}
+}
+
+// TestFadingEndBands: a band of the user's frame over its own noise follows
+// the fading end straight on from it, or across a gap when two frames in a
+// row do; a lone frame after a gap is a band's flicker.
+func TestFadingEndBands(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		bands   []bool // bandHit on the user's channel after the speech
+		wantEnd int64
+	}{
+		{"none", []bool{false, false, false, false}, 200},
+		{"straight on", []bool{true, true, false, false}, 220},
+		{"a lone frame after a gap", []bool{false, true, false, false, true, false}, 200},
+		{"a run across a gap", []bool{false, true, true, false}, 230},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := newAnalyzer(DefaultConfig().withDefaults())
+			step := func(on, band bool) {
+				a.bandHit = band
+				a.segments([2]bool{on}, [2]bool{on}, [2]bool{})
+				a.index++
+			}
+			for range 20 { // 200 ms of speech
+				step(true, true)
+			}
+			for _, b := range tc.bands {
+				step(false, b)
+			}
+			for range 60 { // the merge gap passes: the utterance closes
+				step(false, false)
+			}
+			if len(a.segs[0]) != 1 {
+				t.Fatalf("segments %+v, want one", a.segs[0])
+			}
+			if got := a.segs[0][0]; got.StartMs != 0 || got.EndMs != tc.wantEnd {
+				t.Errorf("utterance %+v, want 0–%d ms", got, tc.wantEnd)
+			}
+		})
+	}
+}
+
+// TestBandsHearATailUnderHum: a fading end at 3 kHz, far under a hum's
+// power in the whole speech band but far over the little noise in the
+// 2–4 kHz band, stays in the utterance.
+func TestBandsHearATailUnderHum(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 7))
+	const speechAt, speechEnd, tailEnd = 2000, 2600, 2680 // ms
+	n := 4 * sampleRate
+	pcm := make([]float32, 2*n)
+	for i := range n {
+		ms := i * 1000 / sampleRate
+		x := 0.05*math.Sin(2*math.Pi*250*float64(i)/sampleRate) + 0.05*math.Sin(2*math.Pi*350*float64(i)/sampleRate) +
+			1e-4*r.NormFloat64()
+		switch {
+		case ms >= speechAt && ms < speechEnd:
+			x += 0.3 * r.NormFloat64()
+		case ms >= speechEnd && ms < tailEnd:
+			x += 0.005 * math.Sin(2*math.Pi*3000*float64(i)/sampleRate)
+		}
+		pcm[2*i] = float32(x)
+	}
+	a := newAnalyzer(DefaultConfig().withDefaults())
+	a.add(pcm)
+	a.finish()
+	if len(a.segs[0]) != 1 {
+		t.Fatalf("user segments %+v, want one", a.segs[0])
+	}
+	if got := a.segs[0][0]; got.StartMs < speechAt-20 || got.StartMs > speechAt+20 || got.EndMs < tailEnd-10 || got.EndMs > tailEnd+20 {
+		t.Errorf("user utterance %+v, want about %d–%d ms", got, speechAt, tailEnd)
 	}
 }

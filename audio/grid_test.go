@@ -382,23 +382,79 @@ func audibleTruth(voice, hiss []float64, truth gridTruth) gridTruth {
 	return out
 }
 
-// missedVoice is, for each user end the analysis put over 60 ms early,
-// how loud the voice it missed is against the microphone's noise (dB, in
-// the detector's band, over the frames between the two ends).
-func missedVoice(voice, hiss []float64, res *Result, truth gridTruth) []float64 {
-	var out []float64
+// missed is a user end the analysis put over 60 ms early: how loud the
+// voice it left out is against the microphone's noise in the detector's
+// whole band (dB), and how far that voice lifts the frames of the
+// detector's band where it lifts them most (lift, in standard deviations
+// of that band's noise from frame to frame: a frame rule that follows a
+// fading end only above the noise's own flicker cannot hear a lift of a
+// standard deviation or two).
+type missed struct {
+	db, lift float64
+}
+
+// missedVoice measures the user ends over 60 ms early; voice and hiss are
+// bandFrames of the user's voice and of the microphone's noise, the bands
+// are computed from user and noise (the samples) only when an end is early.
+func missedVoice(user []float32, noise, voice, hiss []float64, res *Result, truth gridTruth) []missed {
+	var out []missed
+	var vb, nb [nBands][]float64
 	for _, tr := range truth.turns {
 		for _, got := range res.Turns {
-			if d := tr.UserEndMs - got.UserEndMs; d > 60 && d < 500 {
-				var v, n float64
-				for f := got.UserEndMs / frameMs; f < tr.UserEndMs/frameMs && int(f) < len(voice); f++ {
-					v, n = v+voice[f], n+hiss[f]
-				}
-				out = append(out, 10*math.Log10(v/n))
+			d := tr.UserEndMs - got.UserEndMs
+			if d <= 60 || d >= 500 {
+				continue
 			}
+			if vb[0] == nil {
+				for b := range nBands {
+					vb[b], nb[b] = partFrames(user, b), partFrames(noise, b)
+				}
+			}
+			first, last := int(got.UserEndMs/frameMs), min(int(tr.UserEndMs/frameMs), len(voice))
+			var v, n float64
+			for f := first; f < last; f++ {
+				v, n = v+voice[f], n+hiss[f]
+			}
+			m := missed{db: 10 * math.Log10(v/n)}
+			for b := range nBands {
+				var lift float64
+				for f := first; f < last; f++ {
+					lift += 10 * math.Log10((vb[b][f]+nb[b][f])/nb[b][f])
+				}
+				m.lift = max(m.lift, lift/float64(last-first)/dbSpread(nb[b]))
+			}
+			out = append(out, m)
 		}
 	}
 	return out
+}
+
+// partFrames is the mean power of x in the detector's band part b, per 10 ms frame.
+func partFrames[T float32 | float64](x []T, b int) []float64 {
+	f := newBand(b)
+	hp, lp := newHighPass(highPassHz, sampleRate), newLowPass(lowPassHz, sampleRate)
+	out := make([]float64, 0, len(x)/frameSamples)
+	var acc float64
+	for i, v := range x {
+		y := f[1].filter(f[0].filter(lp.filter(hp.filter(float64(v)))))
+		acc += y * y
+		if (i+1)%frameSamples == 0 {
+			out = append(out, acc/frameSamples+1e-20)
+			acc = 0
+		}
+	}
+	return out
+}
+
+// dbSpread is the standard deviation of the frames' levels (dB).
+func dbSpread(p []float64) float64 {
+	var m, m2 float64
+	for _, v := range p {
+		l := 10 * math.Log10(v)
+		m, m2 = m+l, m2+l*l
+	}
+	m /= float64(len(p))
+	return math.Sqrt(max(m2/float64(len(p))-m*m, 1e-9))
 }
 
 // bandFrames is the mean power of x in the detector's band, per 10 ms frame.
@@ -513,7 +569,7 @@ func TestGrid(t *testing.T) {
 	cl := gridClips(t)
 	awkward := int64(DefaultConfig().AwkwardSilenceMs)
 	tuning, heldOut := gridScore{verbose: t.Logf}, gridScore{verbose: t.Logf}
-	missed := map[string][]float64{} // by noise colour: the voice the early user ends leave out, dB against the noise
+	early := map[string][]missed{} // by noise colour: the voice the early user ends leave out
 	asHeard := gridScore{verbose: func(f string, args ...any) { t.Logf("  as heard"+f, args...) }}
 	js, _ := testenv.AgentsJS(t)
 	haveJS := js != ""
@@ -534,9 +590,10 @@ func TestGrid(t *testing.T) {
 			set = &heldOut
 		}
 		m, x, e := set.add(res, truth)
-		voice, hiss := bandFrames(c.ch[0]), bandFrames(micNoise(c, cond))
+		noise := micNoise(c, cond)
+		voice, hiss := bandFrames(c.ch[0]), bandFrames(noise)
 		asHeard.add(res, audibleTruth(voice, hiss, truth))
-		missed[cond.Noise] = append(missed[cond.Noise], missedVoice(voice, hiss, res, truth)...)
+		early[cond.Noise] = append(early[cond.Noise], missedVoice(c.ch[0], noise, voice, hiss, res, truth)...)
 		lo := 15 + 5*min(int(cond.SNR-15)/5, 3)
 		for _, k := range []string{"noise " + cond.Noise, fmt.Sprintf("snr %d-%d dB", lo, lo+5), "encoder " + cond.Encoder} {
 			if groups[k] == nil {
@@ -562,12 +619,26 @@ func TestGrid(t *testing.T) {
 	all.merge(&heldOut)
 	t.Logf("all:      %s", &all)
 	t.Logf("as heard: %s (user ends where the voice sinks under the microphone's noise)", &asHeard)
-	for _, k := range slices.Sorted(maps.Keys(missed)) {
-		if m := slices.Sorted(slices.Values(missed[k])); len(m) > 0 {
-			t.Logf("%-5s: %d user ends over 60 ms early; the voice they leave out, against the noise in the detector's band: median %+.1f dB, %+.1f to %+.1f",
-				k, len(m), m[len(m)/2], m[0], m[len(m)-1])
+	var faint, ends int
+	for _, k := range slices.Sorted(maps.Keys(early)) {
+		m := early[k]
+		if len(m) == 0 {
+			continue
 		}
+		db, lift := make([]float64, len(m)), make([]float64, len(m))
+		for i, x := range m {
+			db[i], lift[i] = x.db, x.lift
+			if x.lift < 2 {
+				faint++
+			}
+		}
+		ends += len(m)
+		slices.Sort(db)
+		slices.Sort(lift)
+		t.Logf("%-5s: %d user ends over 60 ms early; the voice they leave out, against the noise in the detector's band: median %+.1f dB, %+.1f to %+.1f; "+
+			"in its best band it lifts the frames by %.1f to %.1f standard deviations of that band's noise", k, len(m), db[len(db)/2], db[0], db[len(db)-1], lift[0], lift[len(lift)-1])
 	}
+	t.Logf("%d of %d user ends over 60 ms early leave out a voice that lifts no band of the detector by 2 standard deviations of its noise", faint, ends)
 	for _, k := range slices.Sorted(maps.Keys(groups)) {
 		t.Logf("%-18s %s", k+":", groups[k])
 	}

@@ -26,7 +26,10 @@ import (
 // 1.3.1: an utterance's fading end is also followed over two frames
 // together (a mains hum's swing evens out): ends under hum come later.
 // 1.3.2: only over two such pairs in a row (a lone one is the hum's beat).
-const ModelVersion = "1.3.2"
+// 1.3.3: and over the parts of the speech band (200–400 Hz, 400 Hz–1 kHz,
+// 1–2 kHz, 2–4 kHz), each against its own noise: ends under a hum, or a
+// voice low in pitch under white noise, come later.
+const ModelVersion = "1.3.3"
 
 // Schema names the scorecard JSON contract (docs/scorecard.schema.json).
 const Schema = "lkscore.scorecard/v1"
