@@ -528,9 +528,9 @@ func (a *analyzer) bandExcess() float64 {
 
 // bandStandsOut says whether some band of the user's frame is loud enough
 // to follow an utterance's fading end, as weak is for the whole band:
-// bandSigmas standard deviations over the band's noise, once
-// pairNoiseFrames of it are learned,
-// and no further below the band's loudest frame than the whole band's tail.
+// bandSigmas standard deviations over the band's noise once pairNoiseFrames
+// of it are learned, and no further below the band's loudest frame than
+// the whole band's tail may be below its own.
 func (a *analyzer) bandStandsOut() bool {
 	for b := range nBands {
 		if a.bandNoise[b].n >= pairNoiseFrames &&
