@@ -221,27 +221,38 @@ func TestFadingEndPairs(t *testing.T) {
 		{"a run across a gap", []bool{false, false, true, true, false}, 230},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			a := newAnalyzer(DefaultConfig().withDefaults())
-			step := func(on, weakPair bool) {
+			checkFadingEnd(t, tc.pairs, tc.wantEnd, func(a *analyzer, on, weakPair bool) {
 				a.segments([2]bool{on}, [2]bool{on}, [2]bool{weakPair})
-				a.index++
-			}
-			for range 20 { // 200 ms of speech
-				step(true, true)
-			}
-			for _, p := range tc.pairs {
-				step(false, p)
-			}
-			for range 60 { // the merge gap passes: the utterance closes
-				step(false, false)
-			}
-			if len(a.segs[0]) != 1 {
-				t.Fatalf("segments %+v, want one", a.segs[0])
-			}
-			if got := a.segs[0][0]; got.StartMs != 0 || got.EndMs != tc.wantEnd {
-				t.Errorf("utterance %+v, want 0–%d ms", got, tc.wantEnd)
-			}
+			})
 		})
+	}
+}
+
+// checkFadingEnd runs 200 ms of the user's speech, then a frame per value
+// of after (step gives the segmenter each frame, whether it is speech and
+// the rule's value), until the utterance closes, and checks it is one
+// utterance from 0 to wantEnd ms.
+func checkFadingEnd(t *testing.T, after []bool, wantEnd int64, step func(a *analyzer, on, v bool)) {
+	t.Helper()
+	a := newAnalyzer(DefaultConfig().withDefaults())
+	frame := func(on, v bool) {
+		step(a, on, v)
+		a.index++
+	}
+	for range 20 { // 200 ms of speech
+		frame(true, true)
+	}
+	for _, v := range after {
+		frame(false, v)
+	}
+	for range 60 { // the merge gap passes: the utterance closes
+		frame(false, false)
+	}
+	if len(a.segs[0]) != 1 {
+		t.Fatalf("segments %+v, want one", a.segs[0])
+	}
+	if got := a.segs[0][0]; got.StartMs != 0 || got.EndMs != wantEnd {
+		t.Errorf("utterance %+v, want 0–%d ms", got, wantEnd)
 	}
 }
 
@@ -260,27 +271,10 @@ func TestFadingEndBands(t *testing.T) {
 		{"a run across a gap", []bool{false, true, true, false}, 230},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			a := newAnalyzer(DefaultConfig().withDefaults())
-			step := func(on, band bool) {
+			checkFadingEnd(t, tc.bands, tc.wantEnd, func(a *analyzer, on, band bool) {
 				a.bandHit = band
 				a.segments([2]bool{on}, [2]bool{on}, [2]bool{})
-				a.index++
-			}
-			for range 20 { // 200 ms of speech
-				step(true, true)
-			}
-			for _, b := range tc.bands {
-				step(false, b)
-			}
-			for range 60 { // the merge gap passes: the utterance closes
-				step(false, false)
-			}
-			if len(a.segs[0]) != 1 {
-				t.Fatalf("segments %+v, want one", a.segs[0])
-			}
-			if got := a.segs[0][0]; got.StartMs != 0 || got.EndMs != tc.wantEnd {
-				t.Errorf("utterance %+v, want 0–%d ms", got, tc.wantEnd)
-			}
+			})
 		})
 	}
 }

@@ -432,18 +432,7 @@ func missedVoice(user []float32, noise, voice, hiss []float64, res *Result, trut
 // partFrames is the mean power of x in the detector's band part b, per 10 ms frame.
 func partFrames[T float32 | float64](x []T, b int) []float64 {
 	f := newBand(b)
-	hp, lp := newHighPass(highPassHz, sampleRate), newLowPass(lowPassHz, sampleRate)
-	out := make([]float64, 0, len(x)/frameSamples)
-	var acc float64
-	for i, v := range x {
-		y := f[1].filter(f[0].filter(lp.filter(hp.filter(float64(v)))))
-		acc += y * y
-		if (i+1)%frameSamples == 0 {
-			out = append(out, acc/frameSamples+1e-20)
-			acc = 0
-		}
-	}
-	return out
+	return filteredFrames(x, newHighPass(highPassHz, sampleRate), newLowPass(lowPassHz, sampleRate), f[0], f[1])
 }
 
 // dbSpread is the standard deviation of the frames' levels (dB).
@@ -459,14 +448,22 @@ func dbSpread(p []float64) float64 {
 
 // bandFrames is the mean power of x in the detector's band, per 10 ms frame.
 func bandFrames[T float32 | float64](x []T) []float64 {
-	hp, lp := newHighPass(highPassHz, sampleRate), newLowPass(lowPassHz, sampleRate)
+	return filteredFrames(x, newHighPass(highPassHz, sampleRate), newLowPass(lowPassHz, sampleRate))
+}
+
+// filteredFrames is the mean power of x through the filters in turn, per
+// 10 ms frame; never 0, so that its decibels are a number.
+func filteredFrames[T float32 | float64](x []T, filters ...biquad) []float64 {
 	out := make([]float64, 0, len(x)/frameSamples)
 	var acc float64
 	for i, v := range x {
-		y := lp.filter(hp.filter(float64(v)))
+		y := float64(v)
+		for k := range filters {
+			y = filters[k].filter(y)
+		}
 		acc += y * y
 		if (i+1)%frameSamples == 0 {
-			out = append(out, acc/frameSamples)
+			out = append(out, acc/frameSamples+1e-20)
 			acc = 0
 		}
 	}
