@@ -28,8 +28,10 @@ COPY --from=build /out/passwd /etc/passwd
 COPY --from=build /out/group /etc/group
 COPY --from=build /out/lkscore /lkscore
 USER 65532:65532
-# Webhooks and uploads on 8080; /healthz, /readyz, /metrics on 9090.
+# Webhooks and uploads on 8080; /healthz, /readyz, /metrics on 9090 (on every
+# interface in the image: the binary's default is loopback). The dashboard on
+# 9090 wants LKSCORE_DASHBOARD_TOKEN from off the container's loopback.
 EXPOSE 8080 9090
-ENV LKSCORE_DATA_DIR=/tmp/lkscore-data
+ENV LKSCORE_DATA_DIR=/tmp/lkscore-data LKSCORE_OPS_LISTEN=:9090
 ENTRYPOINT ["/lkscore"]
 CMD ["serve"]

@@ -211,9 +211,19 @@ type Dashboard struct {
 	// Window is how many of the most recent scorecards the dashboard keeps
 	// in memory and shows.
 	Window int `yaml:"window"`
-	// Token lets clients off loopback in (Authorization: Bearer, or
-	// ?token=); from the environment (LKSCORE_DASHBOARD_TOKEN) only.
+	// Token lets clients in that are not trusted for connecting from
+	// loopback: in an Authorization: Bearer header or the cookie /ui/login
+	// sets, never in the URL. From the environment (LKSCORE_DASHBOARD_TOKEN)
+	// only.
 	Token string `yaml:"-"`
+	// ExternalURL is where users reach the dashboard through a proxy or an
+	// ingress, e.g. https://lkscore.example.com. Its host is allowed in the
+	// Host header, and loopback clients are no longer let in without the
+	// token (behind a proxy or a sidecar every client is on loopback).
+	ExternalURL string `yaml:"external_url"`
+	// AllowedHosts are more host names the dashboard answers to (the Host
+	// header), besides loopback names and ExternalURL's host.
+	AllowedHosts []string `yaml:"allowed_hosts"`
 }
 
 // LiveKit holds the API keys that sign webhooks and recording uploads.
@@ -279,8 +289,12 @@ type Limits struct {
 	ChatHistoryBytes int64 `yaml:"chat_history_bytes"`
 	ChatItems        int   `yaml:"chat_items"`
 	AudioBytes       int64 `yaml:"audio_bytes"`
-	// OTLPBytes caps the OTLP bodies that are accepted and discarded.
+	// OTLPBytes caps an OTLP body, compressed and decompressed alike.
 	OTLPBytes int64 `yaml:"otlp_bytes"`
+	// OTLPElements caps the messages (resource, scope, record, attribute,
+	// value…) one OTLP body may decode into: what decoding costs in memory
+	// grows with them, not with the bytes (an empty message is 2 bytes).
+	OTLPElements int `yaml:"otlp_elements"`
 }
 
 // multipartOverhead is room for part headers and boundaries in a raw
@@ -305,6 +319,18 @@ type HTTP struct {
 	ReadHeaderTimeout time.Duration `yaml:"read_header_timeout"`
 	// IdleTimeout closes keep-alive connections idle for this long.
 	IdleTimeout time.Duration `yaml:"idle_timeout"`
+	// BodyTimeout bounds how long a request body may take to arrive: the
+	// whole body of a webhook, an OTLP request or any other request, and, for
+	// an authenticated recording upload, each wait for the next bytes (an
+	// upload may take longer as long as it keeps sending).
+	BodyTimeout time.Duration `yaml:"body_timeout"`
+	// MaxInflightWebhooks bounds the signed webhook bodies read at once;
+	// beyond it a webhook is answered 503 at once (LiveKit retries 5xx).
+	MaxInflightWebhooks int `yaml:"max_inflight_webhooks"`
+	// MaxInflightOTLP bounds the authenticated OTLP bodies read and decoded
+	// at once; beyond it the answer is 503 with Retry-After (the exporters
+	// retry).
+	MaxInflightOTLP int `yaml:"max_inflight_otlp"`
 	// MaxInflightUploads bounds the recording uploads received and written
 	// at once; more wait their turn. An upload waiting only for its sync to
 	// disk gives its slot back. Default: the process's cores (GOMAXPROCS),
@@ -345,7 +371,7 @@ const TokenLifetime = 6 * time.Minute
 func Default() Config {
 	return Config{
 		Listen:          ":8080",
-		OpsListen:       ":9090",
+		OpsListen:       "127.0.0.1:9090", // the chart and the image listen on :9090
 		DataDir:         "./lkscore-data",
 		LogLevel:        "info",
 		ShutdownTimeout: 25 * time.Second,
@@ -361,7 +387,8 @@ func Default() Config {
 			PublishTimeout:  3 * time.Second,
 			RequestTimeout:  10 * time.Second,
 		},
-		HTTP: HTTP{ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, MaxInflightUploads: runtime.GOMAXPROCS(0),
+		HTTP: HTTP{ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, BodyTimeout: 30 * time.Second,
+			MaxInflightWebhooks: 256, MaxInflightOTLP: 2, MaxInflightUploads: runtime.GOMAXPROCS(0),
 			UploadWait: 30 * time.Second,
 			UploadSync: defaultUploadSync()},
 		Dashboard: Dashboard{Window: 10_000},
@@ -379,6 +406,7 @@ func Default() Config {
 			ChatItems:        100_000,
 			AudioBytes:       2 << 30,
 			OTLPBytes:        16 << 20,
+			OTLPElements:     100_000,
 		},
 		Recordings: Recordings{KeyTemplate: "{room_id}/{job_id}/"},
 		S3:         S3{RequestTimeout: 30 * time.Second, MaxAttempts: 5},

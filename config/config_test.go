@@ -21,7 +21,7 @@ func TestLoadDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Listen != ":8080" || cfg.OpsListen != ":9090" || cfg.DataDir != "./lkscore-data" || cfg.NATS.URL != "" {
+	if cfg.Listen != ":8080" || cfg.OpsListen != "127.0.0.1:9090" || cfg.DataDir != "./lkscore-data" || cfg.NATS.URL != "" {
 		t.Fatalf("defaults: %+v", cfg)
 	}
 	if cfg.LiveKit.Keys["devkey"] != "devsecret" {

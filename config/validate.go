@@ -103,6 +103,11 @@ func (c Config) Validate() error {
 	if c.Dashboard.Window < 1 || c.Dashboard.Window > 1_000_000 {
 		p.add("dashboard.window: must be 1..1000000, got %d", c.Dashboard.Window)
 	}
+	if u := c.Dashboard.ExternalURL; u != "" {
+		if pu, err := url.Parse(u); err != nil || pu.Hostname() == "" || (pu.Scheme != "http" && pu.Scheme != "https") {
+			p.add("dashboard.external_url: %q is not an http(s) URL", u)
+		}
+	}
 	if c.Metrics.MaxAgents < 0 || c.Metrics.MaxAgents > 1000 {
 		p.add("metrics.max_agents: must be 0..1000, got %d", c.Metrics.MaxAgents)
 	}
@@ -130,6 +135,13 @@ func (c Config) validateServer(p *problems) {
 	p.positive("http.read_header_timeout", c.HTTP.ReadHeaderTimeout)
 	p.positive("http.idle_timeout", c.HTTP.IdleTimeout)
 	p.positive("http.upload_wait", c.HTTP.UploadWait)
+	p.positive("http.body_timeout", c.HTTP.BodyTimeout)
+	if c.HTTP.MaxInflightWebhooks < 1 {
+		p.add("http.max_inflight_webhooks: must be at least 1, got %d", c.HTTP.MaxInflightWebhooks)
+	}
+	if c.HTTP.MaxInflightOTLP < 1 {
+		p.add("http.max_inflight_otlp: must be at least 1, got %d", c.HTTP.MaxInflightOTLP)
+	}
 	if c.HTTP.MaxInflightUploads < 1 {
 		p.add("http.max_inflight_uploads: must be at least 1, got %d", c.HTTP.MaxInflightUploads)
 	}
@@ -203,6 +215,7 @@ func (l Limits) validate(p *problems) {
 		{"limits.chat_items", int64(l.ChatItems)},
 		{"limits.audio_bytes", l.AudioBytes},
 		{"limits.otlp_bytes", l.OTLPBytes},
+		{"limits.otlp_elements", int64(l.OTLPElements)},
 	} {
 		if v.v <= 0 {
 			p.add("%s: must be positive, got %d", v.key, v.v)

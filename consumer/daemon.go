@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,6 +31,7 @@ import (
 	"github.com/lkscore/lkscore/consumer/internal/metrics"
 	"github.com/lkscore/lkscore/consumer/internal/ops"
 	"github.com/lkscore/lkscore/consumer/wire"
+	"github.com/lkscore/lkscore/dashboard"
 	"github.com/lkscore/lkscore/store"
 )
 
@@ -49,14 +51,16 @@ type Daemon struct {
 	ready    atomic.Bool
 	ui       ops.UI
 	embedded *server.Server
-	lock     *dataDirLock // the data dir, when this process uses it
-	nc       *nats.Conn
-	ingest   *http.Server
-	ops      *http.Server
-	ingestLn net.Listener
-	opsLn    net.Listener
-	serveErr chan error
-	stopOnce sync.Once
+	// embeddedToken is the embedded server's client token (data dir's nats.token).
+	embeddedToken string
+	lock          *dataDirLock // the data dir, when this process uses it
+	nc            *nats.Conn
+	ingest        *http.Server
+	ops           *http.Server
+	ingestLn      net.Listener
+	opsLn         net.Listener
+	serveErr      chan error
+	stopOnce      sync.Once
 }
 
 // New validates the config and builds a Daemon; Start brings it up.
@@ -88,7 +92,12 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	if d.opsLn, err = net.Listen("tcp", d.cfg.OpsListen); err != nil {
 		return fmt.Errorf("ops_listen %s: %w (set ops_listen, LKSCORE_OPS_LISTEN or --ops-listen to a free address)", d.cfg.OpsListen, err)
 	}
-	d.ops = d.httpServer(ops.Handler(d.notReady, d.gatherer, &d.ui, d.cfg.OpsPprof))
+	access, err := dashboard.NewAccess(d.cfg.Dashboard.Token, d.cfg.Dashboard.ExternalURL, d.cfg.Dashboard.AllowedHosts)
+	if err != nil {
+		return err
+	}
+	d.ops = d.httpServer(ops.Handler(d.notReady, d.gatherer, &d.ui, d.cfg.OpsPprof, access.Guard))
+	d.ops.ReadTimeout = d.cfg.HTTP.ReadHeaderTimeout + d.cfg.HTTP.BodyTimeout // the ops endpoints take no bodies
 	go d.serve(d.ops, d.opsLn)
 
 	// The data dir holds the embedded NATS server's store: one process at a
@@ -99,15 +108,20 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 			return err
 		}
 	}
-	url := d.cfg.NATS.URL
+	url, natsCfg := d.cfg.NATS.URL, d.cfg.NATS
 	if url == "" {
-		if d.embedded, err = broker.StartEmbedded(d.cfg.DataDir, d.cfg.NATS.EmbeddedPort, d.cfg.NATS.RequestTimeout); err != nil {
+		token, err := broker.EmbeddedToken(d.cfg.DataDir)
+		if err != nil {
 			return err
 		}
-		url = d.embedded.ClientURL()
-		d.log.Info("embedded nats started", "url", url, "store_dir", filepath.Join(d.cfg.DataDir, "nats"))
+		if d.embedded, err = broker.StartEmbedded(d.cfg.DataDir, d.cfg.NATS.EmbeddedPort, d.cfg.NATS.RequestTimeout, token); err != nil {
+			return err
+		}
+		url, natsCfg.Token, d.embeddedToken = d.embedded.ClientURL(), token, token
+		d.log.Info("embedded nats started", "url", url, "store_dir", filepath.Join(d.cfg.DataDir, "nats"),
+			"token_file", filepath.Join(d.cfg.DataDir, broker.TokenFile))
 	}
-	if d.nc, err = broker.Connect(url, d.cfg.NATS, d.log); err != nil {
+	if d.nc, err = broker.Connect(url, natsCfg, d.log); err != nil {
 		return err
 	}
 	js, err := jetstream.New(d.nc)
@@ -242,12 +256,32 @@ func (d *Daemon) IngestAddr() string { return d.ingestLn.Addr().String() }
 // OpsAddr is the bound address of the ops server (health, metrics, dashboard).
 func (d *Daemon) OpsAddr() string { return d.opsLn.Addr().String() }
 
-// NATSURL is the URL of the NATS server in use (the embedded one's, if any).
-func (d *Daemon) NATSURL() string { return d.nc.ConnectedUrl() }
+// NATSURL is the URL of the NATS server in use (the embedded one's, if
+// any), with the embedded server's token in it: a URL to connect with, not
+// to print (NATSURLRedacted).
+func (d *Daemon) NATSURL() string {
+	u := d.nc.ConnectedUrl()
+	if d.embeddedToken != "" {
+		if rest, ok := strings.CutPrefix(u, "nats://"); ok {
+			return "nats://" + d.embeddedToken + "@" + rest
+		}
+	}
+	return u
+}
 
-// httpServer is an HTTP server with the configured timeouts.
+// NATSURLRedacted is NATSURL without credentials, to print.
+func (d *Daemon) NATSURLRedacted() string { return d.nc.ConnectedUrlRedacted() }
+
+// maxHeaderBytes caps a request's headers (net/http's default is 1 MiB): a
+// LiveKit token is under 1 KiB.
+const maxHeaderBytes = 64 << 10
+
+// httpServer is an HTTP server with the configured timeouts. The bodies'
+// deadline is set per request (http.body_timeout; an upload's is stretched
+// while it keeps sending).
 func (d *Daemon) httpServer(h http.Handler) *http.Server {
-	return &http.Server{Handler: h, ReadHeaderTimeout: d.cfg.HTTP.ReadHeaderTimeout, IdleTimeout: d.cfg.HTTP.IdleTimeout}
+	return &http.Server{Handler: h, ReadHeaderTimeout: d.cfg.HTTP.ReadHeaderTimeout, IdleTimeout: d.cfg.HTTP.IdleTimeout,
+		MaxHeaderBytes: maxHeaderBytes}
 }
 
 // notReady says why the process is not ready, or "".

@@ -3,18 +3,22 @@ package consumer
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/livekit/protocol/livekit"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lkscore/lkscore/consumer/internal/facts"
 	"github.com/lkscore/lkscore/consumer/internal/ingest"
 	"github.com/lkscore/lkscore/consumer/wire"
 	"github.com/lkscore/lkscore/recording"
+	"github.com/lkscore/lkscore/regress"
 	"github.com/lkscore/lkscore/store"
 )
 
@@ -32,10 +36,13 @@ type forgetStore interface {
 	store.Deleter
 }
 
-// Forget removes one session everywhere lkscore keeps it: its stored
+// Forget erases one session everywhere lkscore keeps it: its stored
 // objects, its facts, its scorecards, work items, upload notices, dead
-// letters and agent_job_ended webhooks. It reports each place, with what it
-// could not remove.
+// letters, its job's and its room's participant webhooks, and its
+// regression samples; and it asks running dashboards to drop it. Stream and
+// bucket messages are erased with JetStream's secure delete (the bytes are
+// overwritten in the store's files, on every replica). It reports each
+// place, with what it could not erase.
 // requestTimeout (config nats.request_timeout) bounds each KV request and
 // each wait for a stream's next message.
 func Forget(ctx context.Context, js jetstream.JetStream, s wire.Subjects, st forgetStore, layout recording.Layout, requestTimeout time.Duration,
@@ -58,8 +65,9 @@ func Forget(ctx context.Context, js jetstream.JetStream, s wire.Subjects, st for
 
 	steps = append(steps, forgetUpload(ctx, st, layout, ref, room, job))
 
-	// The facts.
-	step := ForgetStep{Place: "session facts (" + s.SessionFacts() + ")"}
+	// The facts. A key-value bucket's stream denies message deletes, so
+	// they are purged, not erased: docs/security.md says what they hold.
+	step := ForgetStep{Place: "bucket " + s.SessionFacts(), Note: kvPurgeNote}
 	if err != nil {
 		step.Err = err.Error()
 	} else if perr := kv.Purge(ctx, fkey); perr != nil && !errors.Is(perr, jetstream.ErrKeyNotFound) {
@@ -71,13 +79,20 @@ func Forget(ctx context.Context, js jetstream.JetStream, s wire.Subjects, st for
 
 	// Messages keyed by the session.
 	byKey := func(m jetstream.Msg) bool { return m.Headers().Get(wire.HeaderSessionKey) == sessionKey }
-	for _, stream := range []string{s.ResultStream(), s.SessionStream(), s.UploadStream(), s.DLQStream()} {
-		steps = append(steps, forgetIn(ctx, js, stream, requestTimeout, byKey))
+	for _, stream := range []string{s.ResultStream(), s.AgentResultStream(), s.SessionStream(), s.UploadStream(), s.DLQStream()} {
+		steps = append(steps, forgetIn(ctx, js, stream, nil, requestTimeout, byKey))
 	}
-	// agent_job_ended webhooks of the job (room events concern the whole room and stay).
-	step = forgetIn(ctx, js, s.WebhookStream(), requestTimeout, jobEndedOf(s, job))
-	step.Note = "room_finished and egress_ended events concern the whole room and are kept until nats.max_age"
+	// The job's webhooks and the room's participant webhooks (a caller's
+	// identity, as its hash). room_finished and egress_ended concern the
+	// whole room: they are stored without free text and kept until
+	// nats.max_age.
+	events := []string{s.Webhook("agent_job_started"), s.Webhook("agent_job_ended"), s.Webhook("participant_left"),
+		s.Webhook("participant_connection_aborted")}
+	step = forgetIn(ctx, js, s.WebhookStream(), events, requestTimeout, webhookOf(room, job))
+	step.Note = "room_finished and egress_ended concern the whole room: stored without free text, kept until nats.max_age"
 	steps = append(steps, step)
+	steps = append(steps, forgetSamples(ctx, js, s.RegressionBucket(), sessionKey, requestTimeout))
+	steps = append(steps, forgetInDashboards(ctx, js.Conn(), s.Forget(), sessionKey))
 	steps = append(steps, ForgetStep{Place: "deduplication", Note: "the streams remember the session key for " +
 		"pipeline.dedup_window: a re-upload of this session within it is dropped as a duplicate, after it the session " +
 		"would be scored again; streams drop their copies at nats.max_age and retention.results anyway"})
@@ -117,62 +132,200 @@ func forgetUpload(ctx context.Context, st forgetStore, layout recording.Layout, 
 	return step
 }
 
-// jobEndedOf matches the agent_job_ended webhooks of job.
-func jobEndedOf(s wire.Subjects, job string) func(jetstream.Msg) bool {
-	jobIDs := [][]byte{[]byte(`"id":"` + job + `"`), []byte(`"id": "` + job + `"`)}
+// webhookOf matches the session's webhooks: its job's events and its
+// room's participant events.
+func webhookOf(room, job string) func(jetstream.Msg) bool {
 	return func(m jetstream.Msg) bool {
-		if m.Subject() != s.Webhook("agent_job_ended") {
+		if !bytes.Contains(m.Data(), []byte(job)) && !bytes.Contains(m.Data(), []byte(room)) {
 			return false
 		}
-		for _, id := range jobIDs {
-			if bytes.Contains(m.Data(), id) {
-				var ev livekit.WebhookEvent
-				return ingest.DecodeEvent(m.Data(), &ev) == nil && ev.GetJob().GetId() == job
-			}
+		var ev livekit.WebhookEvent
+		if ingest.DecodeEvent(m.Data(), &ev) != nil {
+			return false
 		}
-		return false
+		if ev.GetJob() != nil {
+			return ev.GetJob().GetId() == job
+		}
+		return ev.GetParticipant() != nil && ev.GetRoom().GetSid() == room
 	}
 }
 
-// forgetIn deletes the messages of a stream that match.
-func forgetIn(ctx context.Context, js jetstream.JetStream, stream string, wait time.Duration, match func(jetstream.Msg) bool) ForgetStep {
+// forgetIn erases the messages of a stream (on subjects, nil for all) that
+// match, with secure delete.
+func forgetIn(ctx context.Context, js jetstream.JetStream, stream string, subjects []string, wait time.Duration,
+	match func(jetstream.Msg) bool) ForgetStep {
 	step := ForgetStep{Place: "stream " + stream}
 	st, err := js.Stream(ctx, stream)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		step.Note = "no such stream"
+		return step
+	}
 	if err != nil {
 		step.Err = err.Error()
 		return step
 	}
+	n, err := eraseMatching(ctx, js, st, subjects, wait, match)
+	step.Removed = n
+	if err != nil {
+		step.Err = err.Error()
+	}
+	if info := st.CachedInfo(); info != nil && info.Config.Replicas > 1 {
+		step.Note = fmt.Sprintf("erased on its %d replicas; a node that was down meanwhile erases when it catches up", info.Config.Replicas)
+	}
+	return step
+}
+
+// eraseMatching securely deletes the stream's messages that match.
+func eraseMatching(ctx context.Context, js jetstream.JetStream, st jetstream.Stream, subjects []string, wait time.Duration,
+	match func(jetstream.Msg) bool) (int, error) {
 	info, err := st.Info(ctx)
 	if err != nil || info.State.Msgs == 0 {
-		if err != nil {
-			step.Err = err.Error()
+		return 0, err
+	}
+	if len(subjects) > 0 { // skip a wait for messages that are not there
+		held := 0
+		for _, subj := range subjects {
+			si, err := st.Info(ctx, jetstream.WithSubjectFilter(subj))
+			if err != nil {
+				return 0, err
+			}
+			held += len(si.State.Subjects)
 		}
-		return step
+		if held == 0 {
+			return 0, nil
+		}
 	}
-	cons, err := js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{})
+	cons, err := js.OrderedConsumer(ctx, info.Config.Name, jetstream.OrderedConsumerConfig{FilterSubjects: subjects})
 	if err != nil {
-		step.Err = err.Error()
-		return step
+		return 0, err
 	}
+	removed := 0
+	var errs []error
 	for {
 		m, err := cons.Next(jetstream.FetchMaxWait(wait))
 		if err != nil {
-			break
+			break // nothing more within wait
 		}
 		meta, err := m.Metadata()
 		if err != nil {
 			continue
 		}
 		if match(m) {
-			if derr := st.DeleteMsg(ctx, meta.Sequence.Stream); derr != nil {
-				step.Err = derr.Error()
+			if derr := st.SecureDeleteMsg(ctx, meta.Sequence.Stream); derr != nil && !errors.Is(derr, jetstream.ErrMsgNotFound) {
+				errs = append(errs, fmt.Errorf("seq %d: %w", meta.Sequence.Stream, derr))
 			} else {
-				step.Removed++
+				removed++
 			}
 		}
 		if meta.NumPending == 0 {
 			break
 		}
 	}
+	return removed, errors.Join(errs...)
+}
+
+// kvPurgeNote is what forget cannot do in a key-value bucket.
+const kvPurgeNote = "purged: JetStream lets no message of a key-value bucket be securely erased, so the bytes of its old " +
+	"revisions stay in the store's files until their block is compacted or expires; the bucket holds no free text"
+
+// forgetSamples removes the session's samples from every regression history
+// that holds one.
+func forgetSamples(ctx context.Context, js jetstream.JetStream, bucket, sessionKey string, wait time.Duration) ForgetStep {
+	step := ForgetStep{Place: "bucket " + bucket + " (regression samples)"}
+	kv, err := js.KeyValue(ctx, bucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		step.Note = "regression detection has not run"
+		return step
+	}
+	if err != nil {
+		step.Err = err.Error()
+		return step
+	}
+	keys, err := kv.ListKeysFiltered(ctx, wire.HistoryKeysFilter)
+	if err != nil {
+		step.Err = err.Error()
+		return step
+	}
+	var errs []error
+	for key := range keys.Keys() {
+		removed, err := forgetSample(ctx, kv, key, sessionKey)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", key, err))
+		}
+		step.Removed += removed
+	}
+	if err := errors.Join(errs...); err != nil {
+		step.Err = err.Error()
+	}
+	step.Note = "the histories are rewritten without the session's samples; " + kvPurgeNote
 	return step
+}
+
+// forgetSample takes the session's samples out of one history.
+func forgetSample(ctx context.Context, kv jetstream.KeyValue, key, sessionKey string) (int, error) {
+	for attempt := 0; attempt < 3; attempt++ {
+		e, err := kv.Get(ctx, key)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			return 0, nil
+		}
+		if err != nil {
+			return 0, err
+		}
+		var h regress.History
+		if err := json.Unmarshal(e.Value(), &h); err != nil {
+			return 0, fmt.Errorf("history: %w", err)
+		}
+		if !h.Remove(sessionKey) {
+			return 0, nil
+		}
+		data, err := json.Marshal(&h)
+		if err != nil {
+			return 0, err
+		}
+		if _, err := kv.Update(ctx, key, data, e.Revision()); err == nil {
+			return 1, nil
+		} else if !errors.Is(err, jetstream.ErrKeyExists) { // a detector wrote meanwhile: read it again
+			return 0, err
+		}
+	}
+	return 0, errors.New("the history kept changing; run forget again")
+}
+
+// forgetInDashboards asks every running dashboard to drop the session from
+// its index, and counts those that answered.
+func forgetInDashboards(ctx context.Context, nc *nats.Conn, subject, sessionKey string) ForgetStep {
+	step := ForgetStep{Place: "running dashboards"}
+	inbox := nc.NewRespInbox()
+	sub, err := nc.SubscribeSync(inbox)
+	if err != nil {
+		step.Err = err.Error()
+		return step
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	if err := nc.PublishRequest(subject, inbox, []byte(sessionKey)); err != nil {
+		step.Err = err.Error()
+		return step
+	}
+	answered := 0
+	for {
+		m, err := sub.NextMsgWithContext(withTimeout(ctx, dashboardAnswerWait))
+		if err != nil {
+			break
+		}
+		answered++
+		n, _ := strconv.Atoi(string(m.Data))
+		step.Removed += n
+	}
+	step.Note = fmt.Sprintf("%d running dashboards answered; one that was not running reads the streams afresh", answered)
+	return step
+}
+
+// dashboardAnswerWait is how long forget waits for dashboards' answers.
+const dashboardAnswerWait = time.Second
+
+// withTimeout is ctx with d more to run; its cancel runs when the timeout fires.
+func withTimeout(ctx context.Context, d time.Duration) context.Context {
+	c, cancel := context.WithTimeout(ctx, d)
+	context.AfterFunc(c, cancel)
+	return c
 }

@@ -144,6 +144,7 @@ func newHandlers(ctx context.Context, d pipelineDeps) (handlers, error) {
 		return handlers{}, err
 	}
 	d.metrics.Quality.SetMaxAgents(cfg.Metrics.MaxAgents)
+	d.metrics.AgentVersions.SetMax(cfg.Metrics.MaxAgents)
 	h := handlers{shared: locate.NewStoreCheck(d.store.Identity(), d.metrics.StoreNotShared, env.Log, env.Now),
 		alertClient: &http.Client{Timeout: cfg.Alerts.Timeout}}
 	if h.loc, err = locate.New(env, d.facts, d.store, links, cfg, h.shared, d.metrics); err != nil {

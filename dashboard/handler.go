@@ -3,7 +3,6 @@ package dashboard
 import (
 	"bytes"
 	"context"
-	"crypto/subtle"
 	"embed"
 	"encoding/csv"
 	"encoding/json"
@@ -12,7 +11,6 @@ import (
 	"html/template"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -51,16 +49,15 @@ type Handler struct {
 	index  *Index
 	alerts *AlertIndex
 	src    Sources
-	token  string
+	access Access
+	guard  http.Handler // serve behind access
 	log    *slog.Logger
 	tmpl   *template.Template
 	now    func() time.Time
 }
 
-// NewHandler serves the dashboard. A request from off loopback needs the
-// token (Authorization: Bearer, or ?token=); with no token configured, only
-// loopback clients are served.
-func NewHandler(index *Index, alerts *AlertIndex, src Sources, token string, log *slog.Logger) (*Handler, error) {
+// NewHandler serves the dashboard to whom access lets in.
+func NewHandler(index *Index, alerts *AlertIndex, src Sources, access Access, log *slog.Logger) (*Handler, error) {
 	if index == nil || alerts == nil || src.Scorecard == nil || src.Items == nil || src.DeadLetters == nil || src.Recording == nil ||
 		src.Audio == nil || log == nil {
 		return nil, errors.New("dashboard: indexes, sources and log are required")
@@ -84,14 +81,15 @@ func NewHandler(index *Index, alerts *AlertIndex, src Sources, token string, log
 	if err != nil {
 		return nil, fmt.Errorf("dashboard templates: %w", err)
 	}
-	return &Handler{index: index, alerts: alerts, src: src, token: token, log: log, tmpl: t, now: time.Now}, nil
+	h := &Handler{index: index, alerts: alerts, src: src, access: access, log: log, tmpl: t, now: time.Now}
+	h.guard = access.Guard(http.HandlerFunc(h.serve))
+	return h, nil
 }
 
-func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !h.allowed(r) {
-		http.Error(w, "the dashboard needs a token from off loopback (dashboard.token)", http.StatusForbidden)
-		return
-	}
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.guard.ServeHTTP(w, r) }
+
+// serve serves a request access let in.
+func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET")
 		http.Error(w, "use GET", http.StatusMethodNotAllowed)
@@ -119,23 +117,6 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.log.Warn("dashboard", "path", r.URL.Path, "err", err)
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 	}
-}
-
-func (h *Handler) allowed(r *http.Request) bool {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err == nil {
-		if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
-			return true
-		}
-	}
-	if h.token == "" {
-		return false
-	}
-	got := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if got == "" {
-		got = r.URL.Query().Get("token")
-	}
-	return subtle.ConstantTimeCompare([]byte(got), []byte(h.token)) == 1
 }
 
 func (h *Handler) filter(r *http.Request) (Filter, error) {
@@ -306,6 +287,17 @@ func (h *Handler) export(w http.ResponseWriter, r *http.Request) error {
 	}
 }
 
+// csvText keeps a text cell from being read as a formula by a spreadsheet
+// (OWASP's CSV injection advice): a cell starting with =, +, -, @, a tab or
+// a carriage return gets a leading apostrophe. Room names, agent names and
+// versions are chosen by whoever runs the agents.
+func csvText(s string) string {
+	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
+		return "'" + s
+	}
+	return s
+}
+
 func writeCSV(w io.Writer, rows []Entry) error {
 	cw := csv.NewWriter(w)
 	_ = cw.Write([]string{"scored_at", "session_key", "room_id", "room_name", "job_id", "agent_name", "version", "verdict", "score",
@@ -317,8 +309,9 @@ func writeCSV(w io.Writer, rows []Entry) error {
 		}
 		return strconv.FormatFloat(v, 'f', -1, 64)
 	}
+	c := csvText
 	for _, e := range rows {
-		_ = cw.Write([]string{e.At.UTC().Format(time.RFC3339Nano), e.Key, e.RoomID, e.RoomName, e.JobID, e.AgentName, e.Version, e.Verdict,
+		_ = cw.Write([]string{e.At.UTC().Format(time.RFC3339Nano), c(e.Key), c(e.RoomID), c(e.RoomName), c(e.JobID), c(e.AgentName), c(e.Version), e.Verdict,
 			f(e.Score), f(e.Components[0]), f(e.Components[1]), f(e.Components[2]), f(e.Components[3]), e.CloseReason, e.Source,
 			f(e.E2EP50), f(e.E2EP95), f(e.HeardP50), f(e.HeardP95), strings.Join(e.Codes, " ")})
 	}
@@ -394,12 +387,9 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) error {
 var recordingObjects = map[string]string{"chat_history.json": "application/json", "recording.ogg": "audio/ogg",
 	"header.binpb": "application/protobuf"}
 
-// maxServed bounds an object the dashboard serves with range requests:
-// it is read into memory to answer them. Larger ones are sent whole.
-const maxServed = 64 << 20
-
 // recording serves one object of a session's stored upload, with range
-// requests (an <audio> element seeks with them).
+// requests (an <audio> element seeks with them), streamed from the store:
+// nothing is held whole in memory.
 func (h *Handler) recording(w http.ResponseWriter, r *http.Request) error {
 	key, object := r.URL.Query().Get("key"), r.URL.Query().Get("object")
 	ct, ok := recordingObjects[object]
@@ -416,20 +406,58 @@ func (h *Handler) recording(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set("Content-Type", ct)
 	w.Header().Set("Content-Disposition", fmt.Sprintf("inline; filename=%q", object))
 	w.Header().Set("Cache-Control", "private, max-age=300")
-	buf, err := io.ReadAll(io.LimitReader(rc, maxServed+1))
-	if err != nil {
-		return err
+	if rs, ok := rc.(io.ReadSeeker); ok { // a local file
+		http.ServeContent(w, r, object, time.Time{}, rs)
+		return nil
 	}
-	if len(buf) <= maxServed {
-		http.ServeContent(w, r, object, time.Time{}, bytes.NewReader(buf))
+	if sh, ok := rc.(interface{ SizeHint() int64 }); ok && sh.SizeHint() >= 0 { // S3: ranges by skipping ahead
+		http.ServeContent(w, r, object, time.Time{}, &forwardSeeker{r: rc, size: sh.SizeHint()})
 		return nil
 	}
 	w.Header().Set("Accept-Ranges", "none")
-	if _, err := w.Write(buf); err != nil {
-		return err
-	}
 	_, err = io.Copy(w, rc)
 	return err
+}
+
+// forwardSeeker lets http.ServeContent serve one range of a stream of
+// known size: seeking only moves a position, and reading skips ahead to it.
+// It cannot go back (a request for several ranges out of order fails).
+type forwardSeeker struct {
+	r         io.Reader
+	size      int64
+	pos, read int64 // where the next Read starts; how much of r was consumed
+}
+
+func (f *forwardSeeker) Seek(offset int64, whence int) (int64, error) {
+	switch whence {
+	case io.SeekStart:
+	case io.SeekCurrent:
+		offset += f.pos
+	case io.SeekEnd:
+		offset += f.size
+	}
+	if offset < 0 {
+		return 0, errors.New("seek before the start")
+	}
+	f.pos = offset
+	return offset, nil
+}
+
+func (f *forwardSeeker) Read(b []byte) (int, error) {
+	if f.pos < f.read {
+		return 0, errors.New("the stored object cannot be read backwards")
+	}
+	if skip := f.pos - f.read; skip > 0 {
+		n, err := io.CopyN(io.Discard, f.r, skip)
+		f.read += n
+		if err != nil {
+			return 0, err
+		}
+	}
+	n, err := f.r.Read(b)
+	f.read += int64(n)
+	f.pos = f.read
+	return n, err
 }
 
 // newest returns the n latest entries, latest first.

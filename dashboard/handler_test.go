@@ -32,7 +32,7 @@ func testHandler(t *testing.T, token string) *Handler {
 			return io.NopCloser(strings.NewReader("{}")), nil
 		},
 		Audio: func(context.Context, string) (bool, string) { return false, "this upload has no recording.ogg" },
-	}, token, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	}, Access{Token: token, TrustLoopback: true}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +42,12 @@ func testHandler(t *testing.T, token string) *Handler {
 func get(h http.Handler, remote, url string, hdr map[string]string) *httptest.ResponseRecorder {
 	req := httptest.NewRequest(http.MethodGet, url, nil)
 	req.RemoteAddr = remote
+	req.Host = "localhost:9090"
 	for k, v := range hdr {
+		if k == "Host" {
+			req.Host = v
+			continue
+		}
 		req.Header.Set(k, v)
 	}
 	rec := httptest.NewRecorder()
@@ -71,8 +76,11 @@ func TestAccess(t *testing.T) {
 		"no token":     {"/ui", nil, 403},
 		"wrong token":  {"/ui", map[string]string{"Authorization": "Bearer nope"}, 403},
 		"bearer":       {"/ui", map[string]string{"Authorization": "Bearer s3cret"}, 200},
-		"query":        {"/ui/sessions?token=s3cret", nil, 200},
-		"unknown page": {"/ui/nope?token=s3cret", nil, 404},
+		"in the URL":   {"/ui/sessions?token=s3cret", nil, 400},
+		"cookie":       {"/ui/sessions", map[string]string{"Cookie": cookieName + "=s3cret"}, 200},
+		"wrong cookie": {"/ui/sessions", map[string]string{"Cookie": cookieName + "=nope"}, 403},
+		"unknown page": {"/ui/nope", map[string]string{"Authorization": "Bearer s3cret"}, 404},
+		"other host":   {"/ui", map[string]string{"Authorization": "Bearer s3cret", "Host": "attacker.example"}, 421},
 	} {
 		if c := get(h, "10.1.2.3:5000", tc.url, tc.hdr).Code; c != tc.want {
 			t.Errorf("%s: %d, want %d", name, c, tc.want)
@@ -223,17 +231,39 @@ func TestExportAndSearch(t *testing.T) {
 func TestRecordingRanges(t *testing.T) {
 	h := testHandler(t, "")
 	data := strings.Repeat("OggS", 1000)
-	h.src.Recording = func(context.Context, string, string) (io.ReadCloser, error) {
-		return io.NopCloser(strings.NewReader(data)), nil
-	}
-	rec := get(h, "127.0.0.1:1", "/ui/recording?key=RM_d/AJ&object=recording.ogg", map[string]string{"Range": "bytes=4-11"})
-	if rec.Code != 206 || rec.Body.String() != "OggSOggS" || rec.Header().Get("Content-Range") != "bytes 4-11/4000" || rec.Header().Get("Content-Type") != "audio/ogg" {
-		t.Errorf("range: %d %q %v", rec.Code, rec.Body.String(), rec.Header())
-	}
-	if rec := get(h, "127.0.0.1:1", "/ui/recording?key=RM_d/AJ&object=recording.ogg", nil); rec.Code != 200 || rec.Body.Len() != 4000 {
-		t.Errorf("whole: %d %d", rec.Code, rec.Body.Len())
+	for name, tc := range map[string]struct {
+		open   func() io.ReadCloser
+		ranges bool
+	}{
+		"seekable (a local file)": {func() io.ReadCloser { return seekCloser{strings.NewReader(data)} }, true},
+		"sized stream (S3)":       {func() io.ReadCloser { return sizedStream{io.NopCloser(strings.NewReader(data)), int64(len(data))} }, true},
+		"stream of unknown size":  {func() io.ReadCloser { return io.NopCloser(strings.NewReader(data)) }, false},
+	} {
+		h.src.Recording = func(context.Context, string, string) (io.ReadCloser, error) { return tc.open(), nil }
+		rec := get(h, "127.0.0.1:1", "/ui/recording?key=RM_d/AJ&object=recording.ogg", map[string]string{"Range": "bytes=4-11"})
+		if tc.ranges && (rec.Code != 206 || rec.Body.String() != "OggSOggS" || rec.Header().Get("Content-Range") != "bytes 4-11/4000" ||
+			rec.Header().Get("Content-Type") != "audio/ogg") {
+			t.Errorf("%s: range: %d %q %v", name, rec.Code, rec.Body.String(), rec.Header())
+		}
+		if !tc.ranges && (rec.Code != 200 || rec.Header().Get("Accept-Ranges") != "none" || rec.Body.Len() != 4000) {
+			t.Errorf("%s: range: %d, Accept-Ranges %q, %d bytes", name, rec.Code, rec.Header().Get("Accept-Ranges"), rec.Body.Len())
+		}
+		if rec := get(h, "127.0.0.1:1", "/ui/recording?key=RM_d/AJ&object=recording.ogg", nil); rec.Code != 200 || rec.Body.String() != data {
+			t.Errorf("%s: whole: %d %d", name, rec.Code, rec.Body.Len())
+		}
 	}
 }
+
+type seekCloser struct{ io.ReadSeeker }
+
+func (seekCloser) Close() error { return nil }
+
+type sizedStream struct {
+	io.ReadCloser
+	size int64
+}
+
+func (s sizedStream) SizeHint() int64 { return s.size }
 
 // TestAlertIndex: an episode's last message decides whether it fires; the
 // resolved ones come latest first.

@@ -316,3 +316,14 @@ func (x *Index) distinct(of func(*Entry) string) []string {
 	sort.Strings(out)
 	return out
 }
+
+// Forget drops a session from the index (lkscore forget) and says how many
+// entries it held for it.
+func (x *Index) Forget(key string) int {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	n := len(x.entries)
+	x.entries = slices.DeleteFunc(x.entries, func(e Entry) bool { return e.Key == key })
+	delete(x.byKey, key)
+	return n - len(x.entries)
+}

@@ -209,3 +209,14 @@ func SpikeStatus(h *History, cfg Config) []Signal {
 func (k Key) String() string {
 	return fmt.Sprintf("%s@%s (scoring %s)", k.Agent, k.Version, k.ScoringVersion)
 }
+
+// Remove drops a session's samples (lkscore forget). It reports whether
+// there were any. Total, the sessions ever added, stays.
+func (h *History) Remove(session string) bool {
+	keep := func(s []Sample) []Sample {
+		return slices.DeleteFunc(s, func(x Sample) bool { return x.Session == session })
+	}
+	n := len(h.First) + len(h.Last)
+	h.First, h.Last = keep(h.First), keep(h.Last)
+	return len(h.First)+len(h.Last) != n
+}

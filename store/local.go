@@ -135,8 +135,22 @@ func (s *Local) Open(_ context.Context, key string, maxBytes int64) (io.ReadClos
 		}
 		size = st.Size()
 	}
+	if size >= 0 {
+		// Within the limit, and written once by a rename: seekable, so the
+		// dashboard serves range requests from it as it is.
+		return fileObject{File: f, size: size}, nil
+	}
 	return readCloser{Reader: recording.LimitReader(f, maxBytes), Closer: f, size: size}, nil
 }
+
+// fileObject is a local object whose size is known to be within the limit.
+type fileObject struct {
+	*os.File
+	size int64
+}
+
+// SizeHint is the object's size (recording.SizeHinter).
+func (f fileObject) SizeHint() int64 { return f.size }
 
 // List returns every object under prefix, sorted by key; staging is never
 // listed. It walks only the directory the prefix names.

@@ -86,7 +86,7 @@ func runDemo(ctx context.Context, stdout, stderr io.Writer, dataDir string, keep
 		defer cancel()
 		_ = d.Shutdown(sctx)
 	}()
-	fmt.Fprintf(stdout, "lkscore demo: daemon on %s (NATS %s, data in %s)\n", d.IngestAddr(), d.NATSURL(), dataDir)
+	fmt.Fprintf(stdout, "lkscore demo: daemon on %s (NATS %s, data in %s)\n", d.IngestAddr(), d.NATSURLRedacted(), dataDir)
 
 	want, err := sendScenarios(ctx, sdkclient.New("http://"+d.IngestAddr(), key, secret), all)
 	if err != nil {

@@ -94,7 +94,9 @@ func dlqAdmin(ctx context.Context, c *cli.Command, getenv func(string) string) (
 func toolFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "config", Usage: "config file (env LKSCORE_CONFIG)"},
-		&cli.StringFlag{Name: "nats-url", Usage: "NATS URL (env LKSCORE_NATS_URL; empty: the embedded server on 127.0.0.1:<nats.embedded_port>)"},
+		&cli.StringFlag{Name: "nats-url", Usage: "NATS URL (env LKSCORE_NATS_URL; empty: the embedded server on 127.0.0.1:<nats.embedded_port>, " +
+			"with the token in <data_dir>/nats.token)"},
+		&cli.StringFlag{Name: "data-dir", Usage: "the daemon's data directory: the embedded NATS server's token, the local store (env LKSCORE_DATA_DIR)"},
 	}
 }
 
@@ -113,9 +115,21 @@ func toolNATS(c *cli.Command, getenv func(string) string) (jetstream.JetStream, 
 	if err != nil {
 		return nil, wire.Subjects{}, cfg, nil, exitError{code: 2, err: err}
 	}
+	if c.IsSet("data-dir") {
+		cfg.DataDir = c.String("data-dir")
+	}
 	url := cfg.NATS.URL
 	if url == "" {
+		// The embedded server: its port, and the token serve wrote into the data dir.
 		url = fmt.Sprintf("nats://127.0.0.1:%d", cfg.NATS.EmbeddedPort)
+		if cfg.NATS.Token == "" {
+			tok, err := broker.ReadEmbeddedToken(cfg.DataDir)
+			if err != nil {
+				return nil, wire.Subjects{}, cfg, nil, exitError{code: 1, err: fmt.Errorf("%w (run this where lkscore serve runs, "+
+					"with its data_dir: --data-dir, LKSCORE_DATA_DIR or --config; or give --nats-url)", err)}
+			}
+			cfg.NATS.Token = tok
+		}
 	}
 	nc, err := broker.Connect(url, cfg.NATS, discardLogger())
 	if err != nil {

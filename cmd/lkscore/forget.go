@@ -25,7 +25,6 @@ func forgetCommand(getenv func(string) string, stdout io.Writer) *cli.Command {
 			"streams. Exit 1 when something could not be removed.",
 		Flags: append(append(toolFlags(), offline.FormatFlags("print the report as JSON")...),
 			&cli.StringFlag{Name: "session", Usage: "the session key, room_id/job_id", Required: true},
-			&cli.StringFlag{Name: "data-dir", Usage: "the daemon's data directory, for the local store (env LKSCORE_DATA_DIR)"},
 		),
 		Action: func(ctx context.Context, c *cli.Command) error {
 			if room, job, ok := strings.Cut(c.String("session"), "/"); !ok || room == "" || job == "" || strings.Contains(job, "/") {

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -16,16 +17,21 @@ import (
 
 // StartEmbedded starts an in-process NATS server with JetStream on loopback,
 // storing under dataDir/nats, and waits up to ready for it to accept
-// connections. Shut it down with Shutdown + WaitForShutdown.
-func StartEmbedded(dataDir string, port int, ready time.Duration) (*server.Server, error) {
+// connections. Clients must present token (EmbeddedToken). Shut it down
+// with Shutdown + WaitForShutdown.
+func StartEmbedded(dataDir string, port int, ready time.Duration, token string) (*server.Server, error) {
+	if token == "" {
+		return nil, errors.New("embedded nats: a token is required")
+	}
 	opts := &server.Options{
-		ServerName: "lkscore-embedded",
-		Host:       "127.0.0.1",
-		Port:       port,
-		JetStream:  true,
-		StoreDir:   filepath.Join(dataDir, "nats"),
-		NoLog:      true,
-		NoSigs:     true,
+		Authorization: token,
+		ServerName:    "lkscore-embedded",
+		Host:          "127.0.0.1",
+		Port:          port,
+		JetStream:     true,
+		StoreDir:      filepath.Join(dataDir, "nats"),
+		NoLog:         true,
+		NoSigs:        true,
 	}
 	if port > 0 {
 		// A port in use would only show as "not ready" after the whole wait.

@@ -62,6 +62,9 @@ func HistoryKey(k regress.Key) string {
 	return "h." + b64(k.Agent) + "." + b64(k.Version) + "." + b64(k.ScoringVersion)
 }
 
+// HistoryKeysFilter matches every history key.
+const HistoryKeysFilter = "h.>"
+
 // VersionIndexKey lists an agent's versions under one scoring version.
 func VersionIndexKey(agent, scoringVersion string) string {
 	return "i." + b64(agent) + "." + b64(scoringVersion)

@@ -82,6 +82,11 @@ func (s Subjects) AlertsOf(agent string) string { return s.prefix + "alert.*." +
 // AlertAll matches every alert.
 func (s Subjects) AlertAll() string { return s.prefix + "alert.>" }
 
+// Forget is where `lkscore forget` tells running dashboards to drop a
+// session from their index (core NATS, request-reply; the body is the
+// session key). No stream stores it.
+func (s Subjects) Forget() string { return s.prefix + "control.forget" }
+
 // WebhookStream holds received webhooks.
 func (s Subjects) WebhookStream() string { return s.streamPrefix + "_WEBHOOKS" }
 

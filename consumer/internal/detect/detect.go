@@ -47,6 +47,8 @@ type Detector struct {
 	cfg      config.Regression
 	alerts   *prometheus.CounterVec // kind, status
 	sessions *prometheus.CounterVec // agent, version
+	// sessionLabels caps the sessions' (agent, version) pairs (metrics.max_agents).
+	sessionLabels *metrics.LabelCap
 	// stripes serialize, within this process, the handling of scorecards of
 	// one agent/version: they share one history entry, and goroutines
 	// racing on it would only lose compare-and-sets to each other.
@@ -63,7 +65,7 @@ func New(env broker.Env, kv jetstream.KeyValue, cfg config.Regression, m *metric
 			m.Alerts.WithLabelValues(kind, status).Add(0)
 		}
 	}
-	return &Detector{Env: env, kv: kv, cfg: cfg, alerts: m.Alerts, sessions: m.AgentSessions}
+	return &Detector{Env: env, kv: kv, cfg: cfg, alerts: m.Alerts, sessions: m.AgentSessions, sessionLabels: m.AgentVersions}
 }
 
 // Bucket is the regression bucket.
@@ -129,7 +131,7 @@ func (r *Detector) Handle(ctx context.Context, m jetstream.Msg) error {
 	}
 	idx := *index.Value
 	if added {
-		r.sessions.WithLabelValues(key.Agent, key.Version).Inc()
+		r.sessions.WithLabelValues(r.sessionLabels.Values(key.Agent, key.Version)...).Inc()
 	}
 	// Judging costs more than recording: every evaluate_every-th session of
 	// a version, and the one that reaches min_sessions (docs/regression.md).

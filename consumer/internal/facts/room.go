@@ -62,12 +62,28 @@ var departureErrors = map[string]bool{"agent worker left the room": true}
 func IsDepartureError(e string) bool { return departureErrors[strings.ToLower(strings.TrimSpace(e))] }
 
 // IdentityHash keeps a participant identity comparable without storing it.
+// An identity already stored as its hash (StoredIdentity) is its hash.
 func IdentityHash(identity string) string {
 	if identity == "" {
 		return "-"
 	}
+	if h, ok := strings.CutPrefix(identity, storedIdentityPrefix); ok && len(h) == 12 {
+		return h
+	}
 	h := sha256.Sum256([]byte(identity))
 	return hex.EncodeToString(h[:6])
+}
+
+// storedIdentityPrefix marks an identity stored as its hash.
+const storedIdentityPrefix = "lkscore-hash:"
+
+// StoredIdentity is how a stored webhook keeps a participant identity: its
+// hash, which IdentityHash reads back as is ("" stays "").
+func StoredIdentity(identity string) string {
+	if identity == "" {
+		return ""
+	}
+	return storedIdentityPrefix + IdentityHash(identity)
 }
 
 // DepartureObservation is one participant leaving, or nil for a participant

@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -49,6 +50,7 @@ type collector struct {
 	now      func() time.Time
 	inflight chan struct{} // one token per upload being stored (http.max_inflight_uploads)
 	maxWait  time.Duration // for a token (http.upload_wait)
+	bodyIdle time.Duration // the longest wait for an upload's next bytes (http.body_timeout)
 }
 
 // newCollector stores the uploads signed with keys in o.Store, as o.Config
@@ -67,7 +69,8 @@ func newCollector(o Options, keys auth.KeyProvider, now func() time.Time) (*coll
 	if err != nil {
 		return nil, err
 	}
-	c := &collector{plumbing: o.plumbing(), keys: keys, store: o.Store, limits: lim, layout: layout, now: now}
+	c := &collector{plumbing: o.plumbing(), keys: keys, store: o.Store, limits: lim, layout: layout, now: now,
+		bodyIdle: cmp.Or(cfg.HTTP.BodyTimeout, 30*time.Second)}
 	if n := cfg.HTTP.MaxInflightUploads; n > 0 {
 		if cfg.HTTP.UploadWait <= 0 {
 			return nil, errors.New("collector: an upload bound needs a positive wait")
@@ -82,7 +85,12 @@ var idRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
 
 func (c *collector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	outcome := "stored"
-	if err := c.admit(r.Context()); err != nil {
+	// The token first: an unauthenticated upload neither waits for nor holds a slot.
+	apiKey, err := c.authorize(w, r)
+	if err == nil {
+		err = c.admit(r.Context())
+	}
+	if err != nil {
 		outcome = c.fail(w, err)
 		c.metrics.Requests.WithLabelValues("recordings", outcome).Inc()
 		return
@@ -90,7 +98,7 @@ func (c *collector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var once sync.Once
 	release := func() { once.Do(c.release) }
 	defer release()
-	if err := c.serve(w, r, release); err != nil {
+	if err := c.serve(w, r, apiKey, release); err != nil {
 		outcome = c.fail(w, err)
 	}
 	c.metrics.Requests.WithLabelValues("recordings", outcome).Inc()
@@ -134,16 +142,7 @@ func (c *collector) release() {
 // serve stores one upload; release gives its upload slot back once the
 // parts are written (waiting for them to be durable takes no CPU, and
 // uploads that wait together share one sync).
-func (c *collector) serve(w http.ResponseWriter, r *http.Request, release func()) error {
-	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", http.MethodPost)
-		return failure.Refuse(http.StatusMethodNotAllowed, "use POST")
-	}
-	apiKey, err := verifyObservabilityToken(r.Header.Get("Authorization"), c.keys)
-	if err != nil {
-		c.log.Debug("upload refused", "err", err)
-		return failure.Refuse(http.StatusUnauthorized, "invalid token")
-	}
+func (c *collector) serve(w http.ResponseWriter, r *http.Request, apiKey string, release func()) error {
 	mt, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || mt != "multipart/form-data" || params["boundary"] == "" {
 		return failure.Refuse(http.StatusBadRequest, "content type must be multipart/form-data with a boundary")
@@ -153,7 +152,8 @@ func (c *collector) serve(w http.ResponseWriter, r *http.Request, release func()
 	if r.ContentLength > maxTotal {
 		return failure.Refuse(http.StatusRequestEntityTooLarge, "body exceeds the upload size limit")
 	}
-	body := http.MaxBytesReader(w, r.Body, maxTotal)
+	// An authenticated upload may take longer than http.body_timeout, as long as it keeps sending.
+	body := http.MaxBytesReader(w, newProgressReader(w, r.Body, c.bodyIdle), maxTotal)
 	notice, err := c.receive(r.Context(), multipart.NewReader(body, params["boundary"]), release)
 	if err != nil {
 		return err
@@ -165,6 +165,20 @@ func (c *collector) serve(w http.ResponseWriter, r *http.Request, release func()
 	c.log.Info("upload stored", "session_key", notice.SessionKey, "objects", len(notice.Objects))
 	w.WriteHeader(http.StatusOK)
 	return nil
+}
+
+// authorize checks the method and the token, before anything of the body is read.
+func (c *collector) authorize(w http.ResponseWriter, r *http.Request) (string, error) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		return "", failure.Refuse(http.StatusMethodNotAllowed, "use POST")
+	}
+	apiKey, err := verifyObservabilityToken(r.Header.Get("Authorization"), c.keys)
+	if err != nil {
+		c.log.Debug("upload refused", "err", err)
+		return "", failure.Refuse(http.StatusUnauthorized, "invalid token")
+	}
+	return apiKey, nil
 }
 
 // verifyObservabilityToken checks a Bearer JWT the way LiveKit Cloud does:

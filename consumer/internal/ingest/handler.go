@@ -46,14 +46,16 @@ func Handler(o Options) (http.Handler, error) {
 	mux := http.NewServeMux()
 	mux.Handle("/webhook", wh)
 	mux.Handle("/observability/recordings/v0", col)
+	otlpSlots := newSlots(cfg.HTTP.MaxInflightOTLP) // shared by the three signals: decoding is what costs
 	for _, sig := range []string{"traces", "logs", "metrics"} {
-		rcv := &otlpReceiver{signal: sig, keys: keys, facts: o.Facts, maxBody: cfg.Limits.OTLPBytes, metrics: o.Metrics, log: o.Log}
+		rcv := &otlpReceiver{signal: sig, keys: keys, facts: o.Facts, maxBody: cfg.Limits.OTLPBytes,
+			maxElements: cfg.Limits.OTLPElements, inflight: otlpSlots, metrics: o.Metrics, log: o.Log}
 		if sig == "metrics" {
 			rcv.facts = nil // metrics carry no session facts lkscore uses
 		}
 		mux.Handle("/observability/"+sig+"/otlp/v0", rcv)
 	}
-	return collapseSlashes(mux), nil
+	return withBodyDeadline(collapseSlashes(mux), cfg.HTTP.BodyTimeout), nil
 }
 
 // plumbing is what the endpoints that publish share: the publisher and

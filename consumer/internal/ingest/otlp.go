@@ -51,8 +51,13 @@ type otlpReceiver struct {
 	keys    auth.KeyProvider
 	facts   factSink // nil for metrics
 	maxBody int64    // both compressed and decompressed
-	metrics *metrics.Ingest
-	log     *slog.Logger
+	// maxElements caps the messages a body decodes into (limits.otlp_elements).
+	maxElements int
+	// inflight caps the bodies read and decoded at once, all signals
+	// together (http.max_inflight_otlp).
+	inflight slots
+	metrics  *metrics.Ingest
+	log      *slog.Logger
 }
 
 func (o *otlpReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -61,11 +66,15 @@ func (o *otlpReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f := failure.Classify(err)
 		outcome = failure.HTTPReason(f.Status)
 		o.metrics.Rejected.WithLabelValues("otlp", outcome).Inc()
-		if f.Status == http.StatusServiceUnavailable {
+		switch {
+		case errors.Is(err, errBusy):
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, err.Error(), f.Status)
+		case f.Status == http.StatusServiceUnavailable:
 			o.log.Warn("otlp facts not stored", "signal", o.signal, "err", err)
 			w.Header().Set("Retry-After", "2")
 			http.Error(w, "facts not stored, retry later", f.Status)
-		} else {
+		default:
 			// Never mention "disabled": the Python SDK stops exporting for good on it.
 			http.Error(w, err.Error(), f.Status)
 		}
@@ -82,6 +91,10 @@ func (o *otlpReceiver) serve(w http.ResponseWriter, r *http.Request) error {
 		o.log.Debug("otlp refused", "err", err)
 		return failure.Refuse(http.StatusUnauthorized, "invalid token")
 	}
+	if !o.inflight.take() {
+		return failure.Refuse(http.StatusServiceUnavailable, "%w", errBusy)
+	}
+	defer o.inflight.give()
 	if o.facts == nil { // metrics: read within the limit and dropped, never decoded
 		if _, err := io.Copy(io.Discard, http.MaxBytesReader(w, r.Body, o.maxBody)); err != nil {
 			return failure.Refuse(http.StatusRequestEntityTooLarge, "body exceeds %d bytes", o.maxBody)
@@ -98,14 +111,14 @@ func (o *otlpReceiver) serve(w http.ResponseWriter, r *http.Request) error {
 	switch o.signal {
 	case "logs":
 		var req collogs.ExportLogsServiceRequest
-		if err := decodeOTLP(body, isJSON, &req); err != nil {
-			return failure.Refuse(http.StatusBadRequest, "OTLP logs: %v", err)
+		if err := o.decode("logs", body, isJSON, &req); err != nil {
+			return err
 		}
 		updates = logFacts(&req, isJSON)
 	case "traces":
 		var req coltrace.ExportTraceServiceRequest
-		if err := decodeOTLP(body, isJSON, &req); err != nil {
-			return failure.Refuse(http.StatusBadRequest, "OTLP traces: %v", err)
+		if err := o.decode("traces", body, isJSON, &req); err != nil {
+			return err
 		}
 		updates = traceFacts(&req)
 	}
@@ -182,6 +195,22 @@ var (
 	otlpProto = proto.UnmarshalOptions{RecursionLimit: otlpRecursionLimit, DiscardUnknown: true}
 	otlpJSON  = protojson.UnmarshalOptions{RecursionLimit: otlpRecursionLimit, DiscardUnknown: true}
 )
+
+// decode decodes a body once its messages are counted within
+// limits.otlp_elements (413 when over).
+func (o *otlpReceiver) decode(what string, body []byte, isJSON bool, m proto.Message) error {
+	count := countElements
+	if isJSON {
+		count = countJSONElements
+	}
+	if err := count(body, m.ProtoReflect().Descriptor(), o.maxElements); err != nil {
+		return failure.Refuse(http.StatusRequestEntityTooLarge, "OTLP %s: %w", what, err)
+	}
+	if err := decodeOTLP(body, isJSON, m); err != nil {
+		return failure.Refuse(http.StatusBadRequest, "OTLP %s: %v", what, err)
+	}
+	return nil
+}
 
 // decodeOTLP decodes OTLP/protobuf or OTLP/JSON. The JSON form's trace and
 // span ids are hex, not base64; lkscore does not use them, and the agents-js

@@ -2,7 +2,12 @@ package ingest
 
 import (
 	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
 	"errors"
+	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -15,7 +20,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/protobuf/encoding/protojson"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/consumer/internal/facts"
@@ -38,6 +42,8 @@ type webhookHandler struct {
 	keys    auth.KeyProvider
 	maxBody int64
 	events  map[string]bool
+	// inflight caps the signed bodies read at once (http.max_inflight_webhooks).
+	inflight slots
 
 	// Metrics resolved once: label lookups cost on the hot path.
 	requests       map[string]prometheus.Counter
@@ -65,6 +71,7 @@ func newWebhookHandler(o Options, keys auth.KeyProvider) (*webhookHandler, error
 	p, m := o.plumbing(), o.Metrics
 	h := &webhookHandler{
 		plumbing: p, privacy: cfg.Privacy, keys: keys, maxBody: cfg.Webhook.MaxBodyBytes, events: ev,
+		inflight:       newSlots(cfg.HTTP.MaxInflightWebhooks),
 		requests:       map[string]prometheus.Counter{},
 		stored:         map[eventOutcome]prometheus.Counter{},
 		publishLatency: m.PublishLatency.WithLabelValues(p.subjects.WebhookStream()),
@@ -106,19 +113,36 @@ func (h *webhookHandler) serve(w http.ResponseWriter, r *http.Request) string {
 	if r.ContentLength > h.maxBody {
 		return h.reject(w, http.StatusRequestEntityTooLarge, "body exceeds the webhook size limit")
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, h.maxBody)
 	// LiveKit sends the raw token; accept a "Bearer " prefix as well.
-	if a := r.Header.Get("Authorization"); len(a) > 7 && strings.EqualFold(a[:7], "bearer ") {
-		r.Header.Set("Authorization", a[7:])
+	token := r.Header.Get("Authorization")
+	if len(token) > 7 && strings.EqualFold(token[:7], "bearer ") {
+		token = token[7:]
 	}
-	kc := &keyCapture{KeyProvider: h.keys}
-	body, err := webhook.Receive(r, kc)
+	// The token is checked before a byte of the body is read: an
+	// unauthenticated request costs its headers only.
+	apiKey, sum, err := verifyWebhookToken(token, h.keys)
+	if err != nil {
+		h.log.Debug("webhook refused", "err", err)
+		return h.reject(w, http.StatusUnauthorized, "invalid or missing signature")
+	}
+	if !h.inflight.take() {
+		w.Header().Set("Retry-After", "1")
+		return h.reject(w, http.StatusServiceUnavailable, errBusy.Error())
+	}
+	defer h.inflight.give()
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.maxBody))
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
 			return h.reject(w, http.StatusRequestEntityTooLarge, "body exceeds the webhook size limit")
 		}
-		h.log.Debug("webhook refused", "err", err)
+		h.log.Debug("webhook body not read", "err", err)
+		return h.reject(w, http.StatusRequestTimeout, "body not received within http.body_timeout")
+	}
+	// The token signs the body's hash, as livekit/protocol's webhook.Receive checks it.
+	got := sha256.Sum256(body)
+	if subtle.ConstantTimeCompare([]byte(base64.StdEncoding.EncodeToString(got[:])), []byte(sum)) != 1 {
+		h.log.Debug("webhook refused", "err", webhook.ErrInvalidChecksum)
 		return h.reject(w, http.StatusUnauthorized, "invalid or missing signature")
 	}
 	var ev livekit.WebhookEvent
@@ -133,19 +157,33 @@ func (h *webhookHandler) serve(w http.ResponseWriter, r *http.Request) string {
 		w.WriteHeader(http.StatusOK)
 		return "ignored"
 	}
-	return h.store(w, r.Context(), &ev, body, kc.key)
+	return h.store(w, r.Context(), &ev, body, apiKey)
 }
 
-// keyCapture remembers which API key the verifier looked up, so the stored
-// message can name the signing key without parsing the token twice.
-type keyCapture struct {
-	auth.KeyProvider
-	key string
-}
-
-func (k *keyCapture) GetSecret(key string) string {
-	k.key = key
-	return k.KeyProvider.GetSecret(key)
+// verifyWebhookToken checks LiveKit's webhook token as livekit/protocol's
+// webhook.Receive does (signed by a known key, unexpired within the
+// verifier's leeway), without the body: it returns the signing key and the
+// body's sha256 the token vouches for.
+func verifyWebhookToken(token string, keys auth.KeyProvider) (apiKey, sha string, err error) {
+	if token == "" {
+		return "", "", webhook.ErrNoAuthHeader
+	}
+	v, err := auth.ParseAPIToken(token)
+	if err != nil {
+		return "", "", fmt.Errorf("parse token: %w", err)
+	}
+	secret := keys.GetSecret(v.APIKey())
+	if secret == "" {
+		return "", "", webhook.ErrSecretNotFound
+	}
+	_, claims, err := v.Verify(secret)
+	if err != nil {
+		return "", "", fmt.Errorf("verify token: %w", err)
+	}
+	if claims.Sha256 == "" {
+		return "", "", webhook.ErrInvalidChecksum
+	}
+	return v.APIKey(), claims.Sha256, nil
 }
 
 // store publishes the verified body and answers according to the PubAck.
@@ -155,14 +193,14 @@ func (h *webhookHandler) store(w http.ResponseWriter, ctx context.Context, ev *l
 		w.Header().Set("Retry-After", "2")
 		return h.reject(w, http.StatusServiceUnavailable, "queue unavailable, retry later")
 	}
-	if h.privacy.Redacted(ev.GetJob().GetEnableRedaction()) {
-		if clean, err := redactEvent(ev); err == nil {
-			body = clean
-		} else {
-			h.log.Warn("webhook not redacted; storing without its free text failed", "event_id", ev.Id, "err", err)
-			return h.reject(w, http.StatusServiceUnavailable, "could not store the event, retry later")
-		}
+	// Every stored event loses the free text the application put in it,
+	// whatever the session's redaction: lkscore reads none of it.
+	clean, err := redactEvent(ev, h.privacy.Redacted(ev.GetJob().GetEnableRedaction()))
+	if err != nil {
+		h.log.Warn("webhook not stored: storing it without its free text failed", "event_id", ev.Id, "err", err)
+		return h.reject(w, http.StatusServiceUnavailable, "could not store the event, retry later")
 	}
+	body = clean
 	msg := nats.NewMsg(h.subjects.Webhook(ev.Event))
 	msg.Data = body
 	msg.Header.Set(wire.HeaderEvent, ev.Event)
@@ -200,11 +238,14 @@ func (h *webhookHandler) reject(w http.ResponseWriter, code int, msg string) str
 }
 
 // redactEvent re-encodes an event without the free text the application
-// put in it (room, job and participant metadata and attributes, names): a
-// redacted session's webhook is stored without them. lkscore reads none of
-// them.
-func redactEvent(ev *livekit.WebhookEvent) ([]byte, error) {
-	ev = proto.Clone(ev).(*livekit.WebhookEvent)
+// put in it: room, job and participant metadata and attributes,
+// participant names, track names; participant identities (a SIP caller's
+// is its phone number) are kept only as facts.StoredIdentity's hash. Every
+// stored webhook goes through it, for any session (docs/security.md lists
+// what a stored event keeps). A redacted job's own error text goes too
+// (a job's error may quote anything; the server's departure text quotes
+// nothing). ev is changed in place.
+func redactEvent(ev *livekit.WebhookEvent, redactJobError bool) ([]byte, error) {
 	clearRoom := func(r *livekit.Room) {
 		if r != nil {
 			r.Metadata = ""
@@ -213,6 +254,8 @@ func redactEvent(ev *livekit.WebhookEvent) ([]byte, error) {
 	clearParticipant := func(p *livekit.ParticipantInfo) {
 		if p != nil {
 			p.Metadata, p.Attributes, p.Name = "", nil, ""
+			p.Identity = facts.StoredIdentity(p.Identity)
+			p.Tracks, p.DataTracks = nil, nil
 		}
 	}
 	clearRoom(ev.Room)
@@ -221,8 +264,11 @@ func redactEvent(ev *livekit.WebhookEvent) ([]byte, error) {
 		j.Metadata, j.Attributes = "", nil
 		clearRoom(j.Room)
 		clearParticipant(j.Participant)
-		if j.State != nil && !facts.IsDepartureError(j.State.Error) {
-			j.State.Error = "" // a job's own error may quote anything; the server's departure text quotes nothing
+		if j.State != nil {
+			j.State.ParticipantIdentity = facts.StoredIdentity(j.State.ParticipantIdentity)
+			if redactJobError && !facts.IsDepartureError(j.State.Error) {
+				j.State.Error = ""
+			}
 		}
 	}
 	return protojson.Marshal(ev)

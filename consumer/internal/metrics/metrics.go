@@ -91,6 +91,9 @@ type Pipeline struct {
 	AgentSessions     *prometheus.CounterVec   // agent, version
 	StoreNotShared    prometheus.Counter
 	Quality           *Quality
+	// AgentVersions caps lkscore_regression_sessions_total's (agent,
+	// version) pairs (metrics.max_agents).
+	AgentVersions *LabelCap
 }
 
 func NewPipeline(reg prometheus.Registerer) *Pipeline {
@@ -105,7 +108,7 @@ func NewPipeline(reg prometheus.Registerer) *Pipeline {
 		Retried: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "lkscore_pipeline_retried_total", Help: "Messages handed back for a delayed retry, by reason.",
 		}, []string{"stage", "reason"}),
-		Quality: NewQuality(reg),
+		Quality: NewQuality(reg), AgentVersions: NewLabelCap(0),
 		StoreNotShared: f.NewCounter(prometheus.CounterOpts{
 			Name: "lkscore_store_not_shared_total",
 			Help: "Upload notices from an ingest process whose recording store this worker cannot read (dead-lettered store_not_shared).",
@@ -152,7 +155,8 @@ func NewPipeline(reg prometheus.Registerer) *Pipeline {
 			Buckets: prometheus.ExponentialBuckets(0.005, 4, 7),
 		}, []string{"target"}),
 		AgentSessions: f.NewCounterVec(prometheus.CounterOpts{
-			Name: "lkscore_regression_sessions_total", Help: "Scorecards added to regression history, by agent and version.",
+			Name: "lkscore_regression_sessions_total",
+			Help: "Scorecards added to regression history, by agent and version (metrics.max_agents pairs per process, then other).",
 		}, []string{"agent", "version"}),
 		AckPending: f.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "lkscore_consumer_ack_pending_messages", Help: "Messages delivered to a durable consumer and not yet acknowledged.",

@@ -1,8 +1,6 @@
 package metrics
 
 import (
-	"sync"
-
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
@@ -20,9 +18,7 @@ type Quality struct {
 	e2e   prometheus.Histogram // the session's agent-reported e2e latency p50
 	heard prometheus.Histogram // the session's heard latency p50 (stereo recording)
 
-	mu        sync.Mutex
-	maxAgents int
-	agents    map[string]bool
+	agents *LabelCap
 }
 
 func NewQuality(reg prometheus.Registerer) *Quality {
@@ -45,7 +41,7 @@ func NewQuality(reg prometheus.Registerer) *Quality {
 			Name: "lkscore_session_heard_latency_seconds", Help: "Each scored session's median heard response latency, from the stereo recording.",
 			Buckets: latency,
 		}),
-		agents: map[string]bool{},
+		agents: NewLabelCap(0),
 	}
 }
 
@@ -67,21 +63,8 @@ func (q *Quality) agentLabel(name string) string {
 	if name == "" {
 		return "unknown"
 	}
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.agents[name] {
-		return name
-	}
-	if len(q.agents) < q.maxAgents {
-		q.agents[name] = true
-		return name
-	}
-	return "other"
+	return q.agents.Values(name)[0]
 }
 
 // SetMaxAgents sets metrics.max_agents.
-func (q *Quality) SetMaxAgents(n int) {
-	q.mu.Lock()
-	q.maxAgents = n
-	q.mu.Unlock()
-}
+func (q *Quality) SetMaxAgents(n int) { q.agents.SetMax(n) }

@@ -12,8 +12,10 @@ import (
 )
 
 // Handler serves the ops endpoints. notReady says why the process is not
-// ready ("" when it is); ui is the dashboard; pprof adds /debug/pprof/.
-func Handler(notReady func() string, gatherer prometheus.Gatherer, ui http.Handler, withPprof bool) http.Handler {
+// ready ("" when it is); ui is the dashboard; pprof adds /debug/pprof/,
+// behind guard (the dashboard's access).
+func Handler(notReady func() string, gatherer prometheus.Gatherer, ui http.Handler, withPprof bool,
+	guard func(http.Handler) http.Handler) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = w.Write([]byte("ok\n"))
@@ -29,11 +31,11 @@ func Handler(notReady func() string, gatherer prometheus.Gatherer, ui http.Handl
 	mux.Handle("/ui", ui)
 	mux.Handle("/ui/", ui)
 	if withPprof {
-		mux.HandleFunc("/debug/pprof/", pprof.Index)
-		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		mux.Handle("/debug/pprof/", guard(http.HandlerFunc(pprof.Index)))
+		mux.Handle("/debug/pprof/cmdline", guard(http.HandlerFunc(pprof.Cmdline)))
+		mux.Handle("/debug/pprof/profile", guard(http.HandlerFunc(pprof.Profile)))
+		mux.Handle("/debug/pprof/symbol", guard(http.HandlerFunc(pprof.Symbol)))
+		mux.Handle("/debug/pprof/trace", guard(http.HandlerFunc(pprof.Trace)))
 	}
 	return mux
 }

@@ -8,10 +8,12 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lkscore/lkscore/config"
@@ -39,6 +41,8 @@ type UI struct {
 	stopped bool // set by Stop: no follower starts after it
 	cancel  context.CancelFunc
 	done    sync.WaitGroup
+	// forgetSub takes lkscore forget's requests to drop a session.
+	forgetSub *nats.Subscription
 }
 
 // catchUpWait bounds how long the first dashboard request waits for the index.
@@ -84,14 +88,27 @@ func (u *UI) Start(ctx context.Context, cfg config.Config, js jetstream.JetStrea
 	alerts := dashboard.NewAlertIndex(alertWindow)
 	s := &sources{js: js, subjects: subjects, facts: fs, store: st, limits: cfg.Limits, privacy: cfg.Privacy}
 	src := dashboard.Sources{Scorecard: s.scorecard, Items: s.items, Recording: s.recording, Audio: s.audio, DeadLetters: s.deadLetters}
-	h, err := dashboard.NewHandler(index, alerts, src, cfg.Dashboard.Token, log)
+	access, err := dashboard.NewAccess(cfg.Dashboard.Token, cfg.Dashboard.ExternalURL, cfg.Dashboard.AllowedHosts)
 	if err != nil {
 		return err
+	}
+	h, err := dashboard.NewHandler(index, alerts, src, access, log)
+	if err != nil {
+		return err
+	}
+	// lkscore forget asks every running dashboard to drop the session.
+	sub, err := js.Conn().Subscribe(subjects.Forget(), func(m *nats.Msg) {
+		n := index.Forget(string(m.Data))
+		log.Info("dashboard: session forgotten", "session_key", string(m.Data), "entries", n)
+		_ = m.Respond([]byte(strconv.Itoa(n)))
+	})
+	if err != nil {
+		return fmt.Errorf("dashboard: subscribe %s: %w", subjects.Forget(), err)
 	}
 	uctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	u.handler, u.cancel, u.ready = h, cancel, index.CaughtUp()
+	u.handler, u.cancel, u.ready, u.forgetSub = h, cancel, index.CaughtUp(), sub
 	u.follow = func() {
 		u.mu.Lock()
 		defer u.mu.Unlock()
@@ -114,9 +131,12 @@ func (u *UI) Start(ctx context.Context, cfg config.Config, js jetstream.JetStrea
 // Stop stops the index from following the streams and waits for it.
 func (u *UI) Stop() {
 	u.mu.Lock()
-	cancel := u.cancel
+	cancel, sub := u.cancel, u.forgetSub
 	u.stopped = true
 	u.mu.Unlock()
+	if sub != nil {
+		_ = sub.Unsubscribe()
+	}
 	if cancel != nil {
 		cancel()
 	}

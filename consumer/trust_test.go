@@ -1,0 +1,319 @@
+package consumer
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/livekit/protocol/livekit"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/lkscore/lkscore/internal/testenv"
+	"github.com/lkscore/lkscore/recording"
+	"github.com/lkscore/lkscore/store"
+)
+
+// trustSession is one session sent the way LiveKit and the SDK send it, with
+// a marker in every free-text field lkscore is sent: the chat history, the
+// webhooks' participant names, metadata and attributes (a SIP caller's phone
+// number among them, and its identity), the room's and the job's metadata
+// and attributes, and OTLP log fields.
+type trustSession struct {
+	room, job string
+	// headerRedacted marks the session redacted in its upload header only:
+	// its job does not say enable_redaction.
+	headerRedacted bool
+	markers        map[string]string // field → marker
+	webhookMarkers []string          // the markers only the webhooks carry
+}
+
+func newTrustSession(room, job string, headerRedacted bool) *trustSession {
+	return &trustSession{room: room, job: job, headerRedacted: headerRedacted, markers: map[string]string{}}
+}
+
+func (s *trustSession) mark(field string) string {
+	m := fmt.Sprintf("MRK%s%s", s.room, strings.ReplaceAll(field, "_", ""))
+	s.markers[field] = m
+	return m
+}
+
+// markWebhook is a marker carried by a webhook's free text.
+func (s *trustSession) markWebhook(field string) string {
+	m := s.mark(field)
+	s.webhookMarkers = append(s.webhookMarkers, m)
+	return m
+}
+
+// send posts the upload, the OTLP logs and every webhook of the session.
+func (s *trustSession) send(t *testing.T, d *Daemon) {
+	t.Helper()
+	items := []map[string]any{
+		{"id": "i1", "type": "message", "role": "assistant", "content": []string{s.mark("agent_text")}, "interrupted": false, "created_at": 1764417601.0},
+		{"id": "i2", "type": "message", "role": "user", "content": []string{s.mark("user_text")}, "interrupted": false, "created_at": 1764417603.0},
+		{"id": "i3", "type": "function_call", "call_id": "c1", "name": "lookup", "arguments": `{"q":"` + s.mark("tool_args") + `"}`, "created_at": 1764417604.0},
+		{"id": "i4", "type": "function_call_output", "call_id": "c1", "name": "lookup", "output": "timeout for " + s.mark("tool_output"), "is_error": true, "created_at": 1764417605.0},
+		{"id": "i5", "type": "message", "role": "assistant", "content": []string{s.mark("agent_text2")}, "interrupted": false, "created_at": 1764417606.0},
+	}
+	chat, _ := json.Marshal(map[string]any{"items": items})
+	header, _ := proto.Marshal(&livekit.MetricsRecordingHeader{RoomId: s.room, JobId: s.job, RedactionEnabled: s.headerRedacted})
+	body, ct := testenv.PythonUpload(t, testenv.FullParts(header, chat, nil)[:2])
+	if resp, msg := post(t, "http://"+d.IngestAddr()+"/observability/recordings/v0", testenv.Bearer(testenv.PythonToken(t, testenv.Key, testenv.Secret, true)),
+		ct, bytes.NewReader(body)); resp.StatusCode != 200 {
+		t.Fatalf("upload: %d %s", resp.StatusCode, msg)
+	}
+	logsBody := testenv.JSLogs(s.room, s.job, "trust-agent",
+		map[string]any{"msg": "AgentSession closed", "reason": "participant_disconnected"},
+		map[string]any{"msg": "user said something", "transcript": s.mark("otlp_field")})
+	if r, msg := postOTLP(t, d, "logs", "application/json", logsBody, nil); r.StatusCode != 200 {
+		t.Fatalf("otlp: %d %s", r.StatusCode, msg)
+	}
+	room := func() *livekit.Room {
+		return &livekit.Room{Sid: s.room, Name: "call", Metadata: s.markWebhook("room_metadata")}
+	}
+	caller := &livekit.ParticipantInfo{Sid: "PA_" + s.room, Identity: "sip_+1555" + s.room, Kind: livekit.ParticipantInfo_SIP,
+		Name: s.markWebhook("participant_name"), Metadata: s.markWebhook("participant_metadata"),
+		Attributes:       map[string]string{"sip.phoneNumber": "+1555" + s.markWebhook("phone_number"), "note": s.markWebhook("participant_attribute")},
+		Tracks:           []*livekit.TrackInfo{{Sid: "TR_1", Name: s.markWebhook("track_name")}},
+		DisconnectReason: livekit.DisconnectReason_CLIENT_INITIATED}
+	job := &livekit.Job{Id: s.job, AgentName: "trust-agent", Metadata: s.markWebhook("job_metadata"),
+		Attributes: map[string]string{"caller": s.markWebhook("job_attribute")}, Room: room(), Participant: caller,
+		State: &livekit.JobState{Status: livekit.JobStatus_JS_SUCCESS, ParticipantIdentity: "agent-" + s.job}}
+	events := []*livekit.WebhookEvent{
+		{Event: "agent_job_started", Id: "EV_start_" + s.job, Room: room(), Job: job},
+		{Event: "participant_left", Id: "EV_left_" + s.job, Room: room(), Participant: caller},
+		{Event: "participant_connection_aborted", Id: "EV_abort_" + s.job, Room: room(), Participant: caller},
+		{Event: "agent_job_ended", Id: "EV_end_" + s.job, Room: room(), Job: job},
+		{Event: "room_finished", Id: "EV_fin_" + s.job, Room: room()},
+	}
+	for _, ev := range events {
+		wb, _ := protojson.Marshal(ev)
+		if resp, msg := post(t, "http://"+d.IngestAddr()+"/webhook", testenv.SignWebhook(t, testenv.Key, testenv.Secret, wb, 5*time.Minute),
+			"application/webhook+json", bytes.NewReader(wb)); resp.StatusCode != 200 {
+			t.Fatalf("%s: %d %s", ev.Event, resp.StatusCode, msg)
+		}
+	}
+}
+
+// storedMessages is every message of every stream (KV buckets included):
+// subjects, headers and data.
+func storedMessages(t *testing.T, url string) string {
+	t.Helper()
+	var b strings.Builder
+	js := testenv.JetStream(t, url)
+	names := js.StreamNames(context.Background())
+	for name := range names.Name() {
+		st, err := js.Stream(context.Background(), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, _ := st.Info(context.Background())
+		for seq := info.State.FirstSeq; info.State.Msgs > 0 && seq <= info.State.LastSeq; seq++ {
+			m, err := st.GetMsg(context.Background(), seq)
+			if err != nil {
+				continue
+			}
+			b.WriteString(m.Subject)
+			for k, v := range m.Header {
+				b.WriteString(k + strings.Join(v, ","))
+			}
+			b.Write(m.Data)
+		}
+	}
+	return b.String()
+}
+
+// rawBytes is every byte of every file under dir: the NATS store's block
+// files, indexes and the recording store.
+func rawBytes(t *testing.T, dir string) []byte {
+	t.Helper()
+	var all []byte
+	err := filepath.WalkDir(dir, func(path string, e fs.DirEntry, err error) error {
+		if err != nil || e.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		all = append(append(all, b...), 0)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return all
+}
+
+// leaked reports the markers found in what, with some context.
+func leaked(what string, markers []string) []string {
+	var out []string
+	for _, m := range markers {
+		if i := strings.Index(what, m); i >= 0 {
+			out = append(out, fmt.Sprintf("%s: …%q…", m, what[max(0, i-120):min(len(what), i+40)]))
+		}
+	}
+	return out
+}
+
+// TestStoredWebhooksKeepNoFreeText: a session redacted only by its upload
+// header, and one not redacted at all: no webhook of either keeps a
+// participant name, metadata, attributes (the caller's phone number), a
+// track name, the room's or the job's metadata or attributes, or the caller's
+// identity; not in any stream or bucket message, nor in the raw bytes of the
+// NATS store and the data dir. The agent's name, which webhooks keep, is
+// found in both: the scans see what is stored.
+func TestStoredWebhooksKeepNoFreeText(t *testing.T) {
+	t.Parallel()
+	cfg := pipelineConfig(t, "") // the embedded NATS server, its store in the data dir
+	d, _ := startDaemon(t, cfg)
+	url := d.NATSURL()
+	redacted, open := newTrustSession("RM_HdrRed", "AJ_HdrRed", true), newTrustSession("RM_Plain", "AJ_Plain", false)
+	redacted.send(t, d)
+	open.send(t, d)
+	testenv.WaitFor(t, settleWait, "both scorecards", func() bool { return len(streamMsgs(t, url, "LKSCORE_RESULTS")) == 2 })
+	quiesce(t, url, defaultConsumers)
+
+	stored := storedMessages(t, url)
+	webhookMarkers := append(append([]string{}, redacted.webhookMarkers...), open.webhookMarkers...)
+	identities := []string{"sip_+1555RM_HdrRed", "sip_+1555RM_Plain", "agent-AJ_HdrRed"}
+	for _, l := range leaked(stored, append(webhookMarkers, identities...)) {
+		t.Errorf("stored message keeps %s", l)
+	}
+	if !strings.Contains(stored, `"agentName":"trust-agent"`) {
+		t.Fatal("the stored webhooks lack the agent name: the scan proves nothing")
+	}
+	if len(streamMsgs(t, url, "LKSCORE_WEBHOOKS")) != 10 {
+		t.Errorf("stored %d webhooks, want 10", len(streamMsgs(t, url, "LKSCORE_WEBHOOKS")))
+	}
+	// The redacted session keeps none of its own text either, in any message.
+	for _, l := range leaked(stored, []string{redacted.markers["user_text"], redacted.markers["tool_output"], redacted.markers["otlp_field"]}) {
+		t.Errorf("the header-redacted session's text is stored: %s", l)
+	}
+
+	// The raw bytes, once the daemon has stopped and flushed them.
+	if err := d.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	raw := string(rawBytes(t, cfg.DataDir))
+	for _, l := range leaked(raw, append(webhookMarkers, identities...)) {
+		t.Errorf("raw bytes keep %s", l)
+	}
+	if !strings.Contains(raw, `"agentName":"trust-agent"`) || !strings.Contains(raw, open.markers["tool_output"]) {
+		t.Fatal("the raw scan does not see the store's messages: it proves nothing")
+	}
+}
+
+// TestForgetForgets: after Forget of a session with a marker in every field
+// lkscore is sent, no marker is in any stream or bucket message, in the raw
+// bytes of the NATS store and the data dir, or in any dashboard page or
+// export of the running daemon. Another session, not forgotten, is still
+// found everywhere the scans look: they see what is there.
+func TestForgetForgets(t *testing.T) {
+	t.Parallel()
+	cfg := pipelineConfig(t, "")
+	d, _ := startDaemon(t, cfg)
+	url := d.NATSURL()
+	gone, kept := newTrustSession("RM_Gone", "AJ_Gone", false), newTrustSession("RM_Kept", "AJ_Kept", false)
+	gone.send(t, d)
+	kept.send(t, d)
+	testenv.WaitFor(t, settleWait, "both scorecards", func() bool { return len(streamMsgs(t, url, "LKSCORE_RESULTS")) == 2 })
+	quiesce(t, url, defaultConsumers)
+
+	ops := "http://" + d.OpsAddr()
+	// get is one page; the list pages and exports name the sessions they
+	// hold, the session's own pages carry its text.
+	get := func(path string) string {
+		resp, err := http.Get(ops + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		return string(body)
+	}
+	lists := func() string {
+		var b strings.Builder
+		for _, path := range []string{"/ui", "/ui/sessions", "/ui/sessions?sort=newest", "/ui/export?format=csv", "/ui/export?format=json"} {
+			b.WriteString(get(path))
+		}
+		return b.String()
+	}
+	pages := func() string {
+		var b strings.Builder
+		b.WriteString(lists())
+		for _, path := range []string{"/ui/session?key=RM_Gone/AJ_Gone", "/ui/recording?key=RM_Gone/AJ_Gone&object=chat_history.json"} {
+			// These echo the key they were asked for: only the session's text counts.
+			b.WriteString(strings.ReplaceAll(get(path), "RM_Gone/AJ_Gone", "the key asked for"))
+		}
+		return b.String()
+	}
+	testenv.WaitFor(t, settleWait, "the dashboard index", func() bool {
+		p := lists()
+		return strings.Contains(p, "RM_Gone/AJ_Gone") && strings.Contains(p, "RM_Kept/AJ_Kept")
+	})
+	// Before forget, the scans find the session: in the stream messages and on the dashboard.
+	goneMarkers := []string{"RM_Gone/AJ_Gone"}
+	for _, m := range gone.markers {
+		goneMarkers = append(goneMarkers, m)
+	}
+	if l := leaked(storedMessages(t, url), []string{gone.markers["tool_output"], "RM_Gone/AJ_Gone"}); len(l) != 2 {
+		t.Fatalf("before forget the stream scan finds %d of 2 traces of the session", len(l))
+	}
+	if l := leaked(pages(), []string{gone.markers["tool_output"], "RM_Gone/AJ_Gone"}); len(l) != 2 {
+		t.Fatalf("before forget the dashboard scan finds %d of 2 traces of the session", len(l))
+	}
+
+	js := testenv.JetStream(t, url)
+	st, err := store.OpenLocalDir(filepath.Join(cfg.DataDir, "recordings"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	layout, _ := cfg.Layout()
+	steps := Forget(context.Background(), js, d.subjects, st, layout, 2*time.Second, "RM_Gone/AJ_Gone")
+	for _, s := range steps {
+		t.Logf("%-55s removed %-3d %s %s", s.Place, s.Removed, s.Note, s.Err)
+		if s.Err != "" {
+			t.Errorf("%s: %s", s.Place, s.Err)
+		}
+	}
+
+	for _, l := range leaked(storedMessages(t, url), goneMarkers) {
+		t.Errorf("stream message after forget: %s", l)
+	}
+	for _, l := range leaked(pages(), goneMarkers) {
+		t.Errorf("dashboard after forget: %s", l)
+	}
+	keptMarkers := []string{kept.markers["tool_output"], "RM_Kept/AJ_Kept"}
+	if l := leaked(storedMessages(t, url)+pages(), keptMarkers); len(l) != 2 {
+		t.Errorf("the session not forgotten is gone too: %d of 2 traces left", len(l))
+	}
+	if err := d.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// Raw bytes: the session key survives only where docs/security.md says (key-value
+	// subjects and purge markers, deduplication ids); its free text nowhere.
+	raw := string(rawBytes(t, cfg.DataDir))
+	var text []string
+	for _, m := range gone.markers {
+		text = append(text, m)
+	}
+	for _, l := range leaked(raw, text) {
+		t.Errorf("raw bytes after forget: %s", l)
+	}
+	if l := leaked(raw, []string{kept.markers["tool_output"], kept.markers["user_text"]}); len(l) != 2 {
+		t.Errorf("the raw scan does not see the session not forgotten (%d of 2): it proves nothing", len(l))
+	}
+	if _, err := os.Stat(filepath.Join(cfg.DataDir, "recordings", "RM_Gone")); !os.IsNotExist(err) {
+		t.Errorf("the forgotten upload is still stored: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(cfg.DataDir, "recordings", "RM_Kept", "AJ_Kept", recording.ObjectChatHistory)); err != nil {
+		t.Errorf("the kept upload is gone: %v", err)
+	}
+}

@@ -1,0 +1,170 @@
+package dashboard
+
+import (
+	"crypto/subtle"
+	"fmt"
+	"html/template"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Access says who may use the dashboard (and pprof, on the same listener):
+// docs/security.md, "The dashboard".
+//
+//   - The Host header must name the dashboard: a loopback name or address,
+//     the external URL's host, or one of the allowed hosts. A page on
+//     another site that rebinds its DNS name to 127.0.0.1 sends its own name
+//     and is refused.
+//   - A loopback client needs no token while no proxy is configured (no
+//     external URL): behind a proxy or a sidecar every client connects from
+//     loopback.
+//   - Anyone else presents the token in an Authorization: Bearer header or
+//     in the cookie /ui/login sets; never in the URL, where it would land in
+//     logs and browser history.
+//
+// Every response carries frame protection, a content security policy and
+// no referrer.
+type Access struct {
+	Token string
+	// Hosts are the host names served besides loopback ones.
+	Hosts []string
+	// TrustLoopback lets loopback clients in without the token.
+	TrustLoopback bool
+	// SecureCookie marks the login cookie Secure (an https external URL).
+	SecureCookie bool
+}
+
+// NewAccess is the access of a dashboard reached at externalURL (empty: on
+// loopback only) and the extra allowed hosts.
+func NewAccess(token, externalURL string, allowedHosts []string) (Access, error) {
+	a := Access{Token: token, TrustLoopback: externalURL == ""}
+	for _, h := range allowedHosts {
+		a.Hosts = append(a.Hosts, strings.ToLower(strings.TrimSpace(h)))
+	}
+	if externalURL != "" {
+		u, err := url.Parse(externalURL)
+		if err != nil || u.Hostname() == "" || (u.Scheme != "http" && u.Scheme != "https") {
+			return Access{}, fmt.Errorf("dashboard.external_url: %q is not an http(s) URL", externalURL)
+		}
+		a.Hosts = append(a.Hosts, strings.ToLower(u.Hostname()))
+		a.SecureCookie = u.Scheme == "https"
+	}
+	return a, nil
+}
+
+// cookieName is the login cookie.
+const cookieName = "lkscore_dashboard"
+
+// headers are set on every response the guard lets through or refuses.
+func securityHeaders(h http.Header) {
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; media-src 'self'; "+
+		"form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("X-Content-Type-Options", "nosniff")
+}
+
+// Guard serves next only to who may see it; /ui/login is served to any
+// client with an allowed Host.
+func (a Access) Guard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		securityHeaders(w.Header())
+		if !a.hostAllowed(r.Host) {
+			http.Error(w, fmt.Sprintf("Host %q is not this dashboard's: set dashboard.external_url or dashboard.allowed_hosts", r.Host),
+				http.StatusMisdirectedRequest)
+			return
+		}
+		if r.URL.Query().Has("token") {
+			http.Error(w, "the token is not taken from the URL: send Authorization: Bearer <token>, or log in at /ui/login",
+				http.StatusBadRequest)
+			return
+		}
+		if strings.TrimSuffix(r.URL.Path, "/") == "/ui/login" {
+			a.login(w, r)
+			return
+		}
+		if !a.allowed(r) {
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			w.WriteHeader(http.StatusForbidden)
+			_, _ = fmt.Fprint(w, `<!doctype html><title>lkscore</title><p>The dashboard needs its token (dashboard.token): `+
+				`<a href="/ui/login">log in</a>, or send <code>Authorization: Bearer &lt;token&gt;</code>.`)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// hostAllowed: a loopback name or address, or one configured.
+func (a Access) hostAllowed(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.ToLower(strings.TrimSuffix(strings.Trim(host, "[]"), "."))
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return true
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return true
+	}
+	for _, h := range a.Hosts {
+		if h == host {
+			return true
+		}
+	}
+	return false
+}
+
+func (a Access) allowed(r *http.Request) bool {
+	if a.TrustLoopback {
+		if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+			if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+				return true
+			}
+		}
+	}
+	if a.Token == "" {
+		return false
+	}
+	got, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if got == "" {
+		if c, err := r.Cookie(cookieName); err == nil {
+			got = c.Value
+		}
+	}
+	return got != "" && subtle.ConstantTimeCompare([]byte(got), []byte(a.Token)) == 1
+}
+
+var loginPage = template.Must(template.New("login").Parse(`<!doctype html><meta charset="utf-8"><title>lkscore: log in</title>
+<form method="post" action="/ui/login"><p>{{.}}</p><label>Dashboard token <input type="password" name="token" autofocus></label>
+<button>Log in</button></form>`))
+
+// maxLoginBody bounds a login form.
+const maxLoginBody = 4 << 10
+
+// login shows the token form (GET) and, given the right token (POST), sets
+// the cookie that lets the browser in (HttpOnly, SameSite=Strict, for 12 h).
+func (a Access) login(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	switch r.Method {
+	case http.MethodGet, http.MethodHead:
+		_ = loginPage.Execute(w, "")
+	case http.MethodPost:
+		r.Body = http.MaxBytesReader(w, r.Body, maxLoginBody)
+		tok := r.PostFormValue("token")
+		if a.Token == "" || tok == "" || subtle.ConstantTimeCompare([]byte(tok), []byte(a.Token)) != 1 {
+			w.WriteHeader(http.StatusForbidden)
+			_ = loginPage.Execute(w, "That is not the dashboard's token.")
+			return
+		}
+		http.SetCookie(w, &http.Cookie{Name: cookieName, Value: a.Token, Path: "/", HttpOnly: true, Secure: a.SecureCookie,
+			SameSite: http.SameSiteStrictMode, MaxAge: int((12 * time.Hour).Seconds())})
+		http.Redirect(w, r, "/ui", http.StatusSeeOther)
+	default:
+		w.Header().Set("Allow", "GET, POST")
+		http.Error(w, "use GET or POST", http.StatusMethodNotAllowed)
+	}
+}
