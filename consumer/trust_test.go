@@ -317,3 +317,83 @@ func TestForgetForgets(t *testing.T) {
 		t.Errorf("the kept upload is gone: %v", err)
 	}
 }
+
+// TestDashboardHostAndFrames: a page on another site that rebinds its name
+// to 127.0.0.1 sends its own Host, and gets no session data; the pages
+// carry frame protection; the token is not taken from the URL. With an
+// external URL configured (a proxy in front), loopback clients need the
+// token too, and the external host is served.
+func TestDashboardHostAndFrames(t *testing.T) {
+	t.Parallel()
+	cfg := pipelineConfig(t, "")
+	cfg.Dashboard.Token = "dash-token-0123456789"
+	d, _ := startDaemon(t, cfg)
+	s := newTrustSession("RM_Host", "AJ_Host", false)
+	s.send(t, d)
+	testenv.WaitFor(t, settleWait, "the scorecard", func() bool { return len(streamMsgs(t, d.NATSURL(), "LKSCORE_RESULTS")) == 1 })
+	get := func(path, host string, hdr map[string]string) (*http.Response, string) {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+d.OpsAddr()+path, nil)
+		req.Host = host
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		return resp, string(b)
+	}
+	testenv.WaitFor(t, settleWait, "the dashboard index", func() bool {
+		_, b := get("/ui/sessions", d.OpsAddr(), nil)
+		return strings.Contains(b, "RM_Host/AJ_Host")
+	})
+	for _, path := range []string{"/ui", "/ui/sessions", "/ui/session?key=RM_Host/AJ_Host", "/ui/export?format=json", "/ui/export?format=csv"} {
+		resp, body := get(path, "attacker.example", nil)
+		if resp.StatusCode == http.StatusOK || strings.Contains(body, "RM_Host") || strings.Contains(body, s.markers["tool_output"]) {
+			t.Errorf("Host attacker.example, %s: %d %q", path, resp.StatusCode, body)
+		}
+		resp, body = get(path, d.OpsAddr(), nil)
+		if resp.StatusCode != http.StatusOK || !strings.Contains(body, "RM_Host") {
+			t.Errorf("loopback %s: %d", path, resp.StatusCode)
+		}
+		if resp.Header.Get("X-Frame-Options") != "DENY" || !strings.Contains(resp.Header.Get("Content-Security-Policy"), "frame-ancestors 'none'") ||
+			resp.Header.Get("Referrer-Policy") != "no-referrer" {
+			t.Errorf("%s: no frame protection: %v", path, resp.Header)
+		}
+	}
+	if resp, _ := get("/ui?token=dash-token-0123456789", d.OpsAddr(), nil); resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("a token in the URL: %d, want 400", resp.StatusCode)
+	}
+
+	// Behind a proxy: loopback is not trusted, the external host is served, the token lets in.
+	cfg2 := pipelineConfig(t, "")
+	cfg2.Dashboard.Token, cfg2.Dashboard.ExternalURL = "dash-token-0123456789", "https://lkscore.example.com"
+	d2, _ := startDaemon(t, cfg2)
+	get2 := func(host string, hdr map[string]string) int {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+d2.OpsAddr()+"/ui", nil)
+		req.Host = host
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode
+	}
+	if c := get2("lkscore.example.com", nil); c != http.StatusForbidden {
+		t.Errorf("behind a proxy, loopback without the token: %d, want 403", c)
+	}
+	if c := get2("lkscore.example.com", map[string]string{"Authorization": "Bearer dash-token-0123456789"}); c != http.StatusOK {
+		t.Errorf("behind a proxy, with the token: %d", c)
+	}
+	if c := get2("lkscore.example.com", map[string]string{"Cookie": "lkscore_dashboard=dash-token-0123456789"}); c != http.StatusOK {
+		t.Errorf("behind a proxy, with the login cookie: %d", c)
+	}
+	if c := get2("attacker.example", map[string]string{"Authorization": "Bearer dash-token-0123456789"}); c == http.StatusOK {
+		t.Errorf("behind a proxy, another Host: %d", c)
+	}
+}

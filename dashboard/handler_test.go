@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -300,6 +301,21 @@ func TestBucketFor(t *testing.T) {
 		24 * time.Hour: time.Hour, 7 * 24 * time.Hour: 3 * time.Hour, 60 * 24 * time.Hour: 24 * time.Hour} {
 		if got := bucketFor(span); got != want {
 			t.Errorf("%s: %s, want %s", span, got, want)
+		}
+	}
+}
+
+// TestExportEscapesFormulas: text cells that a spreadsheet would run as a
+// formula (agents choose their names and versions) start with an apostrophe.
+func TestExportEscapesFormulas(t *testing.T) {
+	var b bytes.Buffer
+	rows := []Entry{{Key: "RM_x/AJ_x", AgentName: `=HYPERLINK("http://evil","x")`, Version: "+1", RoomName: "@SUM(A1)", JobID: "-2", RoomID: "RM_x"}}
+	if err := writeCSV(&b, rows); err != nil {
+		t.Fatal(err)
+	}
+	for _, cell := range []string{`'=HYPERLINK(""http://evil"",""x"")`, ",'+1,", ",'@SUM(A1),", ",'-2,", ",RM_x,"} {
+		if !strings.Contains(b.String(), cell) {
+			t.Errorf("export lacks %s:\n%s", cell, b.String())
 		}
 	}
 }
