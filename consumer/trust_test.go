@@ -390,7 +390,7 @@ func TestDashboardHostAndFrames(t *testing.T) {
 	if c := get2("lkscore.example.com", map[string]string{"Authorization": "Bearer dash-token-0123456789"}); c != http.StatusOK {
 		t.Errorf("behind a proxy, with the token: %d", c)
 	}
-	if c := get2("lkscore.example.com", map[string]string{"Cookie": "lkscore_dashboard=dash-token-0123456789"}); c != http.StatusOK {
+	if c := get2("lkscore.example.com", map[string]string{"Cookie": "lkscore-ui=dash-token-0123456789"}); c != http.StatusOK {
 		t.Errorf("behind a proxy, with the login cookie: %d", c)
 	}
 	if c := get2("attacker.example", map[string]string{"Authorization": "Bearer dash-token-0123456789"}); c == http.StatusOK {

@@ -56,7 +56,7 @@ func NewAccess(token, externalURL string, allowedHosts []string) (Access, error)
 }
 
 // cookieName is the login cookie.
-const cookieName = "lkscore_dashboard"
+const cookieName = "lkscore-ui"
 
 // headers are set on every response the guard lets through or refuses.
 func securityHeaders(h http.Header) {

@@ -14,6 +14,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -444,5 +445,50 @@ func TestManifestsInSync(t *testing.T) {
 	}
 	if !bytes.Equal(got, want) {
 		t.Fatalf("%s is out of date with the chart: run `go test ./... -update` in deploy/test", path)
+	}
+}
+
+// TestChartNetworkPolicy: with the NetworkPolicy on (as the production
+// values have it), every egress rule names where it goes: DNS in
+// kube-system, NATS in its namespace, each alert target's pods on its port
+// (Alertmanager's 9093), HTTPS to the configured CIDRs. No rule opens a port
+// to any destination, and the alert targets are reachable.
+func TestChartNetworkPolicy(t *testing.T) {
+	dec := serializer.NewCodecFactory(scheme.Scheme, serializer.EnableStrict).UniversalDeserializer()
+	out := helm(t, "template", "lkscore", chart, "-f", chart+"/values-production.yaml",
+		"--set", "networkPolicy.egress.httpsCIDRs[0]=10.20.0.0/16")
+	var np *networkingv1.NetworkPolicy
+	for _, d := range docs(out) {
+		if obj, _, err := dec.Decode(d, nil, nil); err == nil {
+			if p, ok := obj.(*networkingv1.NetworkPolicy); ok {
+				np = p
+			}
+		}
+	}
+	if np == nil {
+		t.Fatal("the production values render no NetworkPolicy")
+	}
+	alert, https := false, false
+	for i, rule := range np.Spec.Egress {
+		if len(rule.To) == 0 {
+			t.Errorf("egress rule %d goes to any destination: %+v", i, rule.Ports)
+		}
+		for _, p := range rule.Ports {
+			if p.Port.IntValue() == 80 {
+				t.Errorf("egress rule %d opens port 80", i)
+			}
+			for _, to := range rule.To {
+				if p.Port.IntValue() == 9093 && to.PodSelector != nil && to.PodSelector.MatchLabels["app.kubernetes.io/name"] == "alertmanager" &&
+					to.NamespaceSelector.MatchLabels["kubernetes.io/metadata.name"] == "monitoring" {
+					alert = true
+				}
+				if p.Port.IntValue() == 443 && to.IPBlock != nil && to.IPBlock.CIDR == "10.20.0.0/16" {
+					https = true
+				}
+			}
+		}
+	}
+	if !alert || !https {
+		t.Errorf("Alertmanager on 9093 reachable: %v; HTTPS to the configured CIDR: %v\n%s", alert, https, out)
 	}
 }

@@ -1,0 +1,102 @@
+package ingest
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+
+	collogs "go.opentelemetry.io/proto/otlp/collector/logs/v1"
+	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/lkscore/lkscore/internal/testenv"
+)
+
+// decodedMessages counts the messages a decoded request holds, itself included.
+func decodedMessages(m protoreflect.Message) int {
+	n := 1
+	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		switch {
+		case fd.IsMap():
+			if fd.MapValue().Message() != nil {
+				v.Map().Range(func(_ protoreflect.MapKey, mv protoreflect.Value) bool { n += decodedMessages(mv.Message()); return true })
+			}
+		case fd.IsList():
+			if fd.Message() != nil {
+				for i := range v.List().Len() {
+					n += decodedMessages(v.List().Get(i).Message())
+				}
+			}
+		case fd.Message() != nil:
+			n += decodedMessages(v.Message())
+		}
+		return true
+	})
+	return n
+}
+
+// TestCountElements: the count is refused past the limit with a typed error
+// naming the limit and where it went over, before anything is decoded; a
+// real SDK request counts exactly what it decodes into.
+func TestCountElements(t *testing.T) {
+	var req collogs.ExportLogsServiceRequest
+	if err := otlpJSON.Unmarshal(testenv.JSLogs("RM_c", "AJ_c", "agent",
+		map[string]any{"msg": "AgentSession closed", "reason": "user_initiated"}, map[string]any{"msg": "x"}), &req); err != nil {
+		t.Fatal(err)
+	}
+	pb, _ := proto.Marshal(&req)
+	want := decodedMessages(req.ProtoReflect())
+	md := req.ProtoReflect().Descriptor()
+	if err := countElements(pb, md, want); err != nil {
+		t.Errorf("%d messages within a limit of %d: %v", want, want, err)
+	}
+	err := countElements(pb, md, want-1)
+	var ee *ElementsError
+	if !errors.As(err, &ee) || !errors.Is(err, ErrTooManyElements) || ee.Limit != want-1 {
+		t.Errorf("%d messages over a limit of %d: %v", want, want-1, err)
+	}
+	bomb := bytes.Repeat([]byte{0x0a, 0x00}, 1<<20) // a million empty ResourceLogs
+	if err := countElements(bomb, md, 100_000); !errors.As(err, &ee) || ee.Message != "opentelemetry.proto.logs.v1.ResourceLogs" {
+		t.Errorf("empty ResourceLogs: %v", err)
+	}
+	if err := countJSONElements([]byte(`{"resourceLogs":[`+string(bytes.Repeat([]byte(`{},`), 10))+`{}]}`), md, 10); err == nil {
+		t.Error("12 JSON objects within a limit of 10")
+	}
+	if err := countJSONElements([]byte(`{"a":"{{{{{{{{{{{{\"{{{{"}`), md, 2); err != nil {
+		t.Errorf("braces in a string counted: %v", err)
+	}
+}
+
+// FuzzOTLPElements: whatever the body, a request that decodes never holds
+// more messages than the count let through.
+func FuzzOTLPElements(f *testing.F) {
+	var req collogs.ExportLogsServiceRequest
+	_ = otlpJSON.Unmarshal(testenv.JSLogs("RM_f", "AJ_f", "agent", map[string]any{"msg": "AgentSession closed", "reason": "user_initiated"}), &req)
+	pb, _ := proto.Marshal(&req)
+	f.Add(pb, false, true)
+	f.Add(testenv.JSLogs("RM_f", "AJ_f", "agent", map[string]any{"msg": "x"}), true, true)
+	tr, _ := proto.Marshal(pySpanRequest("python", 0.5))
+	f.Add(tr, false, false)
+	f.Add([]byte{0x0a, 0x00, 0x0a, 0x02, 0x12, 0x00}, false, true)
+	f.Fuzz(func(t *testing.T, body []byte, isJSON, logs bool) {
+		var m proto.Message = &coltrace.ExportTraceServiceRequest{}
+		if logs {
+			m = &collogs.ExportLogsServiceRequest{}
+		}
+		const limit = 50
+		count := countElements
+		if isJSON {
+			count = countJSONElements
+		}
+		if err := count(body, m.ProtoReflect().Descriptor(), limit); err != nil {
+			return
+		}
+		if decodeOTLP(body, isJSON, m) != nil {
+			return
+		}
+		if n := decodedMessages(m.ProtoReflect()); n > limit {
+			t.Errorf("counted within %d, decoded into %d messages", limit, n)
+		}
+	})
+}
