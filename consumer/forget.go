@@ -129,6 +129,17 @@ func forgetUpload(ctx context.Context, st forgetStore, layout recording.Layout, 
 			step.Removed++
 		}
 	}
+	if v, ok := st.(interface {
+		Versioning(context.Context) (string, error)
+	}); ok && step.Removed > 0 {
+		switch status, err := v.Versioning(ctx); {
+		case err != nil:
+			step.Note = "could not tell whether the bucket keeps older versions of deleted objects: " + err.Error()
+		case status != "":
+			step.Note = fmt.Sprintf("the bucket's versioning is %s: S3 keeps earlier versions of the deleted objects; "+
+				"delete them with the bucket's lifecycle rule or by version id", status)
+		}
+	}
 	return step
 }
 

@@ -265,3 +265,16 @@ func (s *S3) Delete(ctx context.Context, key string) error {
 	}
 	return nil
 }
+
+// Versioning says whether the bucket keeps older versions of what is
+// deleted (its versioning is Enabled or Suspended): lkscore forget then
+// reports that a deleted object's earlier versions remain.
+func (s *S3) Versioning(ctx context.Context) (string, error) {
+	rctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	out, err := s.client.GetBucketVersioning(rctx, &s3.GetBucketVersioningInput{Bucket: aws.String(s.bucket)})
+	if err != nil {
+		return "", classifyS3("get versioning", s.bucket, "", err)
+	}
+	return string(out.Status), nil
+}

@@ -14,18 +14,23 @@ import (
 // counted before it is decoded (limits.otlp_elements), from the wire format
 // alone: nothing is allocated.
 
+// otlpElementsSetting is the setting an OTLP body's count is held to.
+const otlpElementsSetting = "limits.otlp_elements"
+
 // ErrTooManyElements is a body with more messages than limits.otlp_elements.
 var ErrTooManyElements = errors.New("too many elements")
 
 // ElementsError says where the count went over.
 type ElementsError struct {
 	Limit int
+	// Setting names the limit (limits.otlp_elements).
+	Setting string
 	// Message is the full name of the message whose field went over.
 	Message string
 }
 
 func (e *ElementsError) Error() string {
-	return fmt.Sprintf("%v: more than %d messages (limits.otlp_elements), over at %s", ErrTooManyElements, e.Limit, e.Message)
+	return fmt.Sprintf("%v: more than %d messages (%s), over at %s", ErrTooManyElements, e.Limit, e.Setting, e.Message)
 }
 
 func (e *ElementsError) Unwrap() error { return ErrTooManyElements }
@@ -41,7 +46,7 @@ func countElements(b []byte, md protoreflect.MessageDescriptor, limit int) error
 func countIn(b []byte, md protoreflect.MessageDescriptor, budget *int, limit, depth int) error {
 	*budget--
 	if *budget < 0 {
-		return &ElementsError{Limit: limit, Message: string(md.FullName())}
+		return &ElementsError{Limit: limit, Setting: otlpElementsSetting, Message: string(md.FullName())}
 	}
 	if depth > otlpRecursionLimit {
 		return nil // the decoder refuses it
@@ -93,7 +98,7 @@ func countJSONElements(b []byte, md protoreflect.MessageDescriptor, limit int) e
 			inString = true
 		case c == '{':
 			if n++; n > limit {
-				return &ElementsError{Limit: limit, Message: string(md.FullName())}
+				return &ElementsError{Limit: limit, Setting: otlpElementsSetting, Message: string(md.FullName())}
 			}
 		}
 	}

@@ -2,14 +2,27 @@ package ingest
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/livekit/protocol/auth"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	collogs "go.opentelemetry.io/proto/otlp/collector/logs/v1"
 	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"github.com/lkscore/lkscore/config"
+	"github.com/lkscore/lkscore/consumer/internal/metrics"
 	"github.com/lkscore/lkscore/internal/testenv"
 )
 
@@ -20,7 +33,10 @@ func decodedMessages(m protoreflect.Message) int {
 		switch {
 		case fd.IsMap():
 			if fd.MapValue().Message() != nil {
-				v.Map().Range(func(_ protoreflect.MapKey, mv protoreflect.Value) bool { n += decodedMessages(mv.Message()); return true })
+				v.Map().Range(func(_ protoreflect.MapKey, mv protoreflect.Value) bool {
+					n += decodedMessages(mv.Message())
+					return true
+				})
 			}
 		case fd.IsList():
 			if fd.Message() != nil {
@@ -99,4 +115,32 @@ func FuzzOTLPElements(f *testing.F) {
 			t.Errorf("counted within %d, decoded into %d messages", limit, n)
 		}
 	})
+}
+
+// noPublish fails the test if anything is published.
+type noPublish struct{ t *testing.T }
+
+func (p noPublish) PublishMsg(context.Context, *nats.Msg, ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
+	p.t.Error("published")
+	return nil, errors.New("no")
+}
+
+// TestWebhookElementsBounded: a signed webhook of empty objects (3 bytes of
+// JSON each, a message each in memory) is refused with 413 before it is
+// decoded; LiveKit's events hold tens of objects.
+func TestWebhookElementsBounded(t *testing.T) {
+	cfg := config.Default()
+	o := Options{Config: cfg, JS: noPublish{t}, Metrics: metrics.NewIngest(nil), Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	h, err := newWebhookHandler(o, auth.NewSimpleKeyProvider(testenv.Key, testenv.Secret))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := []byte(`{"event":"participant_left","id":"EV_b","participant":{"tracks":[` + strings.Repeat(`{},`, 20_000) + `{}]}}`)
+	req := httptest.NewRequest(http.MethodPost, "/webhook", bytes.NewReader(body))
+	req.Header.Set("Authorization", testenv.SignWebhook(t, testenv.Key, testenv.Secret, body, time.Minute))
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusRequestEntityTooLarge || !strings.Contains(rec.Body.String(), "too many elements") {
+		t.Errorf("%d %s", rec.Code, rec.Body.String())
+	}
 }

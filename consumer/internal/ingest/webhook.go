@@ -89,6 +89,11 @@ func newWebhookHandler(o Options, keys auth.KeyProvider) (*webhookHandler, error
 
 var unmarshalEvent = protojson.UnmarshalOptions{DiscardUnknown: true, AllowPartial: true}
 
+// maxWebhookElements bounds the messages a webhook body decodes into (its
+// JSON objects): LiveKit's events hold tens, and an empty object is 3 bytes
+// of JSON but a message in memory.
+const maxWebhookElements = 10_000
+
 // DecodeEvent decodes a webhook event as stored on the webhooks stream (or
 // as LiveKit sent it): protobuf JSON, unknown fields ignored.
 func DecodeEvent(data []byte, ev *livekit.WebhookEvent) error {
@@ -146,6 +151,13 @@ func (h *webhookHandler) serve(w http.ResponseWriter, r *http.Request) string {
 		return h.reject(w, http.StatusUnauthorized, "invalid or missing signature")
 	}
 	var ev livekit.WebhookEvent
+	if err := countJSONElements(body, ev.ProtoReflect().Descriptor(), maxWebhookElements); err != nil {
+		var ee *ElementsError
+		if errors.As(err, &ee) {
+			ee.Setting = "a webhook's fixed limit"
+		}
+		return h.reject(w, http.StatusRequestEntityTooLarge, "webhook: "+err.Error())
+	}
 	if err := unmarshalEvent.Unmarshal(body, &ev); err != nil {
 		return h.reject(w, http.StatusBadRequest, "body is not a LiveKit WebhookEvent")
 	}
