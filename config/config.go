@@ -328,8 +328,8 @@ type HTTP struct {
 	// beyond it a webhook is answered 503 at once (LiveKit retries 5xx).
 	MaxInflightWebhooks int `yaml:"max_inflight_webhooks"`
 	// MaxInflightOTLP bounds the authenticated OTLP bodies read and decoded
-	// at once; beyond it the answer is 503 with Retry-After (the exporters
-	// retry).
+	// at once; a request waits up to 5 s for one, then gets 503 with
+	// Retry-After (the exporters retry).
 	MaxInflightOTLP int `yaml:"max_inflight_otlp"`
 	// MaxInflightUploads bounds the recording uploads received and written
 	// at once; more wait their turn. An upload waiting only for its sync to

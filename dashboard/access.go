@@ -62,7 +62,7 @@ const cookieName = "lkscore-ui"
 func securityHeaders(h http.Header) {
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; media-src 'self'; "+
-		"form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+		"connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("X-Content-Type-Options", "nosniff")
 }

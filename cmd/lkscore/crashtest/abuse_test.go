@@ -23,6 +23,10 @@ import (
 	"time"
 
 	"github.com/livekit/protocol/livekit"
+	collogs "go.opentelemetry.io/proto/otlp/collector/logs/v1"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/lkscore/lkscore/internal/sdkclient"
 	"github.com/lkscore/lkscore/internal/testenv"
@@ -208,12 +212,33 @@ func emptyResourceLogsBomb(t *testing.T) []byte {
 	return buf.Bytes()
 }
 
+// stringBomb is a valid OTLP logs request of one record whose body is a
+// string of nearly 16 MiB, gzipped to ~16 KB: few messages, many bytes.
+func stringBomb(t *testing.T) []byte {
+	req := &collogs.ExportLogsServiceRequest{ResourceLogs: []*logspb.ResourceLogs{{ScopeLogs: []*logspb.ScopeLogs{{
+		LogRecords: []*logspb.LogRecord{{Body: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{
+			StringValue: strings.Repeat("a", 16<<20-64)}}}}}}}}}
+	raw, err := proto.Marshal(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	_, _ = zw.Write(raw)
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
 // TestOTLPDecodeBounded: four concurrent OTLP bodies, each 16 KB of gzip
 // that decompress to 16 MiB of empty ResourceLogs, sent with a valid
 // observability token. lkscore's RSS grows by at most 128 MiB, each is
 // refused (413 for the elements, or 503 while the decoders are busy), and
 // the daemon keeps serving: a real OTLP request and a signed webhook after
-// them are answered 200.
+// them are answered 200. Four valid bodies of one 16 MiB string each (few
+// messages, many bytes) are answered 200 with RSS growing at most 192 MiB:
+// what two decoders hold of two bodies at the byte limit.
 func TestOTLPDecodeBounded(t *testing.T) {
 	if testing.Short() {
 		t.Skip("abuse test: -short")
@@ -276,4 +301,35 @@ func TestOTLPDecodeBounded(t *testing.T) {
 		t.Errorf("a real OTLP request after: %d %s", code, msg)
 	}
 	signedWebhooks(t, p.http, 5, 0)
+
+	strBomb := stringBomb(t)
+	base = rss(t, p.cmd.Process.Pid)
+	stop = make(chan struct{})
+	peak = peakRSS(t, p.cmd.Process.Pid, stop)
+	var ok atomic.Int32
+	for range 4 {
+		wg.Go(func() {
+			switch code, msg := otlp(strBomb, true, "application/x-protobuf"); code {
+			case http.StatusOK:
+				ok.Add(1)
+			case http.StatusServiceUnavailable:
+			default:
+				t.Errorf("the string bomb got %d %s", code, msg)
+			}
+		})
+	}
+	wg.Wait()
+	close(stop)
+	grown = <-peak - base
+	t.Logf("%d KB gzip → one 16 MiB string ×4: %d answered 200; RSS %d MiB at rest, peak +%.1f MiB",
+		len(strBomb)>>10, ok.Load(), base>>20, float64(grown)/(1<<20))
+	// A valid body at the byte limit is held twice while it decodes (the
+	// body, the string copied out of it) by each of http.max_inflight_otlp
+	// decoders: 4 × 16 MiB live, and the collector's slack on top.
+	if grown > 192<<20 {
+		t.Errorf("RSS grew %d MiB, over 192 MiB", grown>>20)
+	}
+	if code, msg := otlp(real, false, "application/json"); code != 200 {
+		t.Errorf("a real OTLP request after the string bombs: %d %s", code, msg)
+	}
 }

@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -45,9 +46,10 @@ func (p *progressReader) Read(b []byte) (int, error) {
 
 func (p *progressReader) Close() error { return p.r.Close() }
 
-// slots caps the bodies one endpoint reads at once. Taking a slot never
-// waits: a full endpoint answers 503 at once, which LiveKit's notifier and
-// the OTLP exporters retry.
+// slots caps the bodies one endpoint reads at once. Webhooks never wait
+// for one: a full endpoint answers 503 at once, which LiveKit's notifier
+// retries. OTLP requests wait a little (otlpSlotWait): the SDKs export logs
+// and traces of several sessions at once, each decoded in milliseconds.
 type slots chan struct{}
 
 func newSlots(n int) slots { return make(slots, max(n, 1)) }
@@ -58,6 +60,24 @@ func (s slots) take() bool {
 	case s <- struct{}{}:
 		return true
 	default:
+		return false
+	}
+}
+
+// takeWithin waits up to d for a slot (a request that waits holds its
+// connection and headers, not its body). It reports whether it got one.
+func (s slots) takeWithin(ctx context.Context, d time.Duration) bool {
+	if s.take() {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case s <- struct{}{}:
+		return true
+	case <-t.C:
+		return false
+	case <-ctx.Done():
 		return false
 	}
 }

@@ -46,10 +46,10 @@ func Handler(o Options) (http.Handler, error) {
 	mux := http.NewServeMux()
 	mux.Handle("/webhook", wh)
 	mux.Handle("/observability/recordings/v0", col)
-	otlpSlots := newSlots(cfg.HTTP.MaxInflightOTLP) // shared by the three signals: decoding is what costs
+	otlpSlots, otlpBufs := newSlots(cfg.HTTP.MaxInflightOTLP), &bodyBuffers{} // shared by the three signals: decoding is what costs
 	for _, sig := range []string{"traces", "logs", "metrics"} {
 		rcv := &otlpReceiver{signal: sig, keys: keys, facts: o.Facts, maxBody: cfg.Limits.OTLPBytes,
-			maxElements: cfg.Limits.OTLPElements, inflight: otlpSlots, metrics: o.Metrics, log: o.Log}
+			maxElements: cfg.Limits.OTLPElements, inflight: otlpSlots, bufs: otlpBufs, metrics: o.Metrics, log: o.Log}
 		if sig == "metrics" {
 			rcv.facts = nil // metrics carry no session facts lkscore uses
 		}

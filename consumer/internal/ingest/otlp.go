@@ -14,6 +14,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/livekit/protocol/auth"
 	collogs "go.opentelemetry.io/proto/otlp/collector/logs/v1"
@@ -21,6 +23,7 @@ import (
 	common "go.opentelemetry.io/proto/otlp/common/v1"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/lkscore/lkscore/consumer/internal/facts"
 	"github.com/lkscore/lkscore/consumer/internal/failure"
@@ -40,6 +43,10 @@ import (
 // SDKs nest a few levels; a hostile body cannot make decoding recurse deep.
 const otlpRecursionLimit = 32
 
+// otlpSlotWait is how long an authenticated OTLP request waits for one of
+// http.max_inflight_otlp decoders before its 503.
+const otlpSlotWait = 5 * time.Second
+
 // factSink is where the receiver puts what it learned.
 type factSink interface {
 	Add(ctx context.Context, u facts.Update) error
@@ -56,6 +63,7 @@ type otlpReceiver struct {
 	// inflight caps the bodies read and decoded at once, all signals
 	// together (http.max_inflight_otlp).
 	inflight slots
+	bufs     *bodyBuffers // shared by the signals, like inflight
 	metrics  *metrics.Ingest
 	log      *slog.Logger
 }
@@ -91,7 +99,7 @@ func (o *otlpReceiver) serve(w http.ResponseWriter, r *http.Request) error {
 		o.log.Debug("otlp refused", "err", err)
 		return failure.Refuse(http.StatusUnauthorized, "invalid token")
 	}
-	if !o.inflight.take() {
+	if !o.inflight.takeWithin(r.Context(), otlpSlotWait) {
 		return failure.Refuse(http.StatusServiceUnavailable, "%w", errBusy)
 	}
 	defer o.inflight.give()
@@ -103,24 +111,26 @@ func (o *otlpReceiver) serve(w http.ResponseWriter, r *http.Request) error {
 		w.WriteHeader(http.StatusOK)
 		return nil
 	}
-	body, isJSON, err := readOTLPBody(r, w, o.maxBody)
+	var logs collogs.ExportLogsServiceRequest
+	var traces coltrace.ExportTraceServiceRequest
+	var req proto.Message = &traces
+	if o.signal == "logs" {
+		req = &logs
+	}
+	buf := o.bufs.get()
+	defer o.bufs.put(buf)
+	body, isJSON, err := readOTLPBody(r, w, o.maxBody, o.maxElements, req.ProtoReflect().Descriptor(), buf)
 	if err != nil {
+		return fmt.Errorf("OTLP %s: %w", o.signal, err)
+	}
+	if err := o.decode(o.signal, body, isJSON, req); err != nil {
 		return err
 	}
 	var updates map[sessionID]*facts.Update
-	switch o.signal {
-	case "logs":
-		var req collogs.ExportLogsServiceRequest
-		if err := o.decode("logs", body, isJSON, &req); err != nil {
-			return err
-		}
-		updates = logFacts(&req, isJSON)
-	case "traces":
-		var req coltrace.ExportTraceServiceRequest
-		if err := o.decode("traces", body, isJSON, &req); err != nil {
-			return err
-		}
-		updates = traceFacts(&req)
+	if o.signal == "logs" {
+		updates = logFacts(&logs, isJSON)
+	} else {
+		updates = traceFacts(&traces)
 	}
 	for _, u := range sortedUpdates(updates) {
 		if err := o.facts.Add(r.Context(), *u); err != nil {
@@ -139,8 +149,12 @@ func (o *otlpReceiver) serve(w http.ResponseWriter, r *http.Request) error {
 }
 
 // readOTLPBody reads a request body within maxBody bytes, compressed and
-// decompressed alike, and says whether it is OTLP/JSON.
-func readOTLPBody(r *http.Request, w http.ResponseWriter, maxBody int64) ([]byte, bool, error) {
+// decompressed alike, counting its messages as it comes (413 past
+// maxElements, readCounted), and says whether it is OTLP/JSON. The
+// decompressed body is read into buf (a pooled buffer: decoding copies what
+// it keeps).
+func readOTLPBody(r *http.Request, w http.ResponseWriter, maxBody int64, maxElements int, md protoreflect.MessageDescriptor,
+	buf *bytes.Buffer) ([]byte, bool, error) {
 	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	var isJSON bool
 	switch {
@@ -155,23 +169,36 @@ func readOTLPBody(r *http.Request, w http.ResponseWriter, maxBody int64) ([]byte
 	if r.ContentLength > maxBody {
 		return nil, false, failure.Refuse(http.StatusRequestEntityTooLarge, "body exceeds %d bytes", maxBody)
 	}
-	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
-	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			return nil, false, failure.Refuse(http.StatusRequestEntityTooLarge, "body exceeds %d bytes", maxBody)
-		}
-		return nil, false, failure.Refuse(http.StatusBadRequest, "read body: %v", err)
-	}
+	var body io.Reader = http.MaxBytesReader(w, r.Body, maxBody)
 	switch enc := strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding"))); enc {
 	case "", "identity":
-		return raw, isJSON, nil
 	case "gzip":
-		body, err := gunzip(raw, maxBody)
-		return body, isJSON, err
+		zr, err := gzip.NewReader(body)
+		if err != nil {
+			return nil, false, bodyError(err, maxBody)
+		}
+		body = zr
 	default:
 		return nil, false, failure.Refuse(http.StatusUnsupportedMediaType, "Content-Encoding %q is not gzip", enc)
 	}
+	if err := readCounted(body, isJSON, md, maxElements, maxBody, buf); err != nil {
+		return nil, false, bodyError(err, maxBody)
+	}
+	return buf.Bytes(), isJSON, nil
+}
+
+// bodyError classifies an error met reading a body: over a limit (413),
+// else bad framing, bad gzip or a client that stalled (400).
+func bodyError(err error, maxBody int64) error {
+	var tooLarge *http.MaxBytesError
+	var elements *ElementsError
+	switch {
+	case errors.As(err, &elements):
+		return failure.Refuse(http.StatusRequestEntityTooLarge, "%w", err)
+	case errors.As(err, &tooLarge), errors.Is(err, errBodyTooLarge):
+		return failure.Refuse(http.StatusRequestEntityTooLarge, "body exceeds %d bytes (limits.otlp_bytes)", maxBody)
+	}
+	return failure.Refuse(http.StatusBadRequest, "read body: %v", err)
 }
 
 // gunzip inflates b, refusing more than max bytes of output (a gzip bomb
@@ -189,6 +216,23 @@ func gunzip(b []byte, max int64) ([]byte, error) {
 		return nil, failure.Refuse(http.StatusRequestEntityTooLarge, "decompressed body exceeds %d bytes", max)
 	}
 	return out, nil
+}
+
+// bodyBuffers pools the buffers OTLP bodies are read into: at most
+// http.max_inflight_otlp are in use at once, and reusing them spares the
+// garbage a growing buffer leaves per request.
+type bodyBuffers struct{ pool sync.Pool }
+
+func (b *bodyBuffers) get() *bytes.Buffer {
+	if v, ok := b.pool.Get().(*bytes.Buffer); ok {
+		return v
+	}
+	return new(bytes.Buffer)
+}
+
+func (b *bodyBuffers) put(buf *bytes.Buffer) {
+	buf.Reset()
+	b.pool.Put(buf)
 }
 
 var (

@@ -1,8 +1,12 @@
 package ingest
 
 import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -103,4 +107,136 @@ func countJSONElements(b []byte, md protoreflect.MessageDescriptor, limit int) e
 		}
 	}
 	return nil
+}
+
+// readCounted reads a decompressed body into buf, counting its messages as
+// they arrive, so that a body of many small messages is refused once the
+// count passes limit, not after all of it is held: the top-level fields are
+// read one at a time (each message among them counted whole), an OTLP/JSON
+// body's objects as its bytes come. maxBody bounds what is read (413).
+// What the early count lets through is counted again whole by the caller.
+func readCounted(r io.Reader, isJSON bool, md protoreflect.MessageDescriptor, limit int, maxBody int64, buf *bytes.Buffer) error {
+	if isJSON {
+		return readCountedJSON(r, md, limit, maxBody, buf)
+	}
+	br := bufio.NewReaderSize(r, 32<<10)
+	tee := teeByteReader{r: br, buf: buf} // varints land in buf byte for byte, as they were sent
+	budget := limit - 1                   // the request itself
+	fields := md.Fields()
+	for {
+		if _, err := br.Peek(1); err == io.EOF {
+			return nil
+		}
+		tag, err := binary.ReadUvarint(tee)
+		if err != nil {
+			return copyRest(br, maxBody, buf, err)
+		}
+		num, typ := protowire.DecodeTag(tag)
+		switch typ {
+		case protowire.BytesType:
+			n, err := binary.ReadUvarint(tee)
+			if err != nil {
+				return copyRest(br, maxBody, buf, err)
+			}
+			if n > uint64(maxBody) || int64(buf.Len())+int64(n) > maxBody {
+				return copyRest(br, maxBody, buf, nil) // over the limit, or a length the body does not have
+			}
+			start := buf.Len()
+			buf.Grow(int(n))
+			if _, err := io.CopyN(buf, br, int64(n)); err != nil {
+				return copyRest(br, maxBody, buf, err)
+			}
+			if fd := fields.ByNumber(num); fd != nil && fd.Message() != nil {
+				if err := countIn(buf.Bytes()[start:], fd.Message(), &budget, limit, 1); err != nil {
+					return err
+				}
+			}
+		case protowire.VarintType:
+			if _, err := binary.ReadUvarint(tee); err != nil {
+				return copyRest(br, maxBody, buf, err)
+			}
+		case protowire.Fixed32Type, protowire.Fixed64Type:
+			size := int64(4)
+			if typ == protowire.Fixed64Type {
+				size = 8
+			}
+			if _, err := io.CopyN(buf, br, size); err != nil {
+				return copyRest(br, maxBody, buf, err)
+			}
+		default: // groups: not in OTLP; the rest is read as it is, and the decoder judges it
+			return copyRest(br, maxBody, buf, nil)
+		}
+		if int64(buf.Len()) > maxBody {
+			return errBodyTooLarge
+		}
+	}
+}
+
+// teeByteReader reads bytes from r and keeps each in buf.
+type teeByteReader struct {
+	r   *bufio.Reader
+	buf *bytes.Buffer
+}
+
+func (t teeByteReader) ReadByte() (byte, error) {
+	c, err := t.r.ReadByte()
+	if err == nil {
+		t.buf.WriteByte(c)
+	}
+	return c, err
+}
+
+// errBodyTooLarge is a decompressed body over limits.otlp_bytes.
+var errBodyTooLarge = errors.New("decompressed body exceeds limits.otlp_bytes")
+
+// copyRest reads what is left of a body whose fields stopped parsing (the
+// decoder refuses it), within maxBody. A reader that failed fails again
+// here, and its error is returned.
+func copyRest(r io.Reader, maxBody int64, buf *bytes.Buffer, _ error) error {
+	if _, err := buf.ReadFrom(io.LimitReader(r, maxBody-int64(buf.Len())+1)); err != nil {
+		return err
+	}
+	if int64(buf.Len()) > maxBody {
+		return errBodyTooLarge
+	}
+	return nil
+}
+
+// readCountedJSON reads an OTLP/JSON body, counting its objects as its
+// bytes come.
+func readCountedJSON(r io.Reader, md protoreflect.MessageDescriptor, limit int, maxBody int64, buf *bytes.Buffer) error {
+	chunk := make([]byte, 32<<10)
+	n, inString, escaped := 0, false, false
+	for {
+		k, err := r.Read(chunk)
+		for _, c := range chunk[:k] {
+			switch {
+			case escaped:
+				escaped = false
+			case inString:
+				switch c {
+				case '\\':
+					escaped = true
+				case '"':
+					inString = false
+				}
+			case c == '"':
+				inString = true
+			case c == '{':
+				if n++; n > limit {
+					return &ElementsError{Limit: limit, Setting: otlpElementsSetting, Message: string(md.FullName())}
+				}
+			}
+		}
+		buf.Write(chunk[:k])
+		if int64(buf.Len()) > maxBody {
+			return errBodyTooLarge
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
 }

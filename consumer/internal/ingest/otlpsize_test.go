@@ -144,3 +144,85 @@ func TestWebhookElementsBounded(t *testing.T) {
 		t.Errorf("%d %s", rec.Code, rec.Body.String())
 	}
 }
+
+// countingReader counts the bytes read from it.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(b []byte) (int, error) {
+	n, err := c.r.Read(b)
+	c.n += int64(n)
+	return n, err
+}
+
+// TestReadCountedStopsEarly: 16 MiB of empty ResourceLogs is refused after
+// reading a little past the limit's worth of it, in protobuf and in JSON;
+// a real request is read whole and unchanged.
+func TestReadCountedStopsEarly(t *testing.T) {
+	md := (&collogs.ExportLogsServiceRequest{}).ProtoReflect().Descriptor()
+	for name, tc := range map[string]struct {
+		body   []byte
+		isJSON bool
+	}{
+		"protobuf": {bytes.Repeat([]byte{0x0a, 0x00}, 8<<20), false},
+		"json":     {[]byte(`{"resourceLogs":[` + strings.Repeat(`{},`, 5<<20) + `{}]}`), true},
+	} {
+		cr := &countingReader{r: bytes.NewReader(tc.body)}
+		var buf bytes.Buffer
+		err := readCounted(cr, tc.isJSON, md, 100_000, 32<<20, &buf)
+		var ee *ElementsError
+		if !errors.As(err, &ee) || cr.n > 1<<20 {
+			t.Errorf("%s: %v after reading %d of %d bytes", name, err, cr.n, len(tc.body))
+		}
+	}
+	var req collogs.ExportLogsServiceRequest
+	_ = otlpJSON.Unmarshal(testenv.JSLogs("RM_c", "AJ_c", "agent", map[string]any{"msg": "AgentSession closed", "reason": "user_initiated"}), &req)
+	pb, _ := proto.Marshal(&req)
+	var buf bytes.Buffer
+	if err := readCounted(bytes.NewReader(pb), false, md, 100_000, 16<<20, &buf); err != nil || !bytes.Equal(buf.Bytes(), pb) {
+		t.Errorf("a real request: %v, read %d of %d bytes unchanged: %v", err, buf.Len(), len(pb), bytes.Equal(buf.Bytes(), pb))
+	}
+	if err := readCounted(bytes.NewReader(pb), false, md, 100_000, int64(len(pb)-1), &bytes.Buffer{}); !errors.Is(err, errBodyTooLarge) {
+		t.Errorf("a body over the byte limit: %v", err)
+	}
+}
+
+// FuzzReadCounted: whatever the body, what readCounted lets through is the
+// body unchanged, and what it refuses for its elements the whole count
+// refuses too.
+func FuzzReadCounted(f *testing.F) {
+	var req collogs.ExportLogsServiceRequest
+	_ = otlpJSON.Unmarshal(testenv.JSLogs("RM_f", "AJ_f", "agent", map[string]any{"msg": "x"}), &req)
+	pb, _ := proto.Marshal(&req)
+	f.Add(pb, false)
+	f.Add(testenv.JSLogs("RM_f", "AJ_f", "agent", map[string]any{"msg": "x"}), true)
+	f.Add([]byte{0x0a, 0x00, 0x0b, 0x0c, 0x0a, 0x00}, false)
+	f.Add([]byte{0x0a, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}, false)
+	md := req.ProtoReflect().Descriptor()
+	f.Fuzz(func(t *testing.T, body []byte, isJSON bool) {
+		const limit, maxBody = 20, 1 << 16
+		var buf bytes.Buffer
+		err := readCounted(bytes.NewReader(body), isJSON, md, limit, maxBody, &buf)
+		count := countElements
+		if isJSON {
+			count = countJSONElements
+		}
+		var ee *ElementsError
+		switch {
+		case err == nil:
+			if !bytes.Equal(buf.Bytes(), body) {
+				t.Fatalf("read %x, body %x", buf.Bytes(), body)
+			}
+		case errors.As(err, &ee):
+			if count(body, md, limit) == nil {
+				t.Fatalf("refused early (%v), the whole count lets it through", err)
+			}
+		case errors.Is(err, errBodyTooLarge):
+			if len(body) <= maxBody {
+				t.Fatalf("%d bytes refused as over %d", len(body), maxBody)
+			}
+		}
+	})
+}
