@@ -125,6 +125,8 @@ func HTTPReason(status int) string {
 		return "too_large"
 	case http.StatusUnsupportedMediaType:
 		return "unsupported_media_type"
+	case http.StatusRequestTimeout:
+		return "timeout" // the body did not arrive within http.body_timeout
 	}
 	return "unavailable"
 }
