@@ -97,6 +97,10 @@ func TestS3StoreRoundTrip(t *testing.T) {
 	if err != nil || s.Key != "RM_s3/AJ_s3" || s.Chat == nil || len(s.Chat.Items) != 7 || s.CloseReason != "CR_PARTICIPANT_DISCONNECTED" {
 		t.Fatalf("load: %v %+v", err, s)
 	}
+	// A new bucket keeps no versions of what is deleted (lkscore forget says when one does).
+	if status, err := st.Versioning(ctx); err != nil || status != "" {
+		t.Errorf("a new bucket's versioning: %q %v", status, err)
+	}
 }
 
 func TestS3StoreErrors(t *testing.T) {
