@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -304,5 +305,54 @@ func TestOTLPChunkedGzip(t *testing.T) {
 	f := readFacts(t, ns.URL(), "RM_Chunk", "AJ_Chunk")
 	if f == nil || facts.Resolve(f.Observations).CloseReason != "CR_PARTICIPANT_DISCONNECTED" {
 		t.Fatalf("facts %+v", f)
+	}
+}
+
+// TestOTLPRenamedSessionAttributes: an SDK that names its session only
+// lk.room_id and lk.job_id (LiveKit's OpenTelemetry registry, where
+// livekit/agents#7973 moves the agents, with no alias for room_id and
+// job_id) gets the same scorecard as one that sends today's names: the
+// close reason and the agent name still come from its logs.
+func TestOTLPRenamedSessionAttributes(t *testing.T) {
+	t.Parallel()
+	cfg := pipelineConfig(t, "")
+	d, _ := startDaemon(t, cfg)
+	chat := mustReadFile(t, filepath.Join(scenarioDir, "1_clean_call", "chat_history.json"))
+	for _, s := range []struct {
+		room, job string
+		renamed   bool
+	}{{"RM_OldNames", "AJ_Names", false}, {"RM_NewNames", "AJ_Names", true}} {
+		header, _ := proto.Marshal(&livekit.MetricsRecordingHeader{RoomId: s.room, JobId: s.job})
+		body, ct := testenv.PythonUpload(t, testenv.FullParts(header, chat, nil)[:2])
+		if resp, msg := post(t, "http://"+d.IngestAddr()+"/observability/recordings/v0", testenv.Bearer(testenv.PythonToken(t, testenv.Key, testenv.Secret, true)),
+			ct, bytes.NewReader(body)); resp.StatusCode != 200 {
+			t.Fatalf("upload: %d %s", resp.StatusCode, msg)
+		}
+		logs := string(testenv.JSLogs(s.room, s.job, "names-agent", map[string]any{"msg": "AgentSession closed", "reason": "user_initiated"}))
+		if s.renamed {
+			logs = strings.NewReplacer(`"key":"room_id"`, `"key":"lk.room_id"`, `"key":"job_id"`, `"key":"lk.job_id"`).Replace(logs)
+			if strings.Contains(logs, `"room_id"`) || strings.Contains(logs, `"job_id"`) {
+				t.Fatalf("the old names are left: %s", logs)
+			}
+		}
+		if r, msg := postOTLP(t, d, "logs", "application/json", []byte(logs), nil); r.StatusCode != 200 {
+			t.Fatalf("otlp: %d %s", r.StatusCode, msg)
+		}
+	}
+	testenv.WaitFor(t, settleWait, "both scorecards", func() bool { return len(results(t, d.NATSURL())) == 2 })
+	cards := map[string]scoring.Scorecard{}
+	for _, c := range results(t, d.NATSURL()) {
+		cards[c.Session.RoomID] = c
+	}
+	oldC, newC := cards["RM_OldNames"], cards["RM_NewNames"]
+	if newC.Completion.CloseReason != "CR_USER_INITIATED" || newC.Session.AgentName != "names-agent" {
+		t.Errorf("renamed attributes: close reason %s, agent %q", newC.Completion.CloseReason, newC.Session.AgentName)
+	}
+	strip := func(c scoring.Scorecard) string { // the same card but for the session's ids
+		b, _ := json.Marshal(c)
+		return strings.NewReplacer("RM_OldNames", "RM_x", "RM_NewNames", "RM_x").Replace(string(b))
+	}
+	if strip(oldC) != strip(newC) {
+		t.Errorf("the scorecards differ beyond the session:\nold %s\nnew %s", strip(oldC), strip(newC))
 	}
 }

@@ -293,8 +293,12 @@ func (a attrs) str(key string) string {
 	return facts.Bounded(anyString(v), facts.MaxEvidence)
 }
 
+// session is the session the attributes name: room_id and job_id as the
+// SDKs send them today, or lk.room_id and lk.job_id, the names LiveKit's
+// OpenTelemetry registry (livekit/protocol otel/) moves the agents to
+// (livekit/agents#7973), with no alias for the old ones.
 func (a attrs) session() sessionID {
-	return sessionID{room: a.str("room_id"), job: a.str("job_id")}
+	return sessionID{room: cmp.Or(a.str("room_id"), a.str("lk.room_id")), job: cmp.Or(a.str("job_id"), a.str("lk.job_id"))}
 }
 
 // anyString renders a scalar attribute value.
