@@ -79,7 +79,7 @@ func (s *trustSession) send(t *testing.T, d *Daemon) {
 		t.Fatalf("otlp: %d %s", r.StatusCode, msg)
 	}
 	room := func() *livekit.Room {
-		return &livekit.Room{Sid: s.room, Name: "call", Metadata: s.markWebhook("room_metadata")}
+		return &livekit.Room{Sid: s.room, Name: "call", Metadata: s.markWebhook("room_metadata"), TurnPassword: s.markWebhook("turn_password")}
 	}
 	caller := &livekit.ParticipantInfo{Sid: "PA_" + s.room, Identity: "sip_+1555" + s.room, Kind: livekit.ParticipantInfo_SIP,
 		Name: s.markWebhook("participant_name"), Metadata: s.markWebhook("participant_metadata"),
@@ -95,6 +95,14 @@ func (s *trustSession) send(t *testing.T, d *Daemon) {
 		{Event: "participant_connection_aborted", Id: "EV_abort_" + s.job, Room: room(), Participant: caller},
 		{Event: "agent_job_ended", Id: "EV_end_" + s.job, Room: room(), Job: job},
 		{Event: "room_finished", Id: "EV_fin_" + s.job, Room: room()},
+		// An egress of the room: its request names storage credentials and a stream URL.
+		{Event: "egress_ended", Id: "EV_egress_" + s.job, EgressInfo: &livekit.EgressInfo{EgressId: "EG_" + s.room, RoomId: s.room,
+			RoomName: "call", Status: livekit.EgressStatus_EGRESS_COMPLETE,
+			Request: &livekit.EgressInfo_RoomComposite{RoomComposite: &livekit.RoomCompositeEgressRequest{RoomName: "call",
+				FileOutputs: []*livekit.EncodedFileOutput{{Filepath: "calls/x.ogg", Output: &livekit.EncodedFileOutput_S3{
+					S3: &livekit.S3Upload{AccessKey: s.markWebhook("egress_access_key"), Secret: s.markWebhook("egress_secret"), Bucket: "calls"}}}}}},
+			StreamResults: []*livekit.StreamInfo{{Url: "rtmp://live.example/app/" + s.markWebhook("stream_key")}},
+			FileResults:   []*livekit.FileInfo{{Filename: "calls/x.ogg", Location: "s3://calls/calls/x.ogg"}}}},
 	}
 	for _, ev := range events {
 		wb, _ := protojson.Marshal(ev)
@@ -166,8 +174,8 @@ func leaked(what string, markers []string) []string {
 // TestStoredWebhooksKeepNoFreeText: a session redacted only by its upload
 // header, and one not redacted at all: no webhook of either keeps a
 // participant name, metadata, attributes (the caller's phone number), a
-// track name, the room's or the job's metadata or attributes, or the caller's
-// identity; not in any stream or bucket message, nor in the raw bytes of the
+// track name, the room's or the job's metadata or attributes, the room's TURN
+// password, an egress's credentials or stream key, or the caller's identity; not in any stream or bucket message, nor in the raw bytes of the
 // NATS store and the data dir. The agent's name, which webhooks keep, is
 // found in both: the scans see what is stored.
 func TestStoredWebhooksKeepNoFreeText(t *testing.T) {
@@ -190,8 +198,11 @@ func TestStoredWebhooksKeepNoFreeText(t *testing.T) {
 	if !strings.Contains(stored, `"agentName":"trust-agent"`) {
 		t.Fatal("the stored webhooks lack the agent name: the scan proves nothing")
 	}
-	if len(streamMsgs(t, url, "LKSCORE_WEBHOOKS")) != 10 {
-		t.Errorf("stored %d webhooks, want 10", len(streamMsgs(t, url, "LKSCORE_WEBHOOKS")))
+	if len(streamMsgs(t, url, "LKSCORE_WEBHOOKS")) != 12 {
+		t.Errorf("stored %d webhooks, want 12", len(streamMsgs(t, url, "LKSCORE_WEBHOOKS")))
+	}
+	if !strings.Contains(stored, "s3://calls/calls/x.ogg") {
+		t.Error("the egress's file result is not stored: the egress link cannot be made")
 	}
 	// The redacted session keeps none of its own text either, in any message.
 	for _, l := range leaked(stored, []string{redacted.markers["user_text"], redacted.markers["tool_output"], redacted.markers["otlp_field"]}) {

@@ -250,8 +250,10 @@ func (h *webhookHandler) reject(w http.ResponseWriter, code int, msg string) str
 }
 
 // redactEvent re-encodes an event without the free text the application
-// put in it: room, job and participant metadata and attributes,
-// participant names, track names; participant identities (a SIP caller's
+// put in it and the secrets the server put in it: room, job and
+// participant metadata and attributes, participant names, track names, the
+// room's TURN password, an egress's request and stream results;
+// participant identities (a SIP caller's
 // is its phone number) are kept only as facts.StoredIdentity's hash. Every
 // stored webhook goes through it, for any session (docs/security.md lists
 // what a stored event keeps). A redacted job's own error text goes too
@@ -260,7 +262,7 @@ func (h *webhookHandler) reject(w http.ResponseWriter, code int, msg string) str
 func redactEvent(ev *livekit.WebhookEvent, redactJobError bool) ([]byte, error) {
 	clearRoom := func(r *livekit.Room) {
 		if r != nil {
-			r.Metadata = ""
+			r.Metadata, r.TurnPassword = "", "" // livekit-server sends the room's TURN password with every room
 		}
 	}
 	clearParticipant := func(p *livekit.ParticipantInfo) {
@@ -272,6 +274,11 @@ func redactEvent(ev *livekit.WebhookEvent, redactJobError bool) ([]byte, error) 
 	}
 	clearRoom(ev.Room)
 	clearParticipant(ev.Participant)
+	if e := ev.EgressInfo; e != nil {
+		// The egress request names storage, its credentials (LiveKit redacts
+		// the ones it knows) and stream URLs; lkscore reads only the results.
+		e.Request, e.StreamResults = nil, nil
+	}
 	if j := ev.Job; j != nil {
 		j.Metadata, j.Attributes = "", nil
 		clearRoom(j.Room)
