@@ -318,10 +318,12 @@ func forgetInDashboards(ctx context.Context, nc *nats.Conn, subject, sessionKey 
 		return step
 	}
 	answered := 0
+	ctx, cancel := context.WithTimeout(ctx, dashboardAnswerWait)
+	defer cancel()
 	for {
-		m, err := sub.NextMsgWithContext(withTimeout(ctx, dashboardAnswerWait))
+		m, err := sub.NextMsgWithContext(ctx)
 		if err != nil {
-			break
+			break // the wait is over
 		}
 		answered++
 		n, _ := strconv.Atoi(string(m.Data))
@@ -331,12 +333,5 @@ func forgetInDashboards(ctx context.Context, nc *nats.Conn, subject, sessionKey 
 	return step
 }
 
-// dashboardAnswerWait is how long forget waits for dashboards' answers.
+// dashboardAnswerWait is how long forget collects dashboards' answers.
 const dashboardAnswerWait = time.Second
-
-// withTimeout is ctx with d more to run; its cancel runs when the timeout fires.
-func withTimeout(ctx context.Context, d time.Duration) context.Context {
-	c, cancel := context.WithTimeout(ctx, d)
-	context.AfterFunc(c, cancel)
-	return c
-}

@@ -113,6 +113,21 @@ func (s *trustSession) send(t *testing.T, d *Daemon) {
 	}
 }
 
+// scoreBoth starts a daemon on the embedded NATS server (its store in the
+// data dir), sends both sessions and waits until both are scored and the
+// pipeline is idle. It returns the daemon, its config and its NATS URL.
+func scoreBoth(t *testing.T, a, b *trustSession) (*Daemon, config.Config, string) {
+	t.Helper()
+	cfg := pipelineConfig(t, "")
+	d, _ := startDaemon(t, cfg)
+	url := d.NATSURL()
+	a.send(t, d)
+	b.send(t, d)
+	testenv.WaitFor(t, settleWait, "both scorecards", func() bool { return len(streamMsgs(t, url, "LKSCORE_RESULTS")) == 2 })
+	quiesce(t, url, defaultConsumers)
+	return d, cfg, url
+}
+
 // storedMessages is every message of every stream (KV buckets included):
 // subjects, headers and data.
 func storedMessages(t *testing.T, url string) string {
@@ -180,14 +195,8 @@ func leaked(what string, markers []string) []string {
 // found in both: the scans see what is stored.
 func TestStoredWebhooksKeepNoFreeText(t *testing.T) {
 	t.Parallel()
-	cfg := pipelineConfig(t, "") // the embedded NATS server, its store in the data dir
-	d, _ := startDaemon(t, cfg)
-	url := d.NATSURL()
 	redacted, open := newTrustSession("RM_HdrRed", "AJ_HdrRed", true), newTrustSession("RM_Plain", "AJ_Plain", false)
-	redacted.send(t, d)
-	open.send(t, d)
-	testenv.WaitFor(t, settleWait, "both scorecards", func() bool { return len(streamMsgs(t, url, "LKSCORE_RESULTS")) == 2 })
-	quiesce(t, url, defaultConsumers)
+	d, cfg, url := scoreBoth(t, redacted, open)
 
 	stored := storedMessages(t, url)
 	webhookMarkers := append(append([]string{}, redacted.webhookMarkers...), open.webhookMarkers...)
@@ -229,14 +238,8 @@ func TestStoredWebhooksKeepNoFreeText(t *testing.T) {
 // found everywhere the scans look: they see what is there.
 func TestForgetForgets(t *testing.T) {
 	t.Parallel()
-	cfg := pipelineConfig(t, "")
-	d, _ := startDaemon(t, cfg)
-	url := d.NATSURL()
 	gone, kept := newTrustSession("RM_Gone", "AJ_Gone", false), newTrustSession("RM_Kept", "AJ_Kept", false)
-	gone.send(t, d)
-	kept.send(t, d)
-	testenv.WaitFor(t, settleWait, "both scorecards", func() bool { return len(streamMsgs(t, url, "LKSCORE_RESULTS")) == 2 })
-	quiesce(t, url, defaultConsumers)
+	d, cfg, url := scoreBoth(t, gone, kept)
 
 	ops := "http://" + d.OpsAddr()
 	// get is one page; the list pages and exports name the sessions they

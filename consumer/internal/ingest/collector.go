@@ -48,7 +48,7 @@ type collector struct {
 	limits   config.Limits
 	layout   recording.Layout
 	now      func() time.Time
-	inflight chan struct{} // one token per upload being stored (http.max_inflight_uploads)
+	inflight *slots        // one per upload being stored (http.max_inflight_uploads)
 	maxWait  time.Duration // for a token (http.upload_wait)
 	bodyIdle time.Duration // the longest wait for an upload's next bytes (http.body_timeout)
 }
@@ -71,12 +71,10 @@ func newCollector(o Options, keys auth.KeyProvider, now func() time.Time) (*coll
 	}
 	c := &collector{plumbing: o.plumbing(), keys: keys, store: o.Store, limits: lim, layout: layout, now: now,
 		bodyIdle: cmp.Or(cfg.HTTP.BodyTimeout, 30*time.Second)}
-	if n := cfg.HTTP.MaxInflightUploads; n > 0 {
-		if cfg.HTTP.UploadWait <= 0 {
-			return nil, errors.New("collector: an upload bound needs a positive wait")
-		}
-		c.inflight, c.maxWait = make(chan struct{}, n), cfg.HTTP.UploadWait
+	if cfg.HTTP.MaxInflightUploads < 1 || cfg.HTTP.UploadWait <= 0 {
+		return nil, errors.New("collector: http.max_inflight_uploads and http.upload_wait must be positive")
 	}
+	c.inflight, c.maxWait = newSlots(cfg.HTTP.MaxInflightUploads), cfg.HTTP.UploadWait
 	return c, nil
 }
 
@@ -107,37 +105,23 @@ func (c *collector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // admit waits for one of http.max_inflight_uploads slots. Uploads beyond it
 // wait rather than fail: storing one is mostly disk work, and a burst of
 // them stored all at once would only take CPU from scoring (docs/performance.md).
-// After http.upload_wait the answer is 503 with RetryInfo, which the SDK
-// retries. (net/http notices a client that gave up only once its body is
-// read, so the bound matters.)
+// After http.upload_wait, or at once when too many wait already, the answer
+// is 503 with RetryInfo, which the SDK retries. (net/http notices a client
+// that gave up only once its body is read, so the bound matters.)
 func (c *collector) admit(ctx context.Context) error {
-	if c.inflight == nil {
+	switch err := c.inflight.takeWithin(ctx, c.maxWait, c.metrics.UploadsWaiting); {
+	case err == nil:
 		return nil
-	}
-	select {
-	case c.inflight <- struct{}{}:
-		return nil
-	default:
-	}
-	c.metrics.UploadsWaiting.Inc()
-	defer c.metrics.UploadsWaiting.Dec()
-	timer := time.NewTimer(c.maxWait)
-	defer timer.Stop()
-	select {
-	case c.inflight <- struct{}{}:
-		return nil
-	case <-timer.C:
+	case errors.Is(err, errSlotWait):
 		return fmt.Errorf("no upload slot free within http.upload_wait (%s)", c.maxWait) // transient: 503 + RetryInfo
-	case <-ctx.Done():
-		return fmt.Errorf("client gone while waiting for an upload slot: %w", ctx.Err())
+	case errors.Is(err, errBusy):
+		return fmt.Errorf("every upload slot taken and %d uploads waiting", maxWaitersPerSlot*cap(c.inflight.ch)) // transient
+	default:
+		return fmt.Errorf("client gone while waiting for an upload slot: %w", err)
 	}
 }
 
-func (c *collector) release() {
-	if c.inflight != nil {
-		<-c.inflight
-	}
-}
+func (c *collector) release() { c.inflight.give() }
 
 // serve stores one upload; release gives its upload slot back once the
 // parts are written (waiting for them to be durable takes no CPU, and

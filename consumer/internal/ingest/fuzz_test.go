@@ -107,7 +107,7 @@ func FuzzCollectorMultipart(f *testing.F) {
 	}
 	cfg := config.Default()
 	cfg.Limits.ChatHistoryBytes, cfg.Limits.AudioBytes = 4096, 4096
-	cfg.NATS.PublishTimeout, cfg.HTTP.MaxInflightUploads = 2*time.Second, 0
+	cfg.NATS.PublishTimeout = 2 * time.Second
 	o := Options{Config: cfg, JS: js, Store: st, Metrics: metrics.NewIngest(nil), Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	c, err := newCollector(o, auth.NewSimpleKeyProvider(testenv.Key, testenv.Secret), time.Now)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"sync/atomic"
 	"time"
 )
 
@@ -46,43 +47,69 @@ func (p *progressReader) Read(b []byte) (int, error) {
 
 func (p *progressReader) Close() error { return p.r.Close() }
 
-// slots caps the bodies one endpoint reads at once. Webhooks never wait
-// for one: a full endpoint answers 503 at once, which LiveKit's notifier
-// retries. OTLP requests wait a little (otlpSlotWait): the SDKs export logs
-// and traces of several sessions at once, each decoded in milliseconds.
-type slots chan struct{}
+// slots caps the bodies one endpoint reads at once, and the requests that
+// wait for one. Webhooks never wait: a full endpoint answers 503 at once,
+// which LiveKit's notifier retries. OTLP requests wait a little
+// (otlpSlotWait; the SDKs export several sessions' logs and traces at once,
+// each decoded in milliseconds), uploads up to http.upload_wait. A request
+// that waits holds its connection and headers, not its body; once
+// maxWaitersPerSlot per slot wait, the next is answered 503 at once.
+type slots struct {
+	ch      chan struct{}
+	waiting atomic.Int64
+}
 
-func newSlots(n int) slots { return make(slots, max(n, 1)) }
+// maxWaitersPerSlot bounds the requests waiting for a slot, per slot.
+const maxWaitersPerSlot = 64
 
-// take takes a slot, or says the endpoint is full.
-func (s slots) take() bool {
+func newSlots(n int) *slots { return &slots{ch: make(chan struct{}, max(n, 1))} }
+
+// errBusy is a full endpoint's answer: every slot taken and, for the
+// endpoints that wait, as many waiting as may.
+var errBusy = errors.New("too many requests in flight, retry later")
+
+// errSlotWait is a request that waited its whole wait for a slot.
+var errSlotWait = errors.New("no slot free within the wait")
+
+// take takes a slot now, or says the endpoint is full.
+func (s *slots) take() bool {
 	select {
-	case s <- struct{}{}:
+	case s.ch <- struct{}{}:
 		return true
 	default:
 		return false
 	}
 }
 
-// takeWithin waits up to d for a slot (a request that waits holds its
-// connection and headers, not its body). It reports whether it got one.
-func (s slots) takeWithin(ctx context.Context, d time.Duration) bool {
+// takeWithin waits up to d for a slot: nil when it has one, errBusy when
+// too many wait already, errSlotWait after d, or ctx's error. waiting, when
+// not nil, counts the requests waiting (a gauge).
+func (s *slots) takeWithin(ctx context.Context, d time.Duration, waiting interface {
+	Inc()
+	Dec()
+}) error {
 	if s.take() {
-		return true
+		return nil
+	}
+	if s.waiting.Add(1) > int64(maxWaitersPerSlot*cap(s.ch)) {
+		s.waiting.Add(-1)
+		return errBusy
+	}
+	defer s.waiting.Add(-1)
+	if waiting != nil {
+		waiting.Inc()
+		defer waiting.Dec()
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
-	case s <- struct{}{}:
-		return true
+	case s.ch <- struct{}{}:
+		return nil
 	case <-t.C:
-		return false
+		return errSlotWait
 	case <-ctx.Done():
-		return false
+		return ctx.Err()
 	}
 }
 
-func (s slots) give() { <-s }
-
-// errBusy is a full endpoint's answer.
-var errBusy = errors.New("too many requests in flight, retry later")
+func (s *slots) give() { <-s.ch }

@@ -58,11 +58,12 @@ type otlpReceiver struct {
 	keys    auth.KeyProvider
 	facts   factSink // nil for metrics
 	maxBody int64    // both compressed and decompressed
-	// maxElements caps the messages a body decodes into (limits.otlp_elements).
+	// maxElements caps the messages a body decodes into (limits.otlp_elements),
+	// counted as it is read (readCounted).
 	maxElements int
 	// inflight caps the bodies read and decoded at once, all signals
 	// together (http.max_inflight_otlp).
-	inflight slots
+	inflight *slots
 	bufs     *bodyBuffers // shared by the signals, like inflight
 	metrics  *metrics.Ingest
 	log      *slog.Logger
@@ -99,7 +100,7 @@ func (o *otlpReceiver) serve(w http.ResponseWriter, r *http.Request) error {
 		o.log.Debug("otlp refused", "err", err)
 		return failure.Refuse(http.StatusUnauthorized, "invalid token")
 	}
-	if !o.inflight.takeWithin(r.Context(), otlpSlotWait) {
+	if err := o.inflight.takeWithin(r.Context(), otlpSlotWait, nil); err != nil {
 		return failure.Refuse(http.StatusServiceUnavailable, "%w", errBusy)
 	}
 	defer o.inflight.give()
@@ -201,23 +202,6 @@ func bodyError(err error, maxBody int64) error {
 	return failure.Refuse(http.StatusBadRequest, "read body: %v", err)
 }
 
-// gunzip inflates b, refusing more than max bytes of output (a gzip bomb
-// stops there, with at most max bytes held).
-func gunzip(b []byte, max int64) ([]byte, error) {
-	zr, err := gzip.NewReader(bytes.NewReader(b))
-	if err != nil {
-		return nil, failure.Refuse(http.StatusBadRequest, "gzip: %v", err)
-	}
-	out, err := io.ReadAll(io.LimitReader(zr, max+1))
-	if err != nil {
-		return nil, failure.Refuse(http.StatusBadRequest, "gzip: %v", err)
-	}
-	if int64(len(out)) > max {
-		return nil, failure.Refuse(http.StatusRequestEntityTooLarge, "decompressed body exceeds %d bytes", max)
-	}
-	return out, nil
-}
-
 // bodyBuffers pools the buffers OTLP bodies are read into: at most
 // http.max_inflight_otlp are in use at once, and reusing them spares the
 // garbage a growing buffer leaves per request.
@@ -240,16 +224,8 @@ var (
 	otlpJSON  = protojson.UnmarshalOptions{RecursionLimit: otlpRecursionLimit, DiscardUnknown: true}
 )
 
-// decode decodes a body once its messages are counted within
-// limits.otlp_elements (413 when over).
+// decode decodes a body readOTLPBody counted.
 func (o *otlpReceiver) decode(what string, body []byte, isJSON bool, m proto.Message) error {
-	count := countElements
-	if isJSON {
-		count = countJSONElements
-	}
-	if err := count(body, m.ProtoReflect().Descriptor(), o.maxElements); err != nil {
-		return failure.Refuse(http.StatusRequestEntityTooLarge, "OTLP %s: %w", what, err)
-	}
 	if err := decodeOTLP(body, isJSON, m); err != nil {
 		return failure.Refuse(http.StatusBadRequest, "OTLP %s: %v", what, err)
 	}

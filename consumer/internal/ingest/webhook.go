@@ -43,7 +43,7 @@ type webhookHandler struct {
 	maxBody int64
 	events  map[string]bool
 	// inflight caps the signed bodies read at once (http.max_inflight_webhooks).
-	inflight slots
+	inflight *slots
 
 	// Metrics resolved once: label lookups cost on the hot path.
 	requests       map[string]prometheus.Counter
