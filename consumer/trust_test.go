@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/lkscore/lkscore/config"
+	"github.com/lkscore/lkscore/consumer/internal/facts"
 	"github.com/lkscore/lkscore/internal/testenv"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/store"
@@ -437,5 +439,81 @@ func TestForgetSaysVersionsRemain(t *testing.T) {
 	step := forgetUpload(context.Background(), st, layout, nil, "RM_v", "AJ_v")
 	if step.Removed != 2 || len(st.deleted) != 2 || !strings.Contains(step.Note, "versioning is Enabled") {
 		t.Errorf("%+v, deleted %v", step, st.deleted)
+	}
+}
+
+// TestFieldWebhooksReplayed: the 60 webhooks a real livekit-server v1.13.11
+// sent during six real agents-js sessions (testdata/field), re-signed with
+// the test's key and sent in their order. Every one is answered 200; no
+// stored message, nor the raw bytes of the store, keeps a room's TURN
+// password or a participant's name or identity; and the room's departures
+// carry each participant's identity hash as lkscore computed it before
+// webhooks were stored hashed (the room story reads the same).
+func TestFieldWebhooksReplayed(t *testing.T) {
+	t.Parallel()
+	cfg := pipelineConfig(t, "")
+	d, _ := startDaemon(t, cfg)
+	url := d.NATSURL()
+	lines := strings.Split(strings.TrimSpace(string(mustReadFile(t, filepath.Join("testdata", "field", "lkreal-2026-12-03-webhooks.jsonl")))), "\n")
+	secrets, identities := map[string]bool{}, map[string]bool{}
+	for _, line := range lines {
+		var ev livekit.WebhookEvent
+		if err := protojson.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatal(err)
+		}
+		if p := ev.GetRoom().GetTurnPassword(); p != "" {
+			secrets[p] = true
+		}
+		if p := ev.GetParticipant(); p != nil {
+			identities[p.GetIdentity()] = true
+			secrets[`"`+p.GetIdentity()+`"`], secrets[`"`+p.GetName()+`"`] = true, true
+		}
+		if resp, msg := post(t, "http://"+d.IngestAddr()+"/webhook", testenv.SignWebhook(t, testenv.Key, testenv.Secret, []byte(line), 5*time.Minute),
+			"application/webhook+json", strings.NewReader(line)); resp.StatusCode != 200 {
+			t.Fatalf("%s: %d %s", ev.GetEvent(), resp.StatusCode, msg)
+		}
+	}
+	if len(secrets) < 8 || len(identities) != 7 {
+		t.Fatalf("the recording has %d TURN passwords, names and identities, %d identities", len(secrets), len(identities))
+	}
+	kept := len(streamMsgs(t, url, "LKSCORE_WEBHOOKS"))
+	if kept != 18 { // participant_left ×12, room_finished ×6; the rest is not a kept event
+		t.Errorf("stored %d webhooks, want 18", kept)
+	}
+	// The departures name each participant by the hash of its real identity.
+	want := map[string]bool{}
+	for id := range identities {
+		want[facts.IdentityHash(id)] = true
+	}
+	var stored string
+	got := map[string]bool{}
+	testenv.WaitFor(t, settleWait, "the rooms' departures", func() bool {
+		stored = storedMessages(t, url)
+		got = map[string]bool{}
+		for _, m := range regexp.MustCompile(`"field":"departure","value":"[^"]* ([0-9a-f]{12})"`).FindAllStringSubmatch(stored, -1) {
+			got[m[1]] = true
+		}
+		return len(got) >= len(want)
+	})
+	var all []string
+	for s := range secrets {
+		all = append(all, s)
+	}
+	for _, l := range leaked(stored, all) {
+		t.Errorf("stored message keeps %s", l)
+	}
+	if len(got) != len(want) {
+		t.Errorf("departures carry %d identity hashes, want the %d of the recording's identities", len(got), len(want))
+	}
+	for h := range got {
+		if !want[h] {
+			t.Errorf("departure identity hash %s is not the hash of any real identity", h)
+		}
+	}
+	if err := d.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range leaked(string(rawBytes(t, cfg.DataDir)), all) {
+		t.Errorf("raw bytes keep %s", l)
 	}
 }
