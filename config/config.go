@@ -421,6 +421,7 @@ func Default() Config {
 			Concurrency:       DefaultConcurrency(),
 			RecordingDeadline: 30 * time.Minute,
 			SettleWindow:      20 * time.Second,
+			RoomFinishedWait:  25 * time.Second,
 			DedupWindow:       24 * time.Hour,
 			AckWait:           15 * time.Second,
 			MaxAckPending:     10_000,

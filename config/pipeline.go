@@ -36,6 +36,12 @@ type Pipeline struct {
 	// for more (late OTLP logs, a late webhook) when its facts are not
 	// complete yet (docs/facts.md).
 	SettleWindow time.Duration `yaml:"settle_window"`
+	// RoomFinishedWait is how long, after its last signal, a session whose
+	// room's webhooks are flowing (a participant left) and whose room has
+	// not finished yet waits for room_finished, to carry the room's end
+	// reason: livekit-server sends it departure_timeout (20 s by default)
+	// after the room empties. 0 waits only the settle window.
+	RoomFinishedWait time.Duration `yaml:"room_finished_wait"`
 	// RecordingDeadline is how long the locator waits for a recording after its webhook.
 	RecordingDeadline time.Duration `yaml:"recording_deadline"`
 	// DedupWindow is the duplicate window of the session and result streams.

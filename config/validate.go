@@ -266,6 +266,9 @@ func (c Config) validatePipeline(p *problems) {
 	}
 	p.positive("pipeline.recording_deadline", pl.RecordingDeadline)
 	p.positive("pipeline.settle_window", pl.SettleWindow)
+	if pl.RoomFinishedWait < 0 || pl.RoomFinishedWait > pl.DedupWindow/2 {
+		p.add("pipeline.room_finished_wait: %s must be 0 or more and well inside pipeline.dedup_window (%s)", pl.RoomFinishedWait, pl.DedupWindow)
+	}
 	if pl.SettleWindow > 0 && pl.SettleWindow > pl.DedupWindow/2 {
 		p.add("pipeline.settle_window: %s must be well inside pipeline.dedup_window (%s)", pl.SettleWindow, pl.DedupWindow)
 	}

@@ -35,6 +35,9 @@ func pipelineConfig(t testing.TB, url string) config.Config {
 	// Sessions without a named close reason settle after this; the tests'
 	// scenarios carry one in their summary, others wait it out.
 	cfg.Pipeline.SettleWindow = 500 * time.Millisecond
+	// Sessions whose room's participants left do not wait for room_finished
+	// unless a test says so (TestRoomFinishedAwaited).
+	cfg.Pipeline.RoomFinishedWait = 0
 	return cfg
 }
 

@@ -60,7 +60,7 @@ func barChart(labels []string, values []float64, classes []string, links []strin
 }
 
 func verdictMix(entries []Entry) BarChart {
-	order := []string{scoring.Pass, scoring.Warn, scoring.Fail}
+	order := []string{scoring.Pass, scoring.Warn, scoring.Fail, scoring.Unscored}
 	counts := map[string]float64{}
 	for _, e := range entries {
 		counts[e.Verdict]++

@@ -35,6 +35,9 @@ type Sources struct {
 	Items func(ctx context.Context, sessionKey string) ([]scoring.Item, error)
 	// DeadLetters counts the dead letters waiting.
 	DeadLetters func(ctx context.Context) (int, error)
+	// NotSelected counts the sessions located and not scored by
+	// configuration (pipeline.close_reasons), by close reason; nil: none.
+	NotSelected func(ctx context.Context) (map[string]uint64, error)
 	// Recording opens one stored object of a session's upload
 	// (chat_history.json, recording.ogg, header.binpb).
 	Recording func(ctx context.Context, sessionKey, object string) (io.ReadCloser, error)
@@ -152,7 +155,7 @@ type page struct {
 func (h *Handler) page(r *http.Request, title string, f Filter, held int) page {
 	firing, _ := h.alerts.Alerts("", 0, h.now())
 	return page{Title: title, Filter: f, Since: r.URL.Query().Get("since"), Window: h.index.window, Held: held,
-		Agents: h.index.Agents(), Versions: h.index.Versions(), Verdicts: []string{scoring.Pass, scoring.Warn, scoring.Fail},
+		Agents: h.index.Agents(), Versions: h.index.Versions(), Verdicts: []string{scoring.Pass, scoring.Warn, scoring.Fail, scoring.Unscored},
 		Reasons: config.CloseReasons(), Firing: len(firing), Query: filterQuery(r)}
 }
 
@@ -204,6 +207,7 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) error {
 	data := struct {
 		page
 		Sessions     int
+		Unscored     int
 		DeadLetters  int
 		DLQError     string
 		Volume       BarChart
@@ -218,17 +222,40 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) error {
 		VersionRows  []VersionRow
 		FiringAlerts []AlertEntry
 		Worst        []Entry
+		NotSelected  []ReasonCount
+		NSError      string
 	}{page: h.page(r, "Overview", f, held), Sessions: len(entries), DeadLetters: dlq,
 		Scores: trend(entries, from, now, scores, 100, ""), Latency: trend(entries, from, now, lat, 0, " ms"),
 		E2EHist:    histogram(entries, func(e *Entry) float64 { return e.E2EP50 }, 250, 3000, " ms", nil),
 		HeardHist:  histogram(entries, func(e *Entry) float64 { return e.HeardP50 }, 250, 3000, " ms", nil),
 		VerdictMix: verdictMix(entries), ReasonMix: reasonMix(entries), Codes: topCodes(entries, 10),
 		VersionRows: versions(entries), FiringAlerts: firing, Worst: worst(entries, 10)}
+	for _, e := range entries {
+		if e.Verdict == scoring.Unscored {
+			data.Unscored++
+		}
+	}
+	if h.src.NotSelected != nil {
+		counts, err := h.src.NotSelected(r.Context())
+		if err != nil {
+			data.NSError = err.Error()
+		}
+		for reason, n := range counts {
+			data.NotSelected = append(data.NotSelected, ReasonCount{Reason: reason, Sessions: n})
+		}
+		sort.Slice(data.NotSelected, func(i, j int) bool { return data.NotSelected[i].Reason < data.NotSelected[j].Reason })
+	}
 	data.Volume, data.Bucket = volume(entries, from, now)
 	if derr != nil {
 		data.DLQError = derr.Error()
 	}
 	return h.render(w, "overview.html", data)
+}
+
+// ReasonCount is how many sessions had one close reason.
+type ReasonCount struct {
+	Reason   string
+	Sessions uint64
 }
 
 // sessionsLimit bounds the sessions page; the export has them all.
@@ -472,6 +499,7 @@ func newest(entries []Entry, n int) []Entry {
 // worst returns the n lowest-scored entries, lowest first, ties by time.
 func worst(entries []Entry, n int) []Entry {
 	out := append([]Entry(nil), entries...)
+	out = slices.DeleteFunc(out, func(e Entry) bool { return e.Verdict == scoring.Unscored })
 	sort.SliceStable(out, func(i, j int) bool {
 		if out[i].Score != out[j].Score {
 			return out[i].Score < out[j].Score

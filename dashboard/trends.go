@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/lkscore/lkscore/scoring"
 )
 
 // bucketSizes are the trend buckets, smallest first: a chart uses the
@@ -205,7 +207,8 @@ func topCodes(entries []Entry, n int) []CodeCount {
 // VersionRow sums up one agent version.
 type VersionRow struct {
 	Agent, Version                     string
-	Sessions                           int
+	Sessions                           int // scored: unscored ones are counted apart
+	Unscored                           int
 	ScoreP50, FailShare                float64
 	E2EP50, E2EP95, HeardP50, HeardP95 float64 // Missing when none measured
 	First, Last                        time.Time
@@ -226,10 +229,14 @@ func versions(entries []Entry) []VersionRow {
 			a = &acc{row: VersionRow{Agent: e.AgentName, Version: e.Version, First: e.At}}
 			by[k] = a
 		}
-		a.row.Sessions++
 		a.row.Last = e.At
+		if e.Verdict == scoring.Unscored {
+			a.row.Unscored++ // not a pass, not a fail: out of the rates
+			continue
+		}
+		a.row.Sessions++
 		a.score = append(a.score, e.Score)
-		if e.Verdict == "fail" {
+		if e.Verdict == scoring.Fail {
 			a.fails++
 		}
 		for _, p := range []struct {
@@ -250,7 +257,7 @@ func versions(entries []Entry) []VersionRow {
 	out := make([]VersionRow, 0, len(by))
 	for _, a := range by {
 		r := a.row
-		r.ScoreP50, r.FailShare = q(a.score, 0.5), float64(a.fails)/float64(r.Sessions)
+		r.ScoreP50, r.FailShare = q(a.score, 0.5), float64(a.fails)/float64(max(r.Sessions, 1))
 		r.E2EP50, r.E2EP95, r.HeardP50, r.HeardP95 = q(a.e2e, 0.5), q(a.e2e95, 0.95), q(a.heard, 0.5), q(a.h95, 0.95)
 		out = append(out, r)
 	}

@@ -87,6 +87,16 @@ func componentScore(sc Scorecard, name string) float64 {
 	return math.NaN()
 }
 
+// measured reports whether the component measured anything.
+func measured(sc Scorecard, name string) bool {
+	for _, c := range sc.Components {
+		if c.Name == name {
+			return c.Verdict != NotMeasured
+		}
+	}
+	return false
+}
+
 // FuzzScore checks the scoring invariants on random sessions: every score
 // in 0–100, deterministic bytes, deductions that add up, and monotonicity.
 func FuzzScore(fz *testing.F) {
@@ -128,7 +138,8 @@ func FuzzScore(fz *testing.F) {
 		}
 
 		// Adding an error output never raises the tool score.
-		if len(s.Items) > 0 {
+		// (A tool component that measured nothing has no score to raise.)
+		if len(s.Items) > 0 && measured(sc, ToolReliability) {
 			callID := string(rune('A' + len(data)%7))
 			more := append(append([]Item{}, s.Items...), Item{ID: "x", Type: TypeFunctionCallOutput, CallID: callID, IsError: true, CreatedAt: s.Items[len(s.Items)-1].CreatedAt + 1})
 			worse, _ := scoreJSON(t, Session{Key: s.Key, CloseReason: s.CloseReason, Items: more})

@@ -286,3 +286,53 @@ func TestRedactedToolError(t *testing.T) {
 		}
 	}
 }
+
+// TestNoVerdictWithoutEvidence: a recording that gives a component nothing
+// to measure leaves it not measured, never 100; a session no component
+// measured is unscored, with what was missing named; a chat history with no
+// user turn is at most warn.
+func TestNoVerdictWithoutEvidence(t *testing.T) {
+	agentOnly := conversation(2)
+	agentOnly = []Item{agentOnly[1], agentOnly[3]}
+	for _, tc := range []struct {
+		name        string
+		items       []Item
+		verdict     string
+		unmeasured  []string
+		reasonsHave string
+	}{
+		{"header only", nil, Unscored, []string{TurnHandling, TranscriptIntegrity, ToolReliability, ResponseLatency}, "no chat history"},
+		{"empty chat history", []Item{}, Unscored, []string{TurnHandling, TranscriptIntegrity, ToolReliability, ResponseLatency}, "no chat history"},
+		{"no user turn", agentOnly, Warn, []string{TranscriptIntegrity, ToolReliability}, "no user turn"},
+		{"no tool called", conversation(3), Pass, []string{ToolReliability}, "weighted score"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sc := Score(Session{Key: "k", CloseReason: "CR_PARTICIPANT_DISCONNECTED", Items: tc.items}, DefaultConfig())
+			if sc.Overall.Verdict != tc.verdict {
+				t.Errorf("verdict %s (%v), want %s", sc.Overall.Verdict, sc.Overall.Reasons, tc.verdict)
+			}
+			if !strings.Contains(strings.Join(sc.Overall.Reasons, "; "), tc.reasonsHave) {
+				t.Errorf("reasons %q do not say %q", sc.Overall.Reasons, tc.reasonsHave)
+			}
+			want := map[string]bool{}
+			for _, n := range tc.unmeasured {
+				want[n] = true
+			}
+			for _, c := range sc.Components {
+				if got := c.Verdict == NotMeasured; got != want[c.Name] {
+					t.Errorf("%s: verdict %s score %v (%q), not measured want %v", c.Name, c.Verdict, c.Score, c.NotMeasured, want[c.Name])
+				}
+				if c.Verdict == NotMeasured && (c.NotMeasured == "" || c.Score != 0) {
+					t.Errorf("%s: not measured with score %v and no reason %q", c.Name, c.Score, c.NotMeasured)
+				}
+			}
+			if tc.verdict == Unscored && sc.Overall.Score != 0 {
+				t.Errorf("unscored with score %v", sc.Overall.Score)
+			}
+		})
+	}
+	// An error close fails whatever was measured: the close is evidence.
+	if sc := Score(Session{Key: "k", CloseReason: "CR_ERROR"}, DefaultConfig()); sc.Overall.Verdict != Fail {
+		t.Errorf("CR_ERROR without a chat history: %s", sc.Overall.Verdict)
+	}
+}

@@ -29,7 +29,12 @@ import (
 // 1.3.3: and over the parts of the speech band (200–400 Hz, 400 Hz–1 kHz,
 // 1–2 kHz, 2–4 kHz), each against its own noise: ends under a hum, or a
 // voice low in pitch under white noise, come later.
-const ModelVersion = "1.3.3"
+// 1.4.0: no verdict without evidence: a recorded session's component with
+// no input (no chat history, no assistant or user turn, no tool call, no
+// latency reported or heard) is not measured instead of 100; a session no
+// component measured is unscored; a chat history without a user turn
+// (no_user_turn) is at most warn.
+const ModelVersion = "1.4.0"
 
 // Schema names the scorecard JSON contract (docs/scorecard.schema.json).
 const Schema = "lkscore.scorecard/v1"
@@ -105,6 +110,11 @@ type Facts struct {
 	// JobError is agent_job_ended's state.error, e.g. "agent worker left
 	// the room" (a normal departure) or a crashed job's message.
 	JobError string `json:"job_error,omitempty"`
+	// RoomName is the room's name, from any webhook or the SDK's logs.
+	RoomName string `json:"room_name,omitempty"`
+	// ErrorText is the SDK's own error message for an error close (its
+	// "AgentSession closed" or "unrecoverable error" log record).
+	ErrorText string `json:"error_text,omitempty"`
 	// EndedBy is who left the room first: caller or agent (room webhooks).
 	EndedBy string `json:"ended_by,omitempty"`
 	// RoomEndReason is room_finished's end reason, e.g. ROOM_END_API_DELETE.
@@ -164,6 +174,10 @@ const (
 	Warn        = "warn"
 	Fail        = "fail"
 	NotMeasured = "not_measured"
+	// Unscored is the verdict of a session no component could measure (no
+	// chat history, no turns, no spans): no evidence, so no pass and no
+	// score. It is left out of pass rates, trends and regression history.
+	Unscored = "unscored"
 )
 
 // Severities of findings.
@@ -201,22 +215,25 @@ type SessionRef struct {
 	Source    string `json:"source"`
 	// The rest is known when the daemon scored the session from every
 	// signal; `lkscore score` on a recording alone leaves it out.
-	SDK                 *SDKRef           `json:"sdk,omitempty"`
-	CloseReason         string            `json:"close_reason,omitempty"`
-	CloseReasonSource   string            `json:"close_reason_source,omitempty"`
-	CloseReasonEvidence string            `json:"close_reason_evidence,omitempty"`
-	DeploymentID        string            `json:"deployment_id,omitempty"`
-	CloudAgentID        string            `json:"cloud_agent_id,omitempty"`
-	Simulated           bool              `json:"simulated,omitempty"`
-	RedactionEnabled    bool              `json:"redaction_enabled,omitempty"`
-	Tags                []string          `json:"tags,omitempty"`
-	Outcome             string            `json:"outcome,omitempty"`
-	JobStatus           string            `json:"job_status,omitempty"`
-	JobError            string            `json:"job_error,omitempty"`
-	EndedBy             string            `json:"ended_by,omitempty"`
-	RoomEndReason       string            `json:"room_end_reason,omitempty"`
-	Departures          []Departure       `json:"departures,omitempty"`
-	Provenance          map[string]string `json:"provenance,omitempty"`
+	SDK                 *SDKRef  `json:"sdk,omitempty"`
+	CloseReason         string   `json:"close_reason,omitempty"`
+	CloseReasonSource   string   `json:"close_reason_source,omitempty"`
+	CloseReasonEvidence string   `json:"close_reason_evidence,omitempty"`
+	DeploymentID        string   `json:"deployment_id,omitempty"`
+	CloudAgentID        string   `json:"cloud_agent_id,omitempty"`
+	Simulated           bool     `json:"simulated,omitempty"`
+	RedactionEnabled    bool     `json:"redaction_enabled,omitempty"`
+	Tags                []string `json:"tags,omitempty"`
+	Outcome             string   `json:"outcome,omitempty"`
+	JobStatus           string   `json:"job_status,omitempty"`
+	JobError            string   `json:"job_error,omitempty"`
+	// Error is the error text of an error close: the SDK's message, else
+	// the job's error; "[redacted: N characters]" when the session is.
+	Error         string            `json:"error,omitempty"`
+	EndedBy       string            `json:"ended_by,omitempty"`
+	RoomEndReason string            `json:"room_end_reason,omitempty"`
+	Departures    []Departure       `json:"departures,omitempty"`
+	Provenance    map[string]string `json:"provenance,omitempty"`
 }
 
 // SDKRef names the agents SDK that ran the session.
@@ -314,6 +331,15 @@ func score(s Session, cfg Config, version string, scr *scratch) Scorecard {
 				comps[i] = Component{Name: comps[i].Name, Verdict: NotMeasured, Weight: comps[i].Weight, Findings: []Finding{}, NotMeasured: why}
 			}
 		}
+	} else {
+		heard := s.Audio != nil && s.Audio.Refused == "" && len(s.Audio.Turns) > 0
+		for i := range comps {
+			// A component with no input is not measured, never 100; one
+			// whose findings deducted something measured something.
+			if why := unmeasuredRecorded(comps[i].Name, a, heard); why != "" && comps[i].Deducted == 0 {
+				comps[i] = Component{Name: comps[i].Name, Verdict: NotMeasured, Weight: comps[i].Weight, Findings: comps[i].Findings, NotMeasured: why}
+			}
+		}
 	}
 	inputs := s.Inputs
 	if len(inputs) == 0 {
@@ -359,6 +385,34 @@ func unmeasured(name string, a *analysis) string {
 	return ""
 }
 
+// unmeasuredRecorded says why a session with a recording cannot measure a
+// component ("" when it can): no chat history, no turns, no tool call, no
+// latency reported or heard. docs/scoring.md has the table.
+func unmeasuredRecorded(name string, a *analysis, heard bool) string {
+	if len(a.s.Items) == 0 && !heard {
+		return "no chat history: the upload has none, or an empty one"
+	}
+	switch name {
+	case TurnHandling:
+		if len(a.agents) == 0 && !heard {
+			return "no assistant turn in the chat history"
+		}
+	case TranscriptIntegrity:
+		if len(a.users) == 0 {
+			return "no user turn in the chat history: no transcript to check"
+		}
+	case ToolReliability:
+		if len(a.tools) == 0 {
+			return "no tool was called"
+		}
+	case ResponseLatency:
+		if len(a.e2e.vals)+len(a.ttft.vals)+len(a.ttfb.vals) == 0 && !heard {
+			return "no turn reported e2e_latency, llm_node_ttft or tts_node_ttfb, and no turn was heard"
+		}
+	}
+	return ""
+}
+
 // sessionRef is the scorecard's session block.
 func sessionRef(s Session) SessionRef {
 	r := SessionRef{Key: s.Key, RoomID: s.RoomID, RoomName: s.RoomName, JobID: s.JobID, AgentName: s.AgentName, Source: s.Source}
@@ -374,6 +428,17 @@ func sessionRef(s Session) SessionRef {
 	r.DeploymentID, r.CloudAgentID, r.Simulated, r.RedactionEnabled = f.DeploymentID, f.CloudAgentID, f.Simulated, f.RedactionEnabled
 	r.Tags, r.Outcome, r.JobStatus, r.Provenance = f.Tags, f.Outcome, f.JobStatus, f.Provenance
 	r.JobError, r.EndedBy, r.RoomEndReason, r.Departures = f.JobError, f.EndedBy, f.RoomEndReason, f.Departures
+	if r.RoomName == "" {
+		r.RoomName = f.RoomName // the header's, else any webhook's or log's
+	}
+	switch {
+	case f.ErrorText != "" && s.Redacted:
+		r.Error = fmt.Sprintf("[redacted: %d characters]", len([]rune(f.ErrorText)))
+	case f.ErrorText != "":
+		r.Error = f.ErrorText
+	case c.CloseReason == "CR_ERROR":
+		r.Error = f.JobError
+	}
 	return r
 }
 
@@ -443,9 +508,30 @@ func overall(comps []Component, c Completion, cfg Config) Overall {
 		sum += comp.Score * comp.Weight
 		wsum += comp.Weight
 	}
+	if wsum == 0 {
+		o := Overall{Verdict: Unscored, Reasons: []string{"unscored: no component could be measured"}}
+		for _, comp := range comps {
+			o.Reasons = append(o.Reasons, comp.Name+": "+comp.NotMeasured)
+		}
+		if c.Status == "failed" {
+			o.Reasons = append(o.Reasons, "close reason "+c.CloseReason+" fails completion")
+			o.Verdict = Fail
+		}
+		return o
+	}
 	score := round(sum / wsum)
 	o := Overall{Score: score, Verdict: verdict(score, cfg.Verdict), Reasons: []string{}}
 	o.Reasons = append(o.Reasons, fmt.Sprintf("weighted score %s (pass >= %s, warn >= %s)", num(score), num(cfg.Verdict.Pass), num(cfg.Verdict.Warn)))
+	for _, comp := range comps {
+		for _, f := range comp.Findings {
+			if f.Code == CodeNoUserTurn {
+				o.Reasons = append(o.Reasons, "no user turn: "+f.Message)
+				if o.Verdict == Pass {
+					o.Verdict = Warn
+				}
+			}
+		}
+	}
 	for _, comp := range comps {
 		if comp.Verdict == Fail && comp.Weight > 0 {
 			o.Reasons = append(o.Reasons, fmt.Sprintf("%s fails with %s", comp.Name, num(comp.Score)))

@@ -14,11 +14,19 @@ const (
 	CodeLongSilence        = "long_silence"
 	CodeSlowEndOfTurn      = "slow_end_of_turn"
 	CodeHandoffLoop        = "handoff_loop"
+	// CodeNoUserTurn: the agent spoke and the chat history has no user
+	// turn: the caller said nothing the agent transcribed. Not a clean call:
+	// the verdict is at most warn.
+	CodeNoUserTurn = "no_user_turn"
 )
 
 func turnFindings(a *analysis, cfg Config) []Finding {
 	var out []Finding
 	items := a.s.Items
+	if len(a.users) == 0 && len(a.agents) > 0 && a.s.hasRecording() {
+		out = append(out, Finding{Code: CodeNoUserTurn, Severity: Warning,
+			Message: "the agent spoke and the chat history has no user turn: the caller said nothing the agent transcribed"})
+	}
 	unanswered := budget{per: 15, cap: 45}
 	for _, i := range a.users {
 		if !a.answered[i] {

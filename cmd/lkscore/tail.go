@@ -102,8 +102,8 @@ func tailFilterFrom(c *cli.Command) (tailFilter, error) {
 		}
 	}
 	for _, v := range f.verdicts {
-		if v != scoring.Pass && v != scoring.Warn && v != scoring.Fail {
-			return f, fmt.Errorf("tail: --verdict %q is not pass, warn or fail", v)
+		if v != scoring.Pass && v != scoring.Warn && v != scoring.Fail && v != scoring.Unscored {
+			return f, fmt.Errorf("tail: --verdict %q is not pass, warn, fail or unscored", v)
 		}
 	}
 	if s := c.String("since"); s != "" {

@@ -91,6 +91,9 @@ func (r *Detector) Handle(ctx context.Context, m jetstream.Msg) error {
 	if err := gojson.Unmarshal(m.Data(), &card); err != nil { // the workers' own bytes: goccy, 4x encoding/json
 		return failure.Permanent(fmt.Errorf("scorecard is not valid JSON: %w", err))
 	}
+	if card.Overall.Verdict == scoring.Unscored {
+		return nil // no evidence: not a sample of how the agent does
+	}
 	meta, err := m.Metadata()
 	if err != nil {
 		return failure.Permanent(fmt.Errorf("scorecard without stream metadata: %w", err))

@@ -1,7 +1,6 @@
 package facts
 
 import (
-	"fmt"
 	"slices"
 	"time"
 	"unicode/utf8"
@@ -28,6 +27,10 @@ const (
 	FieldOutcome      = "outcome"
 	FieldEvaluation   = "evaluation"
 	FieldJobStatus    = "job_status"
+	// FieldRoomName is the room's name, from any webhook or the SDK's logs.
+	FieldRoomName = "room_name"
+	// FieldErrorText is the SDK's own error message for an error close.
+	FieldErrorText = "error_text"
 	// FieldInput names a signal that said something: traces or logs.
 	FieldInput = "input"
 	// FieldRecordingExpected is the session report's word on whether a
@@ -129,10 +132,16 @@ func Resolve(obs []wire.Observation) wire.Resolved {
 	// Where each single-valued field lands.
 	dst := map[string]*string{FieldAgentName: &r.AgentName, FieldSDKLanguage: &r.SDKLanguage, FieldSDKVersion: &r.SDKVersion,
 		FieldDeploymentID: &r.DeploymentID, FieldCloudAgentID: &r.CloudAgentID, FieldOutcome: &r.Outcome, FieldJobStatus: &r.JobStatus,
-		FieldJobError: &r.JobError}
+		FieldJobError: &r.JobError, FieldRoomName: &r.RoomName, FieldErrorText: &r.ErrorText}
 	story := storyOf(obs)
 	story.apply(&r)
-	if reason, evidence := story.closeReason(); reason != "" {
+	// The room's story reads as the SDK that ran the session would have
+	// told it: the same ending, the same close reason.
+	sdk := ""
+	if o, ok := best[FieldSDKLanguage]; ok {
+		sdk = o.Value
+	}
+	if reason, evidence := story.closeReason(sdk); reason != "" {
 		o := wire.Observation{Field: FieldCloseReason, Value: reason, Source: SourceRoom, Evidence: evidence}
 		if cur, ok := best[FieldCloseReason]; !ok || better(o, cur, closeReasonRank) {
 			best[FieldCloseReason] = o
@@ -147,7 +156,7 @@ func Resolve(obs []wire.Observation) wire.Resolved {
 		}
 	}
 	if _, named := best[FieldCloseReason]; !named {
-		r.CloseReasonEvidence = unnamedEvidence(r, story)
+		r.CloseReasonEvidence = unnamedEvidence(r, story, sdk)
 	}
 	for t := range tags {
 		r.Tags = append(r.Tags, t)
@@ -206,9 +215,9 @@ func notBest(r *wire.Resolved, tags map[string]bool, o wire.Observation) bool {
 // unnamedEvidence says why no close reason was named where a signal said
 // something about the end: the agent left the room, by LiveKit's job status
 // or the room's webhooks.
-func unnamedEvidence(r wire.Resolved, story roomStory) string {
-	if d, ok := story.first(); ok && d.role == RoleAgent {
-		return fmt.Sprintf("%s: the agent left first (disconnect_reason=%s): it ended the session, for a reason no signal named", SourceRoom, d.reason)
+func unnamedEvidence(r wire.Resolved, story roomStory, sdk string) string {
+	if why := story.ambiguous(sdk); why != "" {
+		return why
 	}
 	if r.JobStatus == livekit.JobStatus_JS_FAILED.String() && IsDepartureError(r.JobError) {
 		return "job_status: JS_FAILED (" + r.JobError + ") is livekit-server's record of the agent leaving the room, not an error"
@@ -254,6 +263,15 @@ func RecordingExpected(f *wire.SessionFacts) string {
 // signals still in flight (one room's webhooks are handled concurrently).
 func RoomFinished(f *wire.SessionFacts) bool {
 	return f.Recording != nil && slices.ContainsFunc(f.Observations, func(o wire.Observation) bool { return o.Field == FieldRoomEnd })
+}
+
+// RoomEmptying reports whether the recording is stored, a participant of
+// the room has left and room_finished has not come: the room's webhooks
+// are flowing, and its end is on its way.
+func RoomEmptying(f *wire.SessionFacts) bool {
+	return f.Recording != nil && !RoomFinished(f) && slices.ContainsFunc(f.Observations, func(o wire.Observation) bool {
+		return o.Field == FieldDeparture
+	})
 }
 
 // RoomSettle is how long a finished room's session waits after its last

@@ -189,12 +189,16 @@ func (s roomStory) first() (departure, bool) {
 	return s.departures[0], true
 }
 
-// shutdownReasons are departures and room ends that mean the room was shut
-// down from outside the call: DeleteRoom, a server shutting down.
-var shutdownReasons = map[string]bool{
-	livekit.DisconnectReason_ROOM_DELETED.String(): true, livekit.DisconnectReason_SERVER_SHUTDOWN.String(): true,
-	livekit.RoomEndReason_ROOM_END_API_DELETE.String(): true, livekit.RoomEndReason_ROOM_END_SERVER_SHUTDOWN.String(): true,
-}
+// deletedReasons are a room deleted through the API (RoomService.DeleteRoom,
+// the way many apps hang up); serverShutdownReasons a server shutting down.
+var (
+	deletedReasons = map[string]bool{
+		livekit.DisconnectReason_ROOM_DELETED.String(): true, livekit.RoomEndReason_ROOM_END_API_DELETE.String(): true,
+	}
+	serverShutdownReasons = map[string]bool{
+		livekit.DisconnectReason_SERVER_SHUTDOWN.String(): true, livekit.RoomEndReason_ROOM_END_SERVER_SHUTDOWN.String(): true,
+	}
+)
 
 // callerGoneReasons are the caller's departures that end the call from the
 // caller's side: hanging up, a connection that failed or timed out, a SIP
@@ -208,22 +212,100 @@ var callerGoneReasons = map[string]bool{
 	livekit.DisconnectReason_SIP_TRUNK_FAILURE.String(): true, reasonConnectionAborted: true,
 }
 
-// closeReason is the close reason the room's story implies, with its
-// evidence, or "" when it implies none (the agent left first, or the app
-// removed the caller).
-func (s roomStory) closeReason() (reason, evidence string) {
+// SDK languages, as the facts name them (telemetry.sdk.language).
+const (
+	SDKNode   = "nodejs"
+	SDKPython = "python"
+)
+
+// ending is how the room's story says the call ended: the SDKs name the
+// same endings by their own close reasons.
+type ending int
+
+const (
+	endingNone           ending = iota // nothing said yet, or the app removed the caller
+	endingCallerLeft                   // the caller left first
+	endingCallerRemoved                // the caller was removed for an agent error
+	endingAgentLeft                    // the agent left first, by itself
+	endingRoomDeleted                  // DeleteRoom
+	endingServerShutdown               // the server shut down
+)
+
+// ending reads the story's ending, with what shows it.
+func (s roomStory) ending() (ending, string) {
 	d, ok := s.first()
 	switch {
-	case ok && shutdownReasons[d.reason]:
-		return agent.CloseReason_CR_JOB_SHUTDOWN.String(), fmt.Sprintf("%s: %s left first, disconnect_reason=%s", SourceRoom, d.role, d.reason)
+	case ok && deletedReasons[d.reason], !ok && deletedReasons[s.endReason]:
+		return endingRoomDeleted, s.shows(d, ok)
+	case ok && serverShutdownReasons[d.reason], !ok && serverShutdownReasons[s.endReason]:
+		return endingServerShutdown, s.shows(d, ok)
 	case ok && d.role == RoleCaller && d.reason == livekit.DisconnectReason_AGENT_ERROR.String():
-		return agent.CloseReason_CR_ERROR.String(), fmt.Sprintf("%s: caller removed, disconnect_reason=%s", SourceRoom, d.reason)
+		return endingCallerRemoved, fmt.Sprintf("caller removed, disconnect_reason=%s", d.reason)
 	case ok && d.role == RoleCaller && callerGoneReasons[d.reason]:
-		return agent.CloseReason_CR_PARTICIPANT_DISCONNECTED.String(), fmt.Sprintf("%s: caller left first, disconnect_reason=%s", SourceRoom, d.reason)
-	case !ok && shutdownReasons[s.endReason]:
-		return agent.CloseReason_CR_JOB_SHUTDOWN.String(), fmt.Sprintf("%s: room_finished end_reason=%s", SourceRoom, s.endReason)
+		return endingCallerLeft, fmt.Sprintf("caller left first, disconnect_reason=%s", d.reason)
+	case ok && d.role == RoleAgent && d.reason == livekit.DisconnectReason_CLIENT_INITIATED.String():
+		return endingAgentLeft, fmt.Sprintf("the agent left first (disconnect_reason=%s): it ended the session", d.reason)
+	}
+	return endingNone, ""
+}
+
+func (s roomStory) shows(d departure, ok bool) string {
+	if ok {
+		return fmt.Sprintf("%s left first, disconnect_reason=%s", d.role, d.reason)
+	}
+	return "room_finished end_reason=" + s.endReason
+}
+
+// closeReason is the close reason the room's story gives for the SDK that
+// ran the session (sdk, "" when no signal named it): the reason that SDK
+// itself reports for the same ending, as measured on a real livekit-server
+// with a real agents-js worker or read in the SDKs' sources (docs/facts.md,
+// "One ending, one close reason", has the table). "" when the webhooks
+// cannot tell which reason the SDK gave (ambiguous says why).
+func (s roomStory) closeReason(sdk string) (reason, evidence string) {
+	e, shows := s.ending()
+	say := func(r agent.CloseReason, why string) (string, string) {
+		if why != "" {
+			why = "; " + why
+		}
+		return r.String(), fmt.Sprintf("%s: %s%s", SourceRoom, shows, why)
+	}
+	switch {
+	case e == endingCallerRemoved:
+		return say(agent.CloseReason_CR_ERROR, "")
+	case e == endingCallerLeft:
+		return say(agent.CloseReason_CR_PARTICIPANT_DISCONNECTED, "")
+	case e == endingRoomDeleted && sdk == SDKNode:
+		return say(agent.CloseReason_CR_USER_INITIATED, "agents-js reports user_initiated for a deleted room")
+	case e == endingServerShutdown && sdk == SDKNode:
+		return say(agent.CloseReason_CR_USER_INITIATED, "agents-js closes the session of a disconnected room with user_initiated")
+	case e == endingServerShutdown && sdk == SDKPython:
+		return say(agent.CloseReason_CR_JOB_SHUTDOWN, "the Python SDK closes the session of a shut-down job with job_shutdown")
+	case e == endingAgentLeft && sdk == SDKNode:
+		return say(agent.CloseReason_CR_USER_INITIATED, "agents-js reports user_initiated for a session the agent closed (session.shutdown(), ctx.shutdown())")
 	}
 	return "", ""
+}
+
+// ambiguous says why the story names an ending but no close reason: the
+// SDKs report it differently, and no signal named the SDK, or the SDK
+// itself can report more than one.
+func (s roomStory) ambiguous(sdk string) string {
+	e, shows := s.ending()
+	if sdk == "" {
+		sdk = "no signal named the SDK"
+	} else {
+		sdk = "SDK " + sdk
+	}
+	switch e {
+	case endingRoomDeleted:
+		return fmt.Sprintf("%s: %s: the room was deleted; agents-js reports user_initiated, the Python SDK participant_disconnected or job_shutdown, whichever closes first (%s)", SourceRoom, shows, sdk)
+	case endingServerShutdown:
+		return fmt.Sprintf("%s: %s: the server shut down; agents-js reports user_initiated, the Python SDK job_shutdown (%s)", SourceRoom, shows, sdk)
+	case endingAgentLeft:
+		return fmt.Sprintf("%s: %s; agents-js reports user_initiated, the Python SDK user_initiated (session.shutdown()) or job_shutdown (ctx.shutdown()), for a reason no signal named (%s)", SourceRoom, shows, sdk)
+	}
+	return ""
 }
 
 // apply sets the room's facts on r.

@@ -29,6 +29,9 @@ func TestRoomStory(t *testing.T) {
 	end := func(r livekit.RoomEndReason) wire.Observation {
 		return RoomEndObservation(testenv.RoomFinished("EV_f", "RM", r))
 	}
+	sdk := func(lang string) wire.Observation {
+		return wire.Observation{Field: FieldSDKLanguage, Value: lang, Source: SourceOTLP, Evidence: "resource telemetry.sdk.language"}
+	}
 	dep := func(identity string, kind livekit.ParticipantInfo_Kind, reason livekit.DisconnectReason, at, stored int64) wire.Observation {
 		return departureObs(t, testenv.ParticipantLeft("EV_"+identity, "RM", identity, kind, reason, at), stored)
 	}
@@ -44,16 +47,34 @@ func TestRoomStory(t *testing.T) {
 		{"same second: the stream's order decides", []wire.Observation{
 			dep("agent-AJ", agentKind, livekit.DisconnectReason_ROOM_CLOSED, 100, 9),
 			dep("caller", caller, livekit.DisconnectReason_CLIENT_INITIATED, 100, 8)}, "CR_PARTICIPANT_DISCONNECTED", SourceRoom, RoleCaller},
-		{"agent leaves first: nothing more", []wire.Observation{
+		{"agent leaves first: no SDK named, nothing more", []wire.Observation{
 			dep("agent-AJ", agentKind, livekit.DisconnectReason_CLIENT_INITIATED, 100, 1),
 			dep("caller", caller, livekit.DisconnectReason_CLIENT_INITIATED, 104, 2),
 			end(livekit.RoomEndReason_ROOM_END_IDLE_TIMEOUT)}, "CR_UNKNOWN", SourceAbsent, RoleAgent},
-		{"room deleted via the API", []wire.Observation{
+		{"agent leaves first, agents-js: user_initiated (measured, session e)", []wire.Observation{sdk(SDKNode),
+			dep("agent-AJ", agentKind, livekit.DisconnectReason_CLIENT_INITIATED, 100, 1),
+			dep("caller", caller, livekit.DisconnectReason_CLIENT_INITIATED, 104, 2),
+			end(livekit.RoomEndReason_ROOM_END_IDLE_TIMEOUT)}, "CR_USER_INITIATED", SourceRoom, RoleAgent},
+		{"agent leaves first, Python: user_initiated or job_shutdown", []wire.Observation{sdk(SDKPython),
+			dep("agent-AJ", agentKind, livekit.DisconnectReason_CLIENT_INITIATED, 100, 1)}, "CR_UNKNOWN", SourceAbsent, RoleAgent},
+		{"room deleted via the API, no SDK named", []wire.Observation{
 			dep("caller", caller, livekit.DisconnectReason_ROOM_DELETED, 100, 1),
 			dep("agent-AJ", agentKind, livekit.DisconnectReason_ROOM_DELETED, 100, 2),
-			end(livekit.RoomEndReason_ROOM_END_API_DELETE)}, "CR_JOB_SHUTDOWN", SourceRoom, RoleCaller},
-		{"room deleted, no departures seen", []wire.Observation{end(livekit.RoomEndReason_ROOM_END_API_DELETE)}, "CR_JOB_SHUTDOWN", SourceRoom, ""},
-		{"server shutdown", []wire.Observation{dep("caller", caller, livekit.DisconnectReason_SERVER_SHUTDOWN, 100, 1)}, "CR_JOB_SHUTDOWN", SourceRoom, RoleCaller},
+			end(livekit.RoomEndReason_ROOM_END_API_DELETE)}, "CR_UNKNOWN", SourceAbsent, RoleCaller},
+		{"room deleted via the API, agents-js: user_initiated (measured, session f)", []wire.Observation{sdk(SDKNode),
+			dep("caller", caller, livekit.DisconnectReason_ROOM_DELETED, 100, 1),
+			dep("agent-AJ", agentKind, livekit.DisconnectReason_ROOM_DELETED, 100, 2),
+			end(livekit.RoomEndReason_ROOM_END_API_DELETE)}, "CR_USER_INITIATED", SourceRoom, RoleCaller},
+		{"room deleted via the API, Python: either of two", []wire.Observation{sdk(SDKPython),
+			dep("caller", caller, livekit.DisconnectReason_ROOM_DELETED, 100, 1)}, "CR_UNKNOWN", SourceAbsent, RoleCaller},
+		{"room deleted, no departures seen", []wire.Observation{end(livekit.RoomEndReason_ROOM_END_API_DELETE)}, "CR_UNKNOWN", SourceAbsent, ""},
+		{"room deleted, no departures seen, agents-js", []wire.Observation{sdk(SDKNode), end(livekit.RoomEndReason_ROOM_END_API_DELETE)},
+			"CR_USER_INITIATED", SourceRoom, ""},
+		{"server shutdown, no SDK named", []wire.Observation{dep("caller", caller, livekit.DisconnectReason_SERVER_SHUTDOWN, 100, 1)}, "CR_UNKNOWN", SourceAbsent, RoleCaller},
+		{"server shutdown, agents-js", []wire.Observation{sdk(SDKNode), dep("caller", caller, livekit.DisconnectReason_SERVER_SHUTDOWN, 100, 1)},
+			"CR_USER_INITIATED", SourceRoom, RoleCaller},
+		{"server shutdown, Python", []wire.Observation{sdk(SDKPython), dep("caller", caller, livekit.DisconnectReason_SERVER_SHUTDOWN, 100, 1)},
+			"CR_JOB_SHUTDOWN", SourceRoom, RoleCaller},
 		{"SIP callee unavailable", []wire.Observation{dep("+15550100", sip, livekit.DisconnectReason_USER_UNAVAILABLE, 100, 1)}, "CR_PARTICIPANT_DISCONNECTED", SourceRoom, RoleCaller},
 		{"caller's connection aborted", []wire.Observation{departureObs(t, &livekit.WebhookEvent{Event: "participant_connection_aborted", Id: "EV_ab", CreatedAt: 100,
 			Room: &livekit.Room{Sid: "RM"}, Participant: &livekit.ParticipantInfo{Identity: "caller"}}, 1)}, "CR_PARTICIPANT_DISCONNECTED", SourceRoom, RoleCaller},

@@ -338,6 +338,16 @@ func (c factCollector) identity(id sessionID, a attrs) {
 		}
 		c.closeReason(id, facts.SourceOTLPLog, anyString(v), evidence)
 	}
+	if e := a.str(attrCloseError); e != "" && e != "null" {
+		c.add(id, wire.Observation{Field: facts.FieldErrorText, Value: e, Source: facts.SourceOTLP, Evidence: attrCloseError})
+	}
+	// The room's name: agents-js's chat_history logs carry it as "room",
+	// agents-py's participant-disconnect record too. (The spans' name for
+	// it is lk.pii.room_name: upstream counts it as personal, and
+	// lkscore keeps no lk.pii.* attribute.)
+	if v := a.str("room"); v != "" {
+		c.add(id, wire.Observation{Field: facts.FieldRoomName, Value: v, Source: facts.SourceOTLP, Evidence: "log attribute room"})
+	}
 	if v := a.str(attrAgentVersion); v != "" {
 		c.add(id, wire.Observation{Field: facts.FieldTag, Value: facts.Bounded("version:"+v, 128), Source: facts.SourceOTLP, Evidence: attrAgentVersion})
 	}
@@ -397,6 +407,7 @@ func (c factCollector) logRecord(id sessionID, a attrs, body string, isJSON bool
 		if reason := a.str("reason"); reason != "" {
 			c.closeReason(id, facts.SourceOTLPLog, reason, body+" reason="+reason)
 		}
+		c.errorText(id, a, body)
 		if body == logSessionClosed && isJSON {
 			// Only agents-js exports its logs as OTLP/JSON.
 			c.add(id, wire.Observation{Field: facts.FieldSDKLanguage, Value: sdkLanguageFromJSONLog, Source: facts.SourceOTLP,
@@ -406,6 +417,7 @@ func (c factCollector) logRecord(id sessionID, a attrs, body string, isJSON bool
 		c.closeReason(id, facts.SourceOTLPLogImplied, "participant_disconnected", logParticipantGone)
 	case strings.HasPrefix(body, logUnrecoverable) || strings.HasPrefix(body, logUnrecoverableJS):
 		c.closeReason(id, facts.SourceOTLPLogImplied, "error", body)
+		c.errorText(id, a, body)
 	case body == logSessionReport:
 		c.add(id, wire.Observation{Field: facts.FieldAgentName, Value: a.str("agent_name"), Source: facts.SourceOTLP})
 		if expected, known := recordingOptions(a); known {
@@ -441,6 +453,57 @@ func (c factCollector) logRecord(id sessionID, a attrs, body string, isJSON bool
 			}
 		}
 	}
+}
+
+// errorText records the SDK's error message from a close record's
+// attributes: agents-js's pino records carry the error object as "error"
+// or "err" ({type, message}, or the SDK's error event with the error
+// inside), agents-py's as exception.type and exception.message.
+func (c factCollector) errorText(id sessionID, a attrs, body string) {
+	text := ""
+	for _, key := range []string{"error", "err"} {
+		if v, ok := a.get(key); ok {
+			if text = errorMessage(v, 3); text != "" {
+				break
+			}
+		}
+	}
+	if text == "" {
+		if m := a.str("exception.message"); m != "" {
+			text = m
+			if t := a.str("exception.type"); t != "" {
+				text = t + ": " + m
+			}
+		}
+	}
+	if text != "" {
+		c.add(id, wire.Observation{Field: facts.FieldErrorText, Value: facts.Bounded(text, facts.MaxEvidence), Source: facts.SourceOTLP,
+			Evidence: facts.Bounded(body, 64)})
+	}
+}
+
+// errorMessage reads an error out of a log attribute: a string, or a
+// key-value list with a message (and a type), or one that holds the error
+// under "error" (the SDK's error events), at most depth levels down.
+func errorMessage(v *common.AnyValue, depth int) string {
+	kv := v.GetKvlistValue()
+	if kv == nil {
+		if s := anyString(v); s != "null" {
+			return s
+		}
+		return ""
+	}
+	msg, typ := anyString(kvGet(kv.GetValues(), "message")), anyString(kvGet(kv.GetValues(), "type"))
+	if msg != "" {
+		if typ != "" && !strings.HasPrefix(msg, typ) {
+			return typ + ": " + msg
+		}
+		return msg
+	}
+	if inner := kvGet(kv.GetValues(), "error"); inner != nil && depth > 0 {
+		return errorMessage(inner, depth-1)
+	}
+	return ""
 }
 
 func kvGet(kvs []*common.KeyValue, key string) *common.AnyValue {

@@ -149,7 +149,7 @@ func (l *Locator) jobEnded(ctx context.Context, ev *livekit.WebhookEvent) error 
 	}
 	// The job's facts count even before its recording arrives.
 	if err := l.facts.Add(ctx, facts.Update{RoomID: room.GetSid(), JobID: job.GetId(),
-		Observations: l.jobObservations(job), JobEnded: true}); err != nil {
+		Observations: withRoomName(room, l.jobObservations(job)...), JobEnded: true}); err != nil {
 		return err
 	}
 	found, err := l.find(ctx, room.GetSid(), room.GetName())
@@ -204,7 +204,7 @@ func (l *Locator) jobStarted(ctx context.Context, ev *livekit.WebhookEvent) erro
 	obs := slices.DeleteFunc(l.jobObservations(job), func(o wire.Observation) bool {
 		return o.Field == facts.FieldJobStatus || o.Field == facts.FieldCloseReason || o.Field == facts.FieldJobError
 	})
-	return l.facts.Add(ctx, facts.Update{RoomID: room.GetSid(), JobID: job.GetId(), Observations: obs})
+	return l.facts.Add(ctx, facts.Update{RoomID: room.GetSid(), JobID: job.GetId(), Observations: withRoomName(room, obs...)})
 }
 
 // jobObservations are the facts an agent_job_ended webhook gives. JS_FAILED
@@ -245,7 +245,7 @@ func (l *Locator) roomFinished(ctx context.Context, ev *livekit.WebhookEvent) er
 	if room.GetSid() == "" {
 		return failure.Permanent(errors.New("room_finished without room.sid"))
 	}
-	if err := l.roomEvent(ctx, room.GetSid(), facts.RoomEndObservation(ev)); err != nil {
+	if err := l.roomEvent(ctx, room.GetSid(), withRoomName(room, facts.RoomEndObservation(ev))...); err != nil {
 		return err
 	}
 	found, err := l.find(ctx, room.GetSid(), room.GetName())

@@ -53,5 +53,14 @@ func (l *Locator) participantLeft(ctx context.Context, ev *livekit.WebhookEvent,
 	if o == nil {
 		return nil
 	}
-	return l.roomEvent(ctx, ev.GetRoom().GetSid(), *o)
+	return l.roomEvent(ctx, ev.GetRoom().GetSid(), withRoomName(ev.GetRoom(), *o)...)
+}
+
+// withRoomName adds the room's name, which every room webhook carries, to a
+// room event's observations.
+func withRoomName(room *livekit.Room, obs ...wire.Observation) []wire.Observation {
+	if name := room.GetName(); name != "" {
+		obs = append(obs, wire.Observation{Field: facts.FieldRoomName, Value: facts.Bounded(name, facts.MaxEvidence), Source: facts.SourceWebhook})
+	}
+	return obs
 }

@@ -37,8 +37,11 @@ type Settler struct {
 	// one when no session report said whether one follows
 	// (pipeline.recording_deadline).
 	noReport time.Duration
-	selected map[string]bool // close reasons this deployment's pool scores
-	metrics  *metrics.Pipeline
+	// roomFinishedWait is how long a session whose room is emptying waits
+	// for room_finished (pipeline.room_finished_wait).
+	roomFinishedWait time.Duration
+	selected         map[string]bool // close reasons this deployment's pool scores
+	metrics          *metrics.Pipeline
 
 	pending map[string]time.Time // facts key → when to publish at the latest
 	// revs are the revisions of the entries this settler has yet to see
@@ -57,7 +60,7 @@ type Settler struct {
 // reconnects.
 func NewSettler(env broker.Env, nc *nats.Conn, fs *facts.Store, cfg config.Pipeline, m *metrics.Pipeline) *Settler {
 	return &Settler{Env: env, nc: nc, facts: fs, window: cfg.SettleWindow, tick: min(250*time.Millisecond, cfg.SettleWindow),
-		noReport: cfg.RecordingDeadline, selected: selectedReasons(cfg), metrics: m}
+		noReport: cfg.RecordingDeadline, roomFinishedWait: cfg.RoomFinishedWait, selected: selectedReasons(cfg), metrics: m}
 }
 
 // WatchedFrom is the revision the current watch started at (0: all).
@@ -212,6 +215,10 @@ func (s *Settler) consider(ctx context.Context, e jetstream.KeyValueEntry) {
 		s.publish(ctx, key, &f, e.Revision()) // the watch delivered the latest entry: no need to read it again
 	case facts.RoomFinished(&f):
 		s.pending[key] = f.LastInputAt.Add(min(facts.RoomSettle, s.window))
+	case facts.RoomEmptying(&f):
+		// The room's webhooks are flowing and room_finished, with the
+		// room's end reason, is on its way: wait for it a bounded time.
+		s.pending[key] = f.LastInputAt.Add(max(s.window, s.roomFinishedWait))
 	default:
 		s.pending[key] = f.LastInputAt.Add(s.window)
 	}
@@ -283,9 +290,14 @@ func (s *Settler) publishKey(ctx context.Context, key string, f *wire.SessionFac
 		return fmt.Errorf("publish session %s: %w", item.SessionKey, err)
 	}
 	if !ack.Duplicate {
-		s.metrics.Sessions.WithLabelValues(item.CloseReason, fmt.Sprint(s.selected[item.CloseReason])).Inc()
+		selected := s.selected[item.CloseReason]
+		s.metrics.Sessions.WithLabelValues(item.CloseReason, fmt.Sprint(selected)).Inc()
 		s.Log.Info("session located", "session_key", item.SessionKey, "close_reason", item.CloseReason,
-			"close_reason_source", item.CloseReasonSource, "agent_name", r.AgentName, "origin", item.Origin)
+			"close_reason_source", item.CloseReasonSource, "agent_name", r.AgentName, "origin", item.Origin, "selected", selected)
+		if !selected {
+			s.Log.Info("session not scored by configuration: its close reason is not in pipeline.close_reasons",
+				"session_key", item.SessionKey, "close_reason", item.CloseReason, "close_reason_evidence", r.CloseReasonEvidence)
+		}
 	}
 	// Marked published from the entry just read: a compare-and-set on its
 	// revision, re-read only if it changed meanwhile.

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -77,6 +78,7 @@ type sources struct {
 	store    score.Reader
 	limits   config.Limits
 	privacy  config.Privacy
+	selected []string // pipeline.close_reasons
 }
 
 // Start builds the dashboard (cfg: dashboard, regression, limits, privacy)
@@ -86,8 +88,9 @@ func (u *UI) Start(ctx context.Context, cfg config.Config, js jetstream.JetStrea
 	st score.Reader, log *slog.Logger) error {
 	index := dashboard.NewIndex(cfg.Dashboard.Window, cfg.Regression.VersionTag)
 	alerts := dashboard.NewAlertIndex(alertWindow)
-	s := &sources{js: js, subjects: subjects, facts: fs, store: st, limits: cfg.Limits, privacy: cfg.Privacy}
-	src := dashboard.Sources{Scorecard: s.scorecard, Items: s.items, Recording: s.recording, Audio: s.audio, DeadLetters: s.deadLetters}
+	s := &sources{js: js, subjects: subjects, facts: fs, store: st, limits: cfg.Limits, privacy: cfg.Privacy, selected: cfg.Pipeline.CloseReasons}
+	src := dashboard.Sources{Scorecard: s.scorecard, Items: s.items, Recording: s.recording, Audio: s.audio, DeadLetters: s.deadLetters,
+		NotSelected: s.notSelected}
 	access, err := dashboard.NewAccess(cfg.Dashboard.Token, cfg.Dashboard.ExternalURL, cfg.Dashboard.AllowedHosts)
 	if err != nil {
 		return err
@@ -253,6 +256,28 @@ func (s *sources) deadLetters(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	return int(info.State.Msgs), nil
+}
+
+// notSelected counts the sessions located and not scored by configuration:
+// the session stream's messages whose close reason pipeline.close_reasons
+// leaves out, per close reason (within the stream's retention).
+func (s *sources) notSelected(ctx context.Context) (map[string]uint64, error) {
+	stream, err := s.js.Stream(ctx, s.subjects.SessionStream())
+	if err != nil {
+		return nil, err
+	}
+	info, err := stream.Info(ctx, jetstream.WithSubjectFilter(s.subjects.SessionAll()))
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]uint64{}
+	prefix := s.subjects.Session("")
+	for subj, n := range info.State.Subjects {
+		if reason := strings.TrimPrefix(subj, prefix); !slices.Contains(s.selected, reason) {
+			out[reason] += n
+		}
+	}
+	return out, nil
 }
 
 // redactItems replaces what the user, the agent and tools said with its length.
