@@ -148,3 +148,45 @@ func TestJobLeftRoomPipeline(t *testing.T) {
 		t.Errorf("agent_job_started stored %v times, want 2", v)
 	}
 }
+
+// TestRoomFinishedAwaited: a session whose room's participants have left
+// waits for room_finished (pipeline.room_finished_wait) beyond its settle
+// window, so its card carries the room's end reason, as livekit-server
+// sends room_finished departure_timeout (20 s) after the room empties; a
+// room whose room_finished never comes is scored once the wait is over,
+// without one.
+func TestRoomFinishedAwaited(t *testing.T) {
+	t.Parallel()
+	cfg := pipelineConfig(t, "")
+	cfg.Pipeline.SettleWindow = time.Second
+	cfg.Pipeline.RoomFinishedWait = 5 * time.Second
+	d, _ := startDaemon(t, cfg)
+	url := d.NATSURL()
+	now := time.Now().Unix()
+	start := time.Now()
+	for _, room := range []string{"RM_Late", "RM_Never"} {
+		dir := t.TempDir()
+		writeScenarioCopy(t, dir, "1_clean_call", room, "AJ_"+room, "")
+		uploadDir(t, d, dir)
+		sendWebhook(t, d, testenv.ParticipantLeft("EV_c"+room, room, "caller", livekit.ParticipantInfo_STANDARD, livekit.DisconnectReason_CLIENT_INITIATED, now))
+		sendWebhook(t, d, testenv.ParticipantLeft("EV_a"+room, room, "agent-"+room, livekit.ParticipantInfo_AGENT, livekit.DisconnectReason_CLIENT_INITIATED, now))
+	}
+	// Past the settle window, well inside the wait: room_finished comes.
+	time.Sleep(3 * time.Second)
+	if n := len(streamMsgs(t, url, "LKSCORE_RESULTS")); n != 0 {
+		t.Fatalf("%d sessions scored %s after their last signal, inside pipeline.room_finished_wait", n, time.Since(start).Round(time.Millisecond))
+	}
+	sendWebhook(t, d, testenv.RoomFinished("EV_fRM_Late", "RM_Late", livekit.RoomEndReason_ROOM_END_IDLE_TIMEOUT))
+	testenv.WaitFor(t, settleWait, "both scorecards", func() bool { return len(streamMsgs(t, url, "LKSCORE_RESULTS")) == 2 })
+	quiesce(t, url, defaultConsumers)
+	for _, c := range results(t, url) {
+		want := ""
+		if c.Session.RoomID == "RM_Late" {
+			want = "ROOM_END_IDLE_TIMEOUT"
+		}
+		if c.Session.RoomEndReason != want || c.Session.RoomName != "room-"+c.Session.RoomID || c.Completion.CloseReason != "CR_PARTICIPANT_DISCONNECTED" {
+			t.Errorf("%s: room end %q (want %q), room name %q, close reason %s", c.Session.RoomID, c.Session.RoomEndReason, want,
+				c.Session.RoomName, c.Completion.CloseReason)
+		}
+	}
+}

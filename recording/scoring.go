@@ -15,6 +15,7 @@ func (s *Session) ScoringInput(source, agentName string) scoring.Session {
 		CloseReason: s.CloseReason, CloseReasonSource: s.CloseReasonSource, Source: source,
 		Redacted: s.RedactionEnabled, // the header asked for redaction
 	}
+	in.SummaryError = s.Summary.Error
 	if s.Chat == nil {
 		return in
 	}

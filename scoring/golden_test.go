@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -106,14 +107,36 @@ func TestScenarios(t *testing.T) {
 				t.Errorf("error close: %s, completion %s, unanswered %d", sc.Overall.Verdict, sc.Completion.Status, sc.Metrics.UnansweredTurns)
 			}
 		},
+		"7_header_only": func(t *testing.T, sc scoring.Scorecard) {
+			// A header and no chat history: no evidence, no verdict.
+			if sc.Overall.Verdict != scoring.Unscored || sc.Overall.Score != 0 || !strings.Contains(strings.Join(sc.Overall.Reasons, " "), "no chat history") {
+				t.Errorf("header only: %s %v %q", sc.Overall.Verdict, sc.Overall.Score, sc.Overall.Reasons)
+			}
+			for _, c := range sc.Components {
+				if c.Verdict != scoring.NotMeasured || c.NotMeasured == "" {
+					t.Errorf("header only: %s is %s", c.Name, c.Verdict)
+				}
+			}
+		},
 	}
 	dirs, _ := filepath.Glob("../scenarios/data/*")
-	if len(dirs) != len(checks) {
-		t.Fatalf("%d scenario directories, want %d", len(dirs), len(checks))
+	if len(dirs) != len(checks)+1 {
+		t.Fatalf("%d scenario directories, want %d", len(dirs), len(checks)+1)
 	}
 	schema := compileSchema(t)
 	for _, dir := range dirs {
 		name := filepath.Base(dir)
+		if _, err := os.Stat(filepath.Join(dir, "webhooks.jsonl")); err == nil {
+			// Its facts come from the room's webhooks and the SDK's logs:
+			// its golden is the daemon's scorecard (consumer's
+			// TestScenariosFromSignals), still valid against the schema.
+			want, err := os.ReadFile(filepath.Join(dir, "scorecard.golden.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			validate(t, schema, want)
+			continue
+		}
 		t.Run(name, func(t *testing.T) {
 			sc := scoreDir(t, dir)
 			checks[name](t, sc)

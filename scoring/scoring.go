@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 	"sync"
 )
 
@@ -66,6 +67,8 @@ type Session struct {
 	// Facts are what the daemon learned from the other signals (webhooks,
 	// OTLP); nil when scoring a recording alone.
 	Facts *Facts
+	// SummaryError is the error the header's session summary names.
+	SummaryError string
 	// Redacted forbids quoting anything the user or a tool said in
 	// findings (the session asked for redaction, or config forces it).
 	Redacted bool
@@ -416,6 +419,7 @@ func unmeasuredRecorded(name string, a *analysis, heard bool) string {
 // sessionRef is the scorecard's session block.
 func sessionRef(s Session) SessionRef {
 	r := SessionRef{Key: s.Key, RoomID: s.RoomID, RoomName: s.RoomName, JobID: s.JobID, AgentName: s.AgentName, Source: s.Source}
+	r.Error = errorText(s.SummaryError, s.Redacted)
 	f := s.Facts
 	if f == nil {
 		return r
@@ -431,15 +435,23 @@ func sessionRef(s Session) SessionRef {
 	if r.RoomName == "" {
 		r.RoomName = f.RoomName // the header's, else any webhook's or log's
 	}
-	switch {
-	case f.ErrorText != "" && s.Redacted:
-		r.Error = fmt.Sprintf("[redacted: %d characters]", len([]rune(f.ErrorText)))
-	case f.ErrorText != "":
-		r.Error = f.ErrorText
-	case c.CloseReason == "CR_ERROR":
+	// The SDK's own message first, then the summary's, then the job's.
+	if f.ErrorText != "" {
+		r.Error = errorText(f.ErrorText, s.Redacted)
+	}
+	if r.Error == "" && c.CloseReason == "CR_ERROR" {
 		r.Error = f.JobError
 	}
 	return r
+}
+
+// errorText is an error message as a card may show it: its length alone
+// when the session is redacted (an error can quote what was said).
+func errorText(e string, redacted bool) string {
+	if e != "" && redacted {
+		return fmt.Sprintf("[redacted: %d characters]", len([]rune(e)))
+	}
+	return e
 }
 
 func completion(s Session) Completion {
@@ -510,8 +522,17 @@ func overall(comps []Component, c Completion, cfg Config) Overall {
 	}
 	if wsum == 0 {
 		o := Overall{Verdict: Unscored, Reasons: []string{"unscored: no component could be measured"}}
+		// One reason per distinct why, naming its components in order.
+		var whys []string
+		names := map[string][]string{}
 		for _, comp := range comps {
-			o.Reasons = append(o.Reasons, comp.Name+": "+comp.NotMeasured)
+			if names[comp.NotMeasured] == nil {
+				whys = append(whys, comp.NotMeasured)
+			}
+			names[comp.NotMeasured] = append(names[comp.NotMeasured], comp.Name)
+		}
+		for _, why := range whys {
+			o.Reasons = append(o.Reasons, strings.Join(names[why], ", ")+": "+why)
 		}
 		if c.Status == "failed" {
 			o.Reasons = append(o.Reasons, "close reason "+c.CloseReason+" fails completion")

@@ -146,6 +146,13 @@ func TestDashboardInBrowser(t *testing.T) {
 			sendScenarioAs(t, snd, name, "tail-agent", ogg)
 			continue
 		}
+		if name == "6_error_close" {
+			// The SDK's own record of the error that closed the session,
+			// as agents-js 1.9.0 logs it, before the upload.
+			if err := snd.ErrorLog(context.Background(), "RM_ErrorClose06", "AJ_ErrorClose06", "APIConnectionError", "Connection error."); err != nil {
+				t.Fatal(err)
+			}
+		}
 		sendScenario(t, snd, name)
 	}
 	base := "http://" + d.OpsAddr()
@@ -174,8 +181,11 @@ func TestDashboardInBrowser(t *testing.T) {
 
 	// Overview.
 	navigate(t, ctx, base+"/ui")
-	if n, dl, bars := text(t, ctx, "#sessions"), text(t, ctx, "#dead-letters"), count(t, ctx, "#verdict-mix rect"); n != "6" || dl != "0" || bars != 3 {
+	if n, dl, bars := text(t, ctx, "#sessions"), text(t, ctx, "#dead-letters"), count(t, ctx, "#verdict-mix rect"); n != "6" || dl != "0" || bars != 4 {
 		t.Errorf("overview: %q sessions, %q dead letters, %d verdict bars", n, dl, bars)
+	}
+	if u, p := text(t, ctx, "#unscored"), text(t, ctx, "#pipeline"); u != "0" || !strings.Contains(p, "not scored by configuration") || !strings.Contains(p, "none") {
+		t.Errorf("overview: %q unscored, pipeline %q", u, p)
 	}
 	if lines := count(t, ctx, "#score-trend polyline"); lines != 4 {
 		t.Errorf("overview: %d score lines, want 4", lines)
@@ -242,6 +252,12 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(jsonText), &exported); err != nil || len(exported) != 4 || exported[0].Verdict != "warn" {
 		t.Errorf("JSON export of verdict=warn: %v %+v", err, exported)
+	}
+
+	// An error call's page shows the error text the SDK logged.
+	navigate(t, ctx, base+"/ui/session?key=RM_ErrorClose06/AJ_ErrorClose06")
+	if e := text(t, ctx, "#error-text"); !strings.Contains(e, "APIConnectionError: Connection error.") {
+		t.Errorf("error call's page: error text %q", e)
 	}
 
 	// A session page: findings linked to their turns, the transcript, the timeline, the audio.

@@ -33,11 +33,11 @@ import (
 func demoCommand(stdout, stderr io.Writer) *cli.Command {
 	return &cli.Command{
 		Name:  "demo",
-		Usage: "run the six acceptance scenarios through a local daemon and print their scorecards",
+		Usage: "run the eight acceptance scenarios through a local daemon and print their scorecards",
 		Description: "Starts the embedded default on free loopback ports (data in a temporary directory unless\n" +
 			"--data-dir is given), sends the scenarios through the real HTTP paths (uploads and OTLP logs signed\n" +
 			"as the agents SDKs sign them, agent_job_ended webhooks signed as LiveKit signs them, in both orders),\n" +
-			"waits for the scorecards on NATS and prints them. Exit 0 only when all six arrived with their\n" +
+			"waits for the scorecards on NATS and prints them. Exit 0 only when all eight arrived with their\n" +
 			"expected verdicts and close reasons.",
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "keep", Usage: "keep the daemon (and its dashboard) running after the demo, until interrupted"},
@@ -171,6 +171,14 @@ func sendScenarios(ctx context.Context, snd *sdkclient.Sender, all []scenarios.S
 			return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
 		}
 		want[recording.SessionKey(hdr.RoomId, hdr.JobId, sc.Header)] = golden
+		if sc.FromSignals() {
+			// As a self-hosted livekit-server and the SDK with its logs off
+			// sent it: the upload, the room's webhooks, the session report.
+			if err := sendSignals(ctx, snd, sc); err != nil {
+				return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
+			}
+			continue
+		}
 		status := livekit.JobStatus_JS_SUCCESS
 		if golden.Completion.CloseReason == agent.CloseReason_CR_ERROR.String() {
 			status = livekit.JobStatus_JS_FAILED
@@ -196,6 +204,23 @@ func sendScenarios(ctx context.Context, snd *sdkclient.Sender, all []scenarios.S
 		}
 	}
 	return want, nil
+}
+
+// sendSignals sends a scenario whose facts come from its signals: the
+// upload, then its webhooks and its logs as recorded.
+func sendSignals(ctx context.Context, snd *sdkclient.Sender, sc scenarios.Scenario) error {
+	if err := snd.Upload(ctx, sc.Header, sc.Chat); err != nil {
+		return err
+	}
+	for _, body := range sc.Webhooks {
+		if err := snd.WebhookBody(ctx, body); err != nil {
+			return err
+		}
+	}
+	if sc.Logs != nil {
+		return snd.Logs(ctx, sc.Logs)
+	}
+	return nil
 }
 
 // compareScorecards lists the sessions whose scorecard is missing or whose

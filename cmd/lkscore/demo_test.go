@@ -8,13 +8,13 @@ import (
 )
 
 // TestDemo: `lkscore demo` on a fresh machine (embedded NATS, temporary
-// data) scores the six scenarios through the real HTTP paths and passes.
+// data) scores the eight scenarios through the real HTTP paths and passes.
 func TestDemo(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	code := run(context.Background(), []string{"lkscore", "demo", "--data-dir", t.TempDir()},
 		func(string) string { return "" }, &stdout, &stderr)
 	out := stdout.String()
-	if code != 0 || !strings.Contains(out, "demo passed: 6 sessions") {
+	if code != 0 || !strings.Contains(out, "demo passed: 8 sessions") {
 		t.Fatalf("exit %d\n%s\n%s", code, out, stderr.String())
 	}
 	// Without --keep the daemon stops with the demo: no dead dashboard URL.

@@ -58,6 +58,9 @@ func (s *Sender) Upload(ctx context.Context, header, chat []byte, ogg ...[]byte)
 		}{"audio", "recording.ogg", "audio/ogg", o})
 	}
 	for _, p := range parts {
+		if p.b == nil {
+			continue // no chat history: an upload of the header alone
+		}
 		h := textproto.MIMEHeader{}
 		h.Set("Content-Disposition", fmt.Sprintf(`form-data; name="%s"; filename="%s"`, p.name, p.file))
 		h.Set("Content-Type", p.ct)
@@ -85,6 +88,21 @@ func (s *Sender) Webhook(ctx context.Context, ev *livekit.WebhookEvent) error {
 	if err != nil {
 		return err
 	}
+	return s.WebhookBody(ctx, body)
+}
+
+// Logs posts an OTLP/JSON logs request, as agents-js exports its logs.
+func (s *Sender) Logs(ctx context.Context, body []byte) error {
+	tok, err := s.sdkToken()
+	if err != nil {
+		return err
+	}
+	return s.post(ctx, "/observability/logs/otlp/v0", "Bearer "+tok, "application/json", body)
+}
+
+// WebhookBody posts a webhook body as it is (protojson, as livekit-server
+// sent it), signed as LiveKit's notifier signs it.
+func (s *Sender) WebhookBody(ctx context.Context, body []byte) error {
 	sum := sha256.Sum256(body)
 	tok, err := auth.NewAccessToken(s.key, s.secret).SetValidFor(5 * time.Minute).
 		SetSha256(base64.StdEncoding.EncodeToString(sum[:])).ToJWT()
@@ -97,19 +115,42 @@ func (s *Sender) Webhook(ctx context.Context, ev *livekit.WebhookEvent) error {
 // CloseLog posts the log record agents-js 1.9.0 exports when a session
 // closes ("AgentSession closed" with its reason), as OTLP/JSON.
 func (s *Sender) CloseLog(ctx context.Context, roomID, jobID, agentName, reason string) error {
-	str := func(k, v string) map[string]any {
-		return map[string]any{"key": k, "value": map[string]any{"stringValue": v}}
+	return s.jsLog(ctx, roomID, jobID, 9, "INFO", "AgentSession closed", strAttr("lk.agent_name", agentName), strAttr("reason", reason))
+}
+
+// ErrorLog sends the record agents-js 1.9.0 logs when an unrecoverable
+// error closes a session (voice/agent_session.ts _onError): pino merges
+// the SDK's error event into the record, its transport sends each object
+// as its JSON in a string attribute, and the "error" key went through
+// pino's err serializer ({type, message, stack}).
+func (s *Sender) ErrorLog(ctx context.Context, roomID, jobID, errType, message string) error {
+	e, err := json.Marshal(map[string]string{"type": errType, "message": message, "stack": errType + ": " + message + "\n    at AgentSession._onError"})
+	if err != nil {
+		return err
 	}
+	return s.jsLog(ctx, roomID, jobID, 17, "ERROR", "AgentSession is closing due to an unrecoverable error",
+		strAttr("type", "llm_error"), strAttr("label", "llm"), strAttr("error", string(e)),
+		map[string]any{"key": "recoverable", "value": map[string]any{"boolValue": false}})
+}
+
+func strAttr(k, v string) map[string]any {
+	return map[string]any{"key": k, "value": map[string]any{"stringValue": v}}
+}
+
+// jsLog sends one log record as agents-js exports it: OTLP/JSON.
+func (s *Sender) jsLog(ctx context.Context, roomID, jobID string, severity int, severityText, msg string, attrs ...map[string]any) error {
 	now := fmt.Sprint(time.Now().UnixNano())
+	all := []any{strAttr("room_id", roomID), strAttr("job_id", jobID), strAttr("logger.name", "livekit.agents")}
+	for _, a := range attrs {
+		all = append(all, a)
+	}
 	body, err := json.Marshal(map[string]any{"resourceLogs": []any{map[string]any{
-		"resource": map[string]any{"attributes": []any{str("service.name", "livekit-agents"), str("room_id", roomID), str("job_id", jobID)}},
+		"resource": map[string]any{"attributes": []any{strAttr("service.name", "livekit-agents"), strAttr("room_id", roomID), strAttr("job_id", jobID)}},
 		"scopeLogs": []any{map[string]any{
 			"scope": map[string]any{"name": "livekit.agents"},
 			"logRecords": []any{map[string]any{
-				"timeUnixNano": now, "observedTimeUnixNano": now, "severityNumber": 9, "severityText": "INFO",
-				"body": map[string]any{"stringValue": "AgentSession closed"}, "traceId": "", "spanId": "",
-				"attributes": []any{str("room_id", roomID), str("job_id", jobID), str("logger.name", "livekit.agents"),
-					str("lk.agent_name", agentName), str("reason", reason)},
+				"timeUnixNano": now, "observedTimeUnixNano": now, "severityNumber": severity, "severityText": severityText,
+				"body": map[string]any{"stringValue": msg}, "traceId": "", "spanId": "", "attributes": all,
 			}},
 		}},
 	}}})

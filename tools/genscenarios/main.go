@@ -1,6 +1,8 @@
-// Command genscenarios writes the six acceptance scenarios' recording
+// Command genscenarios writes the first six acceptance scenarios' recording
 // uploads (header.binpb, chat_history.json) in the directory layout, the
-// way the SDKs write them. They are committed in scenarios/data; `go
+// way the SDKs write them (7_header_only is a bare header, and
+// 8_room_deleted_no_logs a real session from the field recording: neither
+// is generated). They are committed in scenarios/data; `go
 // generate ./scenarios` rewrites them, and its test checks that the
 // generator still gives the committed bytes.
 package main

@@ -79,8 +79,19 @@ func PrintScorecards(w io.Writer, format string, cards []scoring.Scorecard) erro
 		if v := sc.Metrics.E2ELatencyP95Ms; v.Set {
 			p95 = fmt.Sprintf("%g", v.V)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%g\t%g\t%g\t%g\t%g\t%s\t%s\n", sc.Session.Key, sc.Overall.Verdict, sc.Overall.Score,
-			sc.Components[0].Score, sc.Components[1].Score, sc.Components[2].Score, sc.Components[3].Score, p95, sc.Completion.CloseReason)
+		// "-" for what was not measured: a score of 0 would be a claim.
+		overall := fmt.Sprintf("%g", sc.Overall.Score)
+		if sc.Overall.Verdict == scoring.Unscored {
+			overall = "-"
+		}
+		comp := func(c scoring.Component) string {
+			if c.Verdict == scoring.NotMeasured {
+				return "-"
+			}
+			return fmt.Sprintf("%g", c.Score)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", sc.Session.Key, sc.Overall.Verdict, overall,
+			comp(sc.Components[0]), comp(sc.Components[1]), comp(sc.Components[2]), comp(sc.Components[3]), p95, sc.Completion.CloseReason)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"compress/gzip"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -482,25 +483,53 @@ func (c factCollector) errorText(id sessionID, a attrs, body string) {
 	}
 }
 
-// errorMessage reads an error out of a log attribute: a string, or a
-// key-value list with a message (and a type), or one that holds the error
-// under "error" (the SDK's error events), at most depth levels down.
+// errorMessage reads an error out of a log attribute: agents-js's
+// transport sends an object as its JSON in a string (pino's err serializer
+// made it {type, message, stack}; an SDK error event holds the error under
+// "error"); a key-value list the same way; else the string itself.
 func errorMessage(v *common.AnyValue, depth int) string {
-	kv := v.GetKvlistValue()
-	if kv == nil {
-		if s := anyString(v); s != "null" {
-			return s
+	if kv := v.GetKvlistValue(); kv != nil {
+		m := map[string]any{}
+		for _, e := range kv.GetValues() {
+			if inner := e.GetValue().GetKvlistValue(); inner != nil {
+				m[e.GetKey()] = e.GetValue()
+			} else {
+				m[e.GetKey()] = anyString(e.GetValue())
+			}
 		}
+		return errorOf(m, depth)
+	}
+	s := strings.TrimSpace(anyString(v))
+	if strings.HasPrefix(s, "{") {
+		var m map[string]any
+		if json.Unmarshal([]byte(s), &m) == nil {
+			return errorOf(m, depth)
+		}
+	}
+	if s == "null" {
 		return ""
 	}
-	msg, typ := anyString(kvGet(kv.GetValues(), "message")), anyString(kvGet(kv.GetValues(), "type"))
+	return s
+}
+
+// errorOf is the "type: message" of a decoded error object, looking into
+// its "error" at most depth levels down.
+func errorOf(m map[string]any, depth int) string {
+	msg, _ := m["message"].(string)
+	typ, _ := m["type"].(string)
 	if msg != "" {
 		if typ != "" && !strings.HasPrefix(msg, typ) {
 			return typ + ": " + msg
 		}
 		return msg
 	}
-	if inner := kvGet(kv.GetValues(), "error"); inner != nil && depth > 0 {
+	if depth <= 0 {
+		return ""
+	}
+	switch inner := m["error"].(type) {
+	case map[string]any:
+		return errorOf(inner, depth-1)
+	case *common.AnyValue:
 		return errorMessage(inner, depth-1)
 	}
 	return ""

@@ -1,0 +1,218 @@
+package consumer
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"io"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lkscore/lkscore/config"
+	"github.com/lkscore/lkscore/consumer/internal/facts"
+	"github.com/lkscore/lkscore/internal/testenv"
+	"github.com/lkscore/lkscore/recording"
+	"github.com/lkscore/lkscore/scoring"
+)
+
+// fieldDir is a real livekit-server v1.13.11 and agents-js 1.9.0 worker's
+// traffic, as recorded (testdata/field/README.md has its provenance).
+var fieldDir = filepath.Join("testdata", "field", "lkreal-2026-12-03")
+
+// fieldRequest is one request of recv.jsonl.
+type fieldRequest struct {
+	Seq             int             `json:"seq"`
+	Method          string          `json:"method"`
+	Path            string          `json:"path"`
+	ContentType     string          `json:"content_type"`
+	ContentEncoding string          `json:"content_encoding"`
+	JSON            json.RawMessage `json:"json"`
+}
+
+// body is the request's body: the JSON the recorder kept, or the binary
+// body it saved in bodies/.
+func (r fieldRequest) body(t *testing.T) []byte {
+	t.Helper()
+	if len(r.JSON) > 0 && string(r.JSON) != "null" {
+		return r.JSON
+	}
+	name := fmt.Sprintf("%05d_%s.bin", r.Seq, strings.ReplaceAll(strings.Trim(r.Path, "/"), "/", "_"))
+	return mustReadFile(t, filepath.Join(fieldDir, "bodies", name))
+}
+
+// fieldSession is what the job process itself saw of one session
+// (sdk-http.jsonl): its room and the close reason the SDK reported.
+type fieldSession struct {
+	Room, Mode string
+	NoLogs     bool
+	SDKReason  string // as the SDK's close event named it
+}
+
+func fieldSessions(t *testing.T) map[string]*fieldSession {
+	t.Helper()
+	f, err := os.Open(filepath.Join(fieldDir, "sdk-http.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	byJob := map[string]*fieldSession{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var e struct {
+			Event, JobID, Room, Mode, Reason string
+			NoLogs                           bool
+		}
+		var raw map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &raw); err != nil {
+			t.Fatal(err)
+		}
+		e.Event, _ = raw["event"].(string)
+		e.JobID, _ = raw["job_id"].(string)
+		e.Room, _ = raw["room"].(string)
+		e.Mode, _ = raw["mode"].(string)
+		e.Reason, _ = raw["reason"].(string)
+		e.NoLogs, _ = raw["nologs"].(bool)
+		switch e.Event {
+		case "job_entry":
+			byJob[e.JobID] = &fieldSession{Room: e.Room, Mode: e.Mode, NoLogs: e.NoLogs}
+		case "session_close":
+			if s := byJob[e.JobID]; s != nil {
+				s.SDKReason = e.Reason
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return byJob
+}
+
+// TestFieldSessionsReplayed replays everything a real livekit-server and a
+// real agents-js worker sent during six sessions (webhooks, OTLP logs,
+// traces and metrics, the recording uploads, in arrival order, each
+// re-signed with the test's key) into a daemon with the default pipeline
+// settings. Three endings, each with the agent's logs on (a, b, c: the
+// SDK names its close reason) and off (d, e, f: only the room's webhooks
+// and the traces are there). Every session is scored exactly once; each
+// card's close reason is the one the SDK itself reported for that session,
+// whatever signal told it; each carries its room's name and end reason.
+func TestFieldSessionsReplayed(t *testing.T) {
+	t.Parallel()
+	cfg := pipelineConfig(t, "")
+	def := config.Default().Pipeline
+	cfg.Pipeline.CloseReasons, cfg.Pipeline.SettleWindow, cfg.Pipeline.RoomFinishedWait = def.CloseReasons, def.SettleWindow, def.RoomFinishedWait
+	d, _ := startDaemon(t, cfg)
+	url := d.NATSURL()
+	sessions := fieldSessions(t)
+	if len(sessions) != 6 {
+		t.Fatalf("sdk-http.jsonl names %d sessions, want 6", len(sessions))
+	}
+
+	f, err := os.Open(filepath.Join(fieldDir, "recv.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 4<<20)
+	sent := map[string]int{}
+	for sc.Scan() {
+		var r fieldRequest
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatal(err)
+		}
+		if r.Method != http.MethodPost {
+			continue
+		}
+		body := r.body(t)
+		auth := testenv.Bearer(testenv.PythonToken(t, testenv.Key, testenv.Secret, true))
+		if r.Path == "/webhook" {
+			auth = testenv.SignWebhook(t, testenv.Key, testenv.Secret, body, 5*time.Minute)
+		}
+		req, _ := http.NewRequest(http.MethodPost, "http://"+d.IngestAddr()+r.Path, bytes.NewReader(body))
+		req.Header.Set("Authorization", auth)
+		req.Header.Set("Content-Type", r.ContentType)
+		if r.ContentEncoding == "gzip" {
+			// The recorder saved bodies decoded: compress them again, as
+			// the SDK's exporter sent them.
+			var zb bytes.Buffer
+			zw := gzip.NewWriter(&zb)
+			_, _ = zw.Write(body)
+			_ = zw.Close()
+			req.Body = io.NopCloser(&zb)
+			req.ContentLength = int64(zb.Len())
+			req.Header.Set("Content-Encoding", "gzip")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var msg bytes.Buffer
+		_, _ = msg.ReadFrom(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("request %d %s: %d %s", r.Seq, r.Path, resp.StatusCode, msg.String())
+		}
+		sent[r.Path]++
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if sent["/webhook"] != 60 || sent["/observability/recordings/v0"] != 6 {
+		t.Fatalf("replayed %v; want 60 webhooks and 6 uploads", sent)
+	}
+
+	testenv.WaitFor(t, settleWait+def.RoomFinishedWait, "six scorecards", func() bool { return len(streamMsgs(t, url, "LKSCORE_RESULTS")) >= len(sessions) })
+	quiesce(t, url, defaultConsumers)
+	cards := results(t, url)
+	if len(cards) != len(sessions) {
+		t.Fatalf("%d scorecards for %d sessions: each is scored exactly once", len(cards), len(sessions))
+	}
+	byMode := map[string]scoring.Scorecard{}
+	for _, c := range cards {
+		job := c.Session.JobID
+		s := sessions[job]
+		if s == nil {
+			t.Errorf("scorecard for job %q, which no session ran", job)
+			continue
+		}
+		if _, dup := byMode[s.Mode+fmt.Sprint(s.NoLogs)]; dup {
+			t.Errorf("%s scored twice", s.Room)
+		}
+		byMode[s.Mode+fmt.Sprint(s.NoLogs)] = c
+		sdkReason, _ := recording.NormalizeCloseReasonString(s.SDKReason)
+		wantSource := facts.SourceOTLPLog
+		if s.NoLogs {
+			wantSource = facts.SourceRoom
+		}
+		t.Logf("%s (logs off %v): SDK said %s; card %s from %s (%s); room %q ended %s; verdict %s %v", s.Room, s.NoLogs, s.SDKReason,
+			c.Completion.CloseReason, c.Completion.CloseReasonSource, c.Completion.CloseReasonEvidence, c.Session.RoomName,
+			c.Session.RoomEndReason, c.Overall.Verdict, c.Overall.Score)
+		if c.Completion.CloseReason != sdkReason || c.Completion.CloseReasonSource != wantSource {
+			t.Errorf("%s: close reason %s from %s (%q); the SDK reported %s", s.Room, c.Completion.CloseReason,
+				c.Completion.CloseReasonSource, c.Completion.CloseReasonEvidence, sdkReason)
+		}
+		if c.Session.RoomName != s.Room {
+			t.Errorf("%s: card's room name %q", s.Room, c.Session.RoomName)
+		}
+		if c.Session.RoomEndReason == "" {
+			t.Errorf("%s: no room end reason, although room_finished came", s.Room)
+		}
+		if c.Overall.Verdict == scoring.Unscored || c.Session.SDK == nil || c.Session.SDK.Language != facts.SDKNode {
+			t.Errorf("%s: verdict %s, SDK %+v", s.Room, c.Overall.Verdict, c.Session.SDK)
+		}
+	}
+	// The same ending, logs on or off: the same close reason.
+	for _, mode := range []string{"caller_leaves", "agent_shutdown", "room_deleted"} {
+		on, off := byMode[mode+"false"], byMode[mode+"true"]
+		if on.Completion.CloseReason != off.Completion.CloseReason {
+			t.Errorf("%s: %s with the agent's logs, %s without", mode, on.Completion.CloseReason, off.Completion.CloseReason)
+		}
+	}
+}
