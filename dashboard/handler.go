@@ -499,7 +499,7 @@ func newest(entries []Entry, n int) []Entry {
 // worst returns the n lowest-scored entries, lowest first, ties by time.
 func worst(entries []Entry, n int) []Entry {
 	out := append([]Entry(nil), entries...)
-	out = slices.DeleteFunc(out, func(e Entry) bool { return e.Verdict == scoring.Unscored })
+	out = slices.DeleteFunc(out, func(e Entry) bool { return e.Score == Missing })
 	sort.SliceStable(out, func(i, j int) bool {
 		if out[i].Score != out[j].Score {
 			return out[i].Score < out[j].Score

@@ -180,8 +180,8 @@ func entryOf(seq uint64, at time.Time, sc *scoring.Scorecard, versionTag string)
 		AgentName: sc.Session.AgentName, Version: regress.KeyOf(sc, versionTag).Version, Verdict: sc.Overall.Verdict,
 		Score: sc.Overall.Score, CloseReason: sc.Completion.CloseReason, Source: sc.Completion.CloseReasonSource,
 		E2EP50: Missing, E2EP95: Missing, HeardP50: Missing, HeardP95: Missing}
-	if sc.Overall.Verdict == scoring.Unscored {
-		e.Score = Missing // no evidence, no score: trends and medians leave it out
+	if !sc.Comparable() {
+		e.Score = Missing // no evidence, or a silent caller: trends and medians leave it out
 	}
 	for i, c := range sc.Components {
 		if i < len(e.Components) {

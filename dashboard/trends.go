@@ -235,7 +235,9 @@ func versions(entries []Entry) []VersionRow {
 			continue
 		}
 		a.row.Sessions++
-		a.score = append(a.score, e.Score)
+		if e.Score != Missing {
+			a.score = append(a.score, e.Score)
+		}
 		if e.Verdict == scoring.Fail {
 			a.fails++
 		}

@@ -180,3 +180,30 @@ func TestKeyOf(t *testing.T) {
 		t.Fatalf("nothing known: %+v", k)
 	}
 }
+
+// TestSampleLeavesOutWhatWasNotMeasured: an unscored session's overall and
+// a component that measured nothing give no value (not 0) to the history.
+func TestSampleLeavesOutWhatWasNotMeasured(t *testing.T) {
+	unscored := scoring.Score(scoring.Session{Key: "RM_h/AJ", CloseReason: "CR_USER_INITIATED"}, scoring.DefaultConfig())
+	s := regress.SampleOf(&unscored, 1)
+	if v, ok := s.Value(regress.MetricOverall); ok {
+		t.Errorf("unscored session's overall in the history: %v", v)
+	}
+	for _, c := range unscored.Components {
+		if v, ok := s.Value(c.Name); ok {
+			t.Errorf("%s, not measured, in the history: %v", c.Name, v)
+		}
+	}
+	f := func(v float64) *float64 { return &v }
+	talk := scoring.Score(scoring.Session{Key: "RM_t/AJ", CloseReason: "CR_USER_INITIATED", Items: []scoring.Item{
+		{ID: "u", Type: scoring.TypeMessage, Role: scoring.RoleUser, Text: "hi", CreatedAt: 1, TranscriptConfidence: f(0.9)},
+		{ID: "a", Type: scoring.TypeMessage, Role: scoring.RoleAssistant, Text: "hello", CreatedAt: 2, HasMetrics: true, E2ELatency: f(1)},
+	}}, scoring.DefaultConfig())
+	s = regress.SampleOf(&talk, 2)
+	if _, ok := s.Value(regress.MetricOverall); !ok {
+		t.Error("a scored session's overall is missing")
+	}
+	if v, ok := s.Value("tool_reliability"); ok {
+		t.Errorf("tool reliability of a session that called no tool: %v", v)
+	}
+}

@@ -96,9 +96,13 @@ func SampleOf(card *scoring.Scorecard, seq uint64) Sample {
 	for i := range s.Values {
 		s.Values[i] = Missing
 	}
-	s.set(MetricOverall, card.Overall.Score)
+	if card.Comparable() {
+		s.set(MetricOverall, card.Overall.Score)
+	}
 	for _, c := range card.Components {
-		s.set(c.Name, c.Score)
+		if c.Verdict != scoring.NotMeasured { // nothing measured: no value, not 0
+			s.set(c.Name, c.Score)
+		}
 		for _, f := range c.Findings {
 			if f.Deduction > 0 {
 				s.Codes = append(s.Codes, f.Code)

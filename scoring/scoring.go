@@ -304,6 +304,25 @@ func NewScorer(cfg Config) (*Scorer, error) {
 // Version is the scoring version every scorecard of this Scorer carries.
 func (sc *Scorer) Version() string { return sc.version }
 
+// Comparable reports whether the card's overall score says how the agent
+// did: it is not unscored, and the caller said something (no
+// no_user_turn). Trends, medians and the regression history take only
+// comparable scores; a session that is not comparable still counts by its
+// verdict.
+func (sc *Scorecard) Comparable() bool {
+	if sc.Overall.Verdict == Unscored {
+		return false
+	}
+	for _, c := range sc.Components {
+		for _, f := range c.Findings {
+			if f.Code == CodeNoUserTurn {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // Score scores one session. It is safe for concurrent use.
 func (sc *Scorer) Score(s Session) Scorecard {
 	scr := sc.pool.Get().(*scratch)

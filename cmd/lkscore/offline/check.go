@@ -40,8 +40,8 @@ func ScoreSamples(ctx context.Context, paths []string, configPath, agentName str
 			return nil, "", ExitError{Code: 1, Err: fmt.Errorf("score %s: %w", src, err)}
 		}
 		card := scorer.Score(in)
-		if card.Overall.Verdict == scoring.Unscored {
-			continue // no evidence: not a sample
+		if !card.Comparable() && card.Overall.Verdict != scoring.Fail {
+			continue // no evidence, or a silent caller: not a sample
 		}
 		out = append(out, regress.SampleOf(&card, uint64(i+1)))
 	}

@@ -91,8 +91,11 @@ func (r *Detector) Handle(ctx context.Context, m jetstream.Msg) error {
 	if err := gojson.Unmarshal(m.Data(), &card); err != nil { // the workers' own bytes: goccy, 4x encoding/json
 		return failure.Permanent(fmt.Errorf("scorecard is not valid JSON: %w", err))
 	}
-	if card.Overall.Verdict == scoring.Unscored {
-		return nil // no evidence: not a sample of how the agent does
+	if !card.Comparable() && card.Overall.Verdict != scoring.Fail {
+		// No evidence (unscored) or a caller who said nothing: not a sample
+		// of how the agent does. A failed one still counts, for the
+		// failure-rate alerts.
+		return nil
 	}
 	meta, err := m.Metadata()
 	if err != nil {

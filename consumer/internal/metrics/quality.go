@@ -48,7 +48,7 @@ func NewQuality(reg prometheus.Registerer) *Quality {
 // Observe counts one published scorecard.
 func (q *Quality) Observe(card *scoring.Scorecard) {
 	q.cards.WithLabelValues(card.Overall.Verdict, card.Completion.CloseReason, q.agentLabel(card.Session.AgentName)).Inc()
-	if card.Overall.Verdict != scoring.Unscored { // no score to observe
+	if card.Comparable() { // no score to observe
 		q.score.Observe(card.Overall.Score)
 	}
 	if p50 := card.Metrics.E2ELatencyP50Ms; p50.Set {

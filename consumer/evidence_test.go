@@ -1,0 +1,64 @@
+package consumer
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/lkscore/lkscore/internal/testenv"
+	"github.com/lkscore/lkscore/scoring"
+)
+
+// TestNoEvidenceNoPass: uploads as a user with transcripts off or a part
+// lost would send them, through the daemon: a header alone, an empty chat
+// history, and a chat history where only the agent spoke. None is a pass;
+// each card names what was missing; the regression history takes none of
+// them, and takes the clean call sent beside them.
+func TestNoEvidenceNoPass(t *testing.T) {
+	t.Parallel()
+	cfg := pipelineConfig(t, "")
+	d, _ := startDaemon(t, cfg)
+	url := d.NATSURL()
+	clean := mustReadFile(t, scenarioDir+"/1_clean_call/chat_history.json")
+	agentOnly := []byte(`{"items":[{"id":"item_a1","type":"message","role":"assistant","content":["Hello, how can I help?"],` +
+		`"interrupted":false,"created_at":1764417600.5,"metrics":{"started_speaking_at":1764417601.0,"stopped_speaking_at":1764417602.5}}]}`)
+	uploads := map[string][]byte{"RM_NoChat": nil, "RM_EmptyChat": []byte(`{"items":[]}`), "RM_Silent": agentOnly, "RM_Clean": clean}
+	for room, chat := range uploads {
+		parts := testenv.FullParts(testenv.HeaderWithSummary(t, room, "AJ_"+room, `{"close_reason":"CR_PARTICIPANT_DISCONNECTED"}`), chat, nil)[:2]
+		if chat == nil {
+			parts = parts[:1]
+		}
+		body, ct := testenv.PythonUpload(t, parts)
+		if resp, msg := post(t, "http://"+d.IngestAddr()+"/observability/recordings/v0", testenv.Bearer(testenv.PythonToken(t, testenv.Key, testenv.Secret, true)),
+			ct, bytes.NewReader(body)); resp.StatusCode != 200 {
+			t.Fatalf("%s: %d %s", room, resp.StatusCode, msg)
+		}
+	}
+	testenv.WaitFor(t, settleWait, "four scorecards", func() bool { return len(streamMsgs(t, url, "LKSCORE_RESULTS")) == len(uploads) })
+	quiesce(t, url, defaultConsumers)
+	want := map[string]struct{ verdict, says string }{
+		"RM_NoChat":    {scoring.Unscored, "no chat history"},
+		"RM_EmptyChat": {scoring.Unscored, "no chat history"},
+		"RM_Silent":    {scoring.Warn, "no user turn"},
+		"RM_Clean":     {scoring.Pass, "weighted score"},
+	}
+	for _, c := range results(t, url) {
+		w := want[c.Session.RoomID]
+		if c.Overall.Verdict != w.verdict || !strings.Contains(strings.Join(c.Overall.Reasons, "; "), w.says) {
+			t.Errorf("%s: %s %v, want %s saying %q", c.Session.RoomID, c.Overall.Verdict, c.Overall.Reasons, w.verdict, w.says)
+		}
+	}
+	var history string
+	testenv.WaitFor(t, settleWait, "the clean call in the regression history", func() bool {
+		history = ""
+		for _, m := range streamMsgs(t, url, "KV_LKSCORE_REGRESSION") {
+			history += string(m.Data)
+		}
+		return strings.Contains(history, "RM_Clean/AJ_RM_Clean")
+	})
+	for room := range want {
+		if room != "RM_Clean" && strings.Contains(history, room+"/") {
+			t.Errorf("%s is in the regression history", room)
+		}
+	}
+}
