@@ -2,9 +2,21 @@ package consumer
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/internal/testenv"
 	"github.com/lkscore/lkscore/scoring"
 )
@@ -60,5 +72,56 @@ func TestNoEvidenceNoPass(t *testing.T) {
 		if room != "RM_Clean" && strings.Contains(history, room+"/") {
 			t.Errorf("%s is in the regression history", room)
 		}
+	}
+}
+
+// TestNotSelectedIsVisible: a located session whose close reason the pool's
+// pipeline.close_reasons leaves out is logged once at info with its reason,
+// and the dashboard's pipeline line counts it.
+func TestNotSelectedIsVisible(t *testing.T) {
+	t.Parallel()
+	cfg := pipelineConfig(t, "")
+	cfg.Pipeline.CloseReasons = slices.DeleteFunc(config.Default().Pipeline.CloseReasons, func(r string) bool { return r == "CR_USER_INITIATED" })
+	var logs syncBuffer
+	d, err := New(cfg, slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo})), prometheus.NewRegistry(), prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = d.Shutdown(ctx)
+	})
+	body, ct := testenv.PythonUpload(t, testenv.FullParts(testenv.HeaderWithSummary(t, "RM_Off", "AJ_Off", `{"close_reason":"CR_USER_INITIATED"}`),
+		mustReadFile(t, scenarioDir+"/1_clean_call/chat_history.json"), nil)[:2])
+	if resp, msg := post(t, "http://"+d.IngestAddr()+"/observability/recordings/v0", testenv.Bearer(testenv.PythonToken(t, testenv.Key, testenv.Secret, true)),
+		ct, bytes.NewReader(body)); resp.StatusCode != 200 {
+		t.Fatalf("upload: %d %s", resp.StatusCode, msg)
+	}
+	const line = "session not scored by configuration"
+	testenv.WaitFor(t, settleWait, "the not-selected log line", func() bool { return strings.Contains(logs.String(), line) })
+	time.Sleep(2 * cfg.Pipeline.SettleWindow) // a second settler pass must not log it again
+	var found []map[string]any
+	for _, l := range strings.Split(logs.String(), "\n") {
+		var rec map[string]any
+		if json.Unmarshal([]byte(l), &rec) == nil && strings.HasPrefix(fmt.Sprint(rec["msg"]), line) {
+			found = append(found, rec)
+		}
+	}
+	if len(found) != 1 || found[0]["level"] != "INFO" || found[0]["close_reason"] != "CR_USER_INITIATED" || found[0]["session_key"] != "RM_Off/AJ_Off" {
+		t.Errorf("not-selected log lines: %v", found)
+	}
+	resp, err := http.Get("http://" + d.OpsAddr() + "/ui")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !regexp.MustCompile(`class="not-selected"><b>CR_USER_INITIATED</b> 1<`).Match(page) {
+		i := bytes.Index(page, []byte(`id="pipeline"`))
+		t.Errorf("the dashboard's pipeline line does not count the session: %s", page[max(i, 0):min(max(i, 0)+400, len(page))])
 	}
 }
