@@ -135,6 +135,7 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	fs.RedactAll = d.cfg.Privacy.Redacted(false)
 	st, err := store.Open(ctx, d.cfg)
 	if err != nil {
 		return err

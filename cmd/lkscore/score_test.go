@@ -104,7 +104,7 @@ func TestScoreNotASessionDir(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	code := run(context.Background(), []string{"lkscore", "score", "../../scenarios"}, func(string) string { return "" }, &stdout, &stderr)
 	if code != 1 || !strings.Contains(stderr.String(), "is not a session directory: it has no header.binpb") ||
-		!strings.Contains(stderr.String(), "6 session directories are below it") || !strings.Contains(stderr.String(), "../../scenarios/*/*") {
+		!strings.Contains(stderr.String(), "8 session directories are below it") || !strings.Contains(stderr.String(), "../../scenarios/*/*") {
 		t.Errorf("exit %d, stderr %q", code, stderr.String())
 	}
 }

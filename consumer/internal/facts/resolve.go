@@ -72,10 +72,21 @@ type Update struct {
 	Spans         []scoring.Span
 }
 
-// Merge adds u to f and reports whether anything changed.
+// Merge adds u to f and reports whether anything changed. A session any
+// signal says is redacted keeps no error text (an error can quote what was
+// said): none is added, and any added before is dropped.
 func Merge(f *wire.SessionFacts, u Update) bool {
 	changed := false
+	redacted := redactedIn(f.Observations) || redactedIn(u.Observations)
+	if redacted {
+		n := len(f.Observations)
+		f.Observations = slices.DeleteFunc(f.Observations, func(o wire.Observation) bool { return o.Field == FieldErrorText })
+		changed = len(f.Observations) != n
+	}
 	for _, o := range u.Observations {
+		if redacted && o.Field == FieldErrorText {
+			continue
+		}
 		i, found := slices.BinarySearchFunc(f.Observations, o, wire.Observation.Compare)
 		if found || len(f.Observations) >= MaxObservations {
 			continue
@@ -99,6 +110,11 @@ func Merge(f *wire.SessionFacts, u Update) bool {
 		}
 	}
 	return changed
+}
+
+// redactedIn reports whether any observation says the session is redacted.
+func redactedIn(obs []wire.Observation) bool {
+	return slices.ContainsFunc(obs, func(o wire.Observation) bool { return o.Field == FieldRedaction && o.Value == "true" })
 }
 
 // closeReasonOrder breaks ties between equally trusted close reasons: the

@@ -22,6 +22,9 @@ import (
 type Store struct {
 	kv  broker.KV[wire.SessionFacts]
 	now func() time.Time
+	// RedactAll keeps no error text of any session (privacy.redaction:
+	// always): every session is redacted.
+	RedactAll bool
 }
 
 // newFactStore works on the facts bucket kv.
@@ -39,6 +42,9 @@ func (s *Store) Bucket() jetstream.KeyValue { return s.kv.Bucket }
 func (s *Store) Add(ctx context.Context, u Update) error {
 	if u.RoomID == "" {
 		return failure.Permanent(errors.New("session facts need a room id"))
+	}
+	if s.RedactAll {
+		u.Observations = slices.DeleteFunc(slices.Clone(u.Observations), func(o wire.Observation) bool { return o.Field == FieldErrorText })
 	}
 	key := wire.FactsKey(u.RoomID, u.JobID)
 	joined := true
