@@ -9,10 +9,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -241,14 +243,42 @@ func JetStream(t testing.TB, url string) jetstream.JetStream {
 
 // FreeAddr is a loopback address with a port free at the moment of asking,
 // for a process the test starts.
+//
+// The port is taken below the kernel's ephemeral range: a port the kernel
+// handed out and the test closed can be taken again as the source port of
+// any outgoing connection (a NATS route dialling its peers) before the
+// server meant for it binds it ("address already in use": a 3-node cluster
+// test lost a node to that).
 func FreeAddr(t testing.TB) string {
 	t.Helper()
+	lo := ephemeralLow()
+	for range 200 {
+		port := 10000 + rand.IntN(lo-10000)
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err == nil {
+			addr := ln.Addr().String()
+			_ = ln.Close()
+			return addr
+		}
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ln.Close()
 	return ln.Addr().String()
+}
+
+// ephemeralLow is the low end of the kernel's ephemeral port range (Linux's
+// ip_local_port_range; 32768 where it cannot be read).
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if f := strings.Fields(string(b)); err == nil && len(f) == 2 {
+		if lo, err := strconv.Atoi(f[0]); err == nil && lo > 11000 {
+			return lo
+		}
+	}
+	return 32768
 }
 
 // PublishCards puts scorecards on the results stream as the scoring pool
