@@ -181,6 +181,33 @@ type benchReport struct {
 	Refused        int      `json:"refused"`
 	Latency        latStats `json:"latency_ms"` // webhook 2xx → scorecard, or webhook request → 2xx
 	LatencyOf      string   `json:"latency_of"`
+	// PerSecond is the latency of the sessions whose webhook was answered
+	// in each second of the run, from its start (sessions mode): how the
+	// pipeline kept up over time, not only at the end.
+	PerSecond []secondStats `json:"per_second,omitempty"`
+}
+
+// secondStats is one second of a run.
+type secondStats struct {
+	Second   int      `json:"second"`
+	Sessions int      `json:"sessions"`
+	Latency  latStats `json:"latency_ms"`
+}
+
+// perSecond groups latencies by the second of the run their webhook was
+// answered in.
+func perSecond(start time.Time, acked map[string]time.Time, got map[string]time.Time) []secondStats {
+	by := map[int][]time.Duration{}
+	for key, at := range got {
+		sec := int(acked[key].Sub(start) / time.Second)
+		by[sec] = append(by[sec], max(at.Sub(acked[key]), 0))
+	}
+	out := make([]secondStats, 0, len(by))
+	for sec, d := range by {
+		out = append(out, secondStats{Second: sec, Sessions: len(d), Latency: percentiles(d)})
+	}
+	slices.SortFunc(out, func(a, b secondStats) int { return a.Second - b.Second })
+	return out
 }
 
 type latStats struct {
@@ -220,6 +247,18 @@ func (r benchReport) print(w io.Writer) error {
 		p("sessions:   %.0f/s end to end (first send → last scorecard), %d scored\n", r.SessionsPerSec, r.Scored)
 	}
 	p("latency:    p50 %.1f ms  p90 %.1f ms  p99 %.1f ms  max %.1f ms (%s)\n", r.Latency.P50, r.Latency.P90, r.Latency.P99, r.Latency.Max, r.LatencyOf)
+	if len(r.PerSecond) > 0 {
+		worst := r.PerSecond[0]
+		var p99s []string
+		for _, s := range r.PerSecond {
+			if s.Latency.P99 > worst.Latency.P99 {
+				worst = s
+			}
+			p99s = append(p99s, fmt.Sprintf("%.0f", s.Latency.P99))
+		}
+		p("per second: worst p99 %.1f ms (second %d, %d sessions); p99 ms by second: %s\n", worst.Latency.P99, worst.Second,
+			worst.Sessions, strings.Join(p99s, " "))
+	}
 	p("lost %d, duplicated %d, refused %d\n", r.Lost, r.Duplicated, r.Refused)
 	return err
 }
@@ -293,6 +332,7 @@ func runBench(ctx context.Context, js jetstream.JetStream, subj wire.Subjects, o
 	}
 	rep.Scored, rep.Duplicated, rep.Lost = len(got), dups, len(acked)-len(got)
 	rep.Latency = percentiles(lat)
+	rep.PerSecond = perSecond(start, acked, got)
 	if len(got) > 0 {
 		rep.SessionsPerSec = float64(len(got)) / last.Sub(start).Seconds()
 	}

@@ -78,6 +78,9 @@ type Pipeline struct {
 	DeadLettered      *prometheus.CounterVec   // stage, reason
 	Sessions          *prometheus.CounterVec   // close_reason, selected
 	Duration          *prometheus.HistogramVec // stage
+	Steps             *prometheus.HistogramVec // step: a session's time between two steps
+	SettlerBacklog    prometheus.Gauge         // sessions due and not yet published
+	SettlerBacklogAge prometheus.Gauge         // how long the oldest of them is overdue
 	Pending           *prometheus.GaugeVec     // consumer
 	AckPending        *prometheus.GaugeVec     // consumer
 	RecoveryRuns      *prometheus.CounterVec   // kind: sweep, reconcile
@@ -125,6 +128,19 @@ func NewPipeline(reg prometheus.Registerer) *Pipeline {
 			Name: "lkscore_pipeline_duration_seconds", Help: "Time to process one message, by stage.",
 			Buckets: []float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
 		}, []string{"stage"}),
+		Steps: f.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "lkscore_session_step_seconds",
+			Help: "A session's time between two steps of the pipeline: ready_to_located (its facts complete → its work published), " +
+				"due_to_located (its settle window over → published), located_to_scored (published → scorecard stored), " +
+				"scored_to_stored (scored → the results stream's ack).",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
+		}, []string{"step"}),
+		SettlerBacklog: f.NewGauge(prometheus.GaugeOpts{
+			Name: "lkscore_settler_backlog_sessions", Help: "Sessions whose work is due and not yet published, at the settler's last pass.",
+		}),
+		SettlerBacklogAge: f.NewGauge(prometheus.GaugeOpts{
+			Name: "lkscore_settler_backlog_age_seconds", Help: "How long the most overdue of them has been due, at the settler's last pass.",
+		}),
 		Pending: f.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "lkscore_consumer_pending_messages", Help: "Messages not yet delivered to a durable consumer (its lag).",
 		}, []string{"consumer"}),

@@ -52,6 +52,7 @@ type Worker struct {
 	// agentResults: publish on lkscore.agent.<agent>.<close reason> too
 	// (pipeline.agent_results).
 	agentResults bool
+	steps        *prometheus.HistogramVec // lkscore_session_step_seconds; nil in tests
 }
 
 // New scores with scorer what the store st holds, as cfg says
@@ -68,7 +69,7 @@ func New(env broker.Env, fs *facts.Store, st Reader, scorer *scoring.Scorer, cfg
 	return &Worker{Env: env, privacy: cfg.Privacy, facts: fs, deleted: m.RecordingsDeleted, store: st, scorer: scorer,
 		lim: cfg.Limits.Parser(), maxUpload: cfg.Limits.UploadBytes(), audioCfg: cfg.Audio, audioBytes: cfg.Limits.AudioBytes,
 		analysis: audio.ForScoring(cfg.Scoring.Audio, cfg.Audio.MaxDuration), quality: m.Quality,
-		agentResults: cfg.Pipeline.AgentResults}, nil
+		agentResults: cfg.Pipeline.AgentResults, steps: m.Steps}, nil
 }
 
 // Handle scores one work item; the caller acks only when it returns nil.
@@ -85,6 +86,7 @@ func (w *Worker) Handle(ctx context.Context, m jetstream.Msg) error {
 		return err
 	}
 	card := w.scorer.Score(in)
+	scored := w.Now()
 	data, err := json.Marshal(card)
 	if err != nil {
 		return failure.Permanent(fmt.Errorf("encode scorecard: %w", err))
@@ -107,6 +109,13 @@ func (w *Worker) Handle(ctx context.Context, m jetstream.Msg) error {
 	}
 	if !ack.Duplicate && w.quality != nil {
 		w.quality.Observe(&card)
+	}
+	if !ack.Duplicate && w.steps != nil {
+		now := w.Now()
+		w.steps.WithLabelValues("scored_to_stored").Observe(now.Sub(scored).Seconds())
+		if !item.LocatedAt.IsZero() {
+			w.steps.WithLabelValues("located_to_scored").Observe(max(now.Sub(item.LocatedAt), 0).Seconds())
+		}
 	}
 	if w.agentResults {
 		// The same message, by agent. A failure here redelivers the work: the
