@@ -147,7 +147,7 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 			return err
 		}
 	}
-	if err := d.ui.Start(ctx, d.cfg, js, d.subjects, fs, st, d.log); err != nil {
+	if err := d.ui.Start(ctx, d.cfg, js, d.subjects, fs, st, d.gatherer, d.log); err != nil {
 		return err
 	}
 	listen := ""

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +18,7 @@ import (
 	"github.com/livekit/protocol/utils/protojson"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/consumer/broker"
@@ -194,6 +197,46 @@ func TestPipelineEndToEnd(t *testing.T) {
 	if v := counter(t, reg, "lkscore_pipeline_dead_lettered_total", nil); v != 0 {
 		t.Errorf("%v dead letters", v)
 	}
+	// Each session's steps are on /metrics: the clean call was complete
+	// (summary, recording, job ended: ready_to_located), the other settled
+	// after room_finished (due_to_located); both were scored and stored.
+	for step, want := range map[string]uint64{"ready_to_located": 1, "due_to_located": 1, "located_to_scored": 2, "scored_to_stored": 2} {
+		if n := stepCount(t, reg, step); n != want {
+			t.Errorf("lkscore_session_step_seconds{step=%q}: %d sessions, want %d", step, n, want)
+		}
+	}
+	// And on the dashboard's pipeline view.
+	resp, err := http.Get("http://" + d.OpsAddr() + "/ui")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, step := range []string{"ready_to_located", "located_to_scored"} {
+		if !strings.Contains(string(page), `<tr class="step"><td>`+step+`</td>`) {
+			t.Errorf("the dashboard's pipeline view does not show %s", step)
+		}
+	}
+}
+
+// stepCount is how many sessions lkscore_session_step_seconds counted for a step.
+func stepCount(t *testing.T, reg *prometheus.Registry, step string) uint64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n uint64
+	for _, mf := range mfs {
+		if mf.GetName() == "lkscore_session_step_seconds" {
+			for _, m := range mf.GetMetric() {
+				if labelsMatch(m, map[string]string{"step": step}) {
+					n += m.GetHistogram().GetSampleCount()
+				}
+			}
+		}
+	}
+	return n
 }
 
 // TestPipelineCloseReasonFilter: a session no pool selects stays in the

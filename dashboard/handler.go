@@ -38,6 +38,9 @@ type Sources struct {
 	// NotSelected counts the sessions located and not scored by
 	// configuration (pipeline.close_reasons), by close reason; nil: none.
 	NotSelected func(ctx context.Context) (map[string]uint64, error)
+	// Steps is this process's per-step latency and the settler's backlog
+	// (from its own /metrics); nil: not shown.
+	Steps func() PipelineSteps
 	// Recording opens one stored object of a session's upload
 	// (chat_history.json, recording.ogg, header.binpb).
 	Recording func(ctx context.Context, sessionKey, object string) (io.ReadCloser, error)
@@ -224,6 +227,7 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) error {
 		Worst        []Entry
 		NotSelected  []ReasonCount
 		NSError      string
+		Steps        PipelineSteps
 	}{page: h.page(r, "Overview", f, held), Sessions: len(entries), DeadLetters: dlq,
 		Scores: trend(entries, from, now, scores, 100, ""), Latency: trend(entries, from, now, lat, 0, " ms"),
 		E2EHist:    histogram(entries, func(e *Entry) float64 { return e.E2EP50 }, 250, 3000, " ms", nil),
@@ -234,6 +238,9 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) error {
 		if e.Verdict == scoring.Unscored {
 			data.Unscored++
 		}
+	}
+	if h.src.Steps != nil {
+		data.Steps = h.src.Steps()
 	}
 	if h.src.NotSelected != nil {
 		counts, err := h.src.NotSelected(r.Context())
@@ -250,6 +257,22 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) error {
 		data.DLQError = derr.Error()
 	}
 	return h.render(w, "overview.html", data)
+}
+
+// PipelineSteps is how long sessions spent between the pipeline's steps in
+// this process, and the settler's backlog.
+type PipelineSteps struct {
+	Steps      []StepStat
+	Backlog    float64 // sessions due and not yet published
+	BacklogAge float64 // seconds the most overdue one has waited
+}
+
+// StepStat is one step's latency: p50 and p99 as the histogram's bucket
+// upper bounds, in ms.
+type StepStat struct {
+	Step         string
+	Sessions     uint64
+	P50Ms, P99Ms float64
 }
 
 // ReasonCount is how many sessions had one close reason.

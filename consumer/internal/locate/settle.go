@@ -345,7 +345,7 @@ func (s *Settler) publishDue(ctx context.Context) {
 // failure the session stays pending and is tried again on the next tick.
 // j.f is the entry when the caller has it fresh, with its revision, else nil.
 func (s *Settler) publish(ctx context.Context, j publishJob) {
-	err := s.publishKey(ctx, j.key, j.f, j.rev)
+	published, err := s.publishKey(ctx, j.key, j.f, j.rev)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.inflight, j.key)
@@ -363,20 +363,22 @@ func (s *Settler) publish(ctx context.Context, j publishJob) {
 		return
 	}
 	delete(s.pending, j.key)
-	if s.metrics != nil && !j.ready.IsZero() {
+	if published && s.metrics != nil && !j.ready.IsZero() {
 		s.metrics.Steps.WithLabelValues(j.step).Observe(max(s.Now().Sub(j.ready), 0).Seconds())
 	}
 }
 
-func (s *Settler) publishKey(ctx context.Context, key string, f *wire.SessionFacts, rev uint64) error {
+// publishKey publishes key's work unless it was already; it reports
+// whether this call put new work on the stream.
+func (s *Settler) publishKey(ctx context.Context, key string, f *wire.SessionFacts, rev uint64) (bool, error) {
 	if f == nil {
 		var err error
 		if f, rev, err = s.facts.Get(ctx, key); err != nil {
-			return err
+			return false, err
 		}
 	}
 	if f.PublishedAt != nil || (f.Recording == nil && !facts.SpansOnly(f)) {
-		return nil
+		return false, nil
 	}
 	obs := f.Observations
 	if f.JobID == "" {
@@ -384,7 +386,7 @@ func (s *Settler) publishKey(ctx context.Context, key string, f *wire.SessionFac
 		// said about the room is all there is.
 		more, err := s.facts.RoomObservations(ctx, f.RoomID, key)
 		if err != nil {
-			return err
+			return false, err
 		}
 		obs = append(append([]wire.Observation(nil), obs...), more...)
 	}
@@ -392,7 +394,7 @@ func (s *Settler) publishKey(ctx context.Context, key string, f *wire.SessionFac
 	item := workItemFrom(f, r, s.Now())
 	data, err := json.Marshal(item)
 	if err != nil {
-		return fmt.Errorf("encode work item: %w", err)
+		return false, fmt.Errorf("encode work item: %w", err)
 	}
 	msg := nats.NewMsg(s.Subjects.Session(item.CloseReason))
 	msg.Data = data
@@ -401,7 +403,7 @@ func (s *Settler) publishKey(ctx context.Context, key string, f *wire.SessionFac
 	ack, err := s.JS.PublishMsg(pctx, msg, jetstream.WithMsgID(item.SessionKey), jetstream.WithExpectStream(s.Subjects.SessionStream()))
 	cancel()
 	if err != nil {
-		return fmt.Errorf("publish session %s: %w", item.SessionKey, err)
+		return false, fmt.Errorf("publish session %s: %w", item.SessionKey, err)
 	}
 	if !ack.Duplicate {
 		selected := s.selected[item.CloseReason]
@@ -423,7 +425,7 @@ func (s *Settler) publishKey(ctx context.Context, key string, f *wire.SessionFac
 		f.PublishedAt = &published
 		return true
 	})
-	return err
+	return !ack.Duplicate, err
 }
 
 // errCodeDuplicateInProcess is nats-server's JSStreamDuplicateMessageConflict

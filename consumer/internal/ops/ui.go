@@ -16,6 +16,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/consumer/internal/facts"
@@ -85,12 +87,12 @@ type sources struct {
 // and makes its index follow the results and alerts streams from the first
 // request on, until Stop.
 func (u *UI) Start(ctx context.Context, cfg config.Config, js jetstream.JetStream, subjects wire.Subjects, fs *facts.Store,
-	st score.Reader, log *slog.Logger) error {
+	st score.Reader, gatherer prometheus.Gatherer, log *slog.Logger) error {
 	index := dashboard.NewIndex(cfg.Dashboard.Window, cfg.Regression.VersionTag)
 	alerts := dashboard.NewAlertIndex(alertWindow)
 	s := &sources{js: js, subjects: subjects, facts: fs, store: st, limits: cfg.Limits, privacy: cfg.Privacy, selected: cfg.Pipeline.CloseReasons}
 	src := dashboard.Sources{Scorecard: s.scorecard, Items: s.items, Recording: s.recording, Audio: s.audio, DeadLetters: s.deadLetters,
-		NotSelected: s.notSelected}
+		NotSelected: s.notSelected, Steps: func() dashboard.PipelineSteps { return pipelineSteps(gatherer) }}
 	access, err := dashboard.NewAccess(cfg.Dashboard.Token, cfg.Dashboard.ExternalURL, cfg.Dashboard.AllowedHosts)
 	if err != nil {
 		return err
@@ -256,6 +258,62 @@ func (s *sources) deadLetters(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	return int(info.State.Msgs), nil
+}
+
+// pipelineSteps reads this process's lkscore_session_step_seconds and the
+// settler's backlog gauges from its registry.
+func pipelineSteps(g prometheus.Gatherer) dashboard.PipelineSteps {
+	var out dashboard.PipelineSteps
+	if g == nil {
+		return out
+	}
+	mfs, err := g.Gather()
+	if err != nil {
+		return out
+	}
+	for _, mf := range mfs {
+		switch mf.GetName() {
+		case "lkscore_settler_backlog_sessions":
+			for _, m := range mf.GetMetric() {
+				out.Backlog = m.GetGauge().GetValue()
+			}
+		case "lkscore_settler_backlog_age_seconds":
+			for _, m := range mf.GetMetric() {
+				out.BacklogAge = m.GetGauge().GetValue()
+			}
+		case "lkscore_session_step_seconds":
+			for _, m := range mf.GetMetric() {
+				h := m.GetHistogram()
+				if h.GetSampleCount() == 0 {
+					continue
+				}
+				st := dashboard.StepStat{Sessions: h.GetSampleCount()}
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "step" {
+						st.Step = l.GetValue()
+					}
+				}
+				st.P50Ms, st.P99Ms = bucketQuantile(h, 0.5)*1000, bucketQuantile(h, 0.99)*1000
+				out.Steps = append(out.Steps, st)
+			}
+		}
+	}
+	slices.SortFunc(out.Steps, func(a, b dashboard.StepStat) int { return strings.Compare(a.Step, b.Step) })
+	return out
+}
+
+// bucketQuantile is the upper bound of the histogram bucket that holds the
+// q quantile (+Inf as the largest finite bound).
+func bucketQuantile(h *dto.Histogram, q float64) float64 {
+	want := q * float64(h.GetSampleCount())
+	last := 0.0
+	for _, b := range h.GetBucket() {
+		last = b.GetUpperBound()
+		if float64(b.GetCumulativeCount()) >= want {
+			return last
+		}
+	}
+	return last
 }
 
 // notSelected counts the sessions located and not scored by configuration:
