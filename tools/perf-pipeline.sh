@@ -53,23 +53,24 @@ wait "$bench_pid" && rc=0 || rc=$?
 wall=$(echo "$(date +%s.%N) - $start" | bc)
 read -r in1 out1 < <(varz)
 echo "nats messages: $((in1 - in0)) in, $((out1 - out0)) out"
-# The daemon's own per-step latency (lkscore_session_step_seconds), as
-# /metrics shows it: p50 and p99 from the histogram's buckets (upper bounds).
+# The daemon's own per-step latency (lkscore_session_step_seconds) and each
+# stage's queue wait (lkscore_stage_queued_seconds), as /metrics shows them:
+# p50 and p99 from the histograms' buckets (upper bounds).
 curl -fs "http://127.0.0.1:${OPS_PORT:-19090}/metrics" | python3 -c '
 import re, sys
 b = {}
 for line in sys.stdin:
-    m = re.match(r"lkscore_session_step_seconds_bucket\{le=\"([^\"]+)\",step=\"([^\"]+)\"\} (\S+)", line) or \
-        re.match(r"lkscore_session_step_seconds_bucket\{step=\"([^\"]+)\",le=\"([^\"]+)\"\} (\S+)", line)
+    m = re.match(r"(lkscore_session_step_seconds|lkscore_stage_queued_seconds)_bucket\{(.*)\} (\S+)$", line.strip())
     if not m: continue
-    if line.find("{le=") >= 0: le, step, n = m.groups()
-    else: step, le, n = m.groups()
-    b.setdefault(step, []).append((float("inf") if le == "+Inf" else float(le), float(n)))
-for step, bs in sorted(b.items()):
+    labels = dict(re.findall(r"(\w+)=\"([^\"]*)\"", m.group(2)))
+    name = ("step " + labels["step"]) if "step" in labels else ("queued for " + labels.get("stage", "?"))
+    le = float("inf") if labels["le"] == "+Inf" else float(labels["le"])
+    b.setdefault(name, []).append((le, float(m.group(3))))
+for name, bs in sorted(b.items()):
     bs.sort(); total = bs[-1][1]
     if total == 0: continue
     q = lambda p: next(le for le, n in bs if n >= p * total)
-    print("step %-18s %6d sessions  p50 <= %g ms  p99 <= %g ms" % (step, total, q(0.5) * 1000, q(0.99) * 1000))
+    print("%-28s %6d  p50 <= %g ms  p99 <= %g ms" % (name, total, q(0.5) * 1000, q(0.99) * 1000))
 ' || true
 echo "cpu seconds over ${wall%??????} s of wall time: lkscore serve $(echo "$(cpu "${pids[1]}") - $serve_cpu0" | bc), nats-server $(echo "$(cpu "${pids[0]}") - $nats_cpu0" | bc), lkscore bench ≥ $bench_cpu"
 exit $rc

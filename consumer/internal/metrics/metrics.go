@@ -79,6 +79,7 @@ type Pipeline struct {
 	Sessions          *prometheus.CounterVec   // close_reason, selected
 	Duration          *prometheus.HistogramVec // stage
 	Steps             *prometheus.HistogramVec // step: a session's time between two steps
+	Queued            *prometheus.HistogramVec // stage: a message's first wait in its stream
 	SettlerBacklog    prometheus.Gauge         // sessions due and not yet published
 	SettlerBacklogAge prometheus.Gauge         // how long the oldest of them is overdue
 	Pending           *prometheus.GaugeVec     // consumer
@@ -135,6 +136,12 @@ func NewPipeline(reg prometheus.Registerer) *Pipeline {
 				"scored_to_stored (scored → the results stream's ack).",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
 		}, []string{"step"}),
+		Queued: f.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "lkscore_stage_queued_seconds",
+			Help: "How long a message waited in its stream before a stage first took it (stored → first delivery handled): " +
+				"locate's is the wait between ingest's 2xx and the session's facts.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
+		}, []string{"stage"}),
 		SettlerBacklog: f.NewGauge(prometheus.GaugeOpts{
 			Name: "lkscore_settler_backlog_sessions", Help: "Sessions whose work is due and not yet published, at the settler's last pass.",
 		}),

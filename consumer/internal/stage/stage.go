@@ -198,6 +198,10 @@ func (s *Stage) Drain(ctx context.Context) error {
 func (s *Stage) process(ctx, stopCtx context.Context, m jetstream.Msg) {
 	s.metrics.Received.WithLabelValues(s.name).Inc()
 	start := time.Now()
+	if meta, err := m.Metadata(); err == nil && meta.NumDelivered == 1 && s.metrics.Queued != nil {
+		// How long a first delivery waited in the stream for this stage.
+		s.metrics.Queued.WithLabelValues(s.name).Observe(max(start.Sub(meta.Timestamp), 0).Seconds())
+	}
 	// Tell the server we are alive while the work runs, so AckWait need not
 	// cover the worst case: only a dead worker's messages wait it out.
 	stop := make(chan struct{})
