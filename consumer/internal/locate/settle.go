@@ -48,7 +48,7 @@ type Settler struct {
 	// share them.
 	mu       sync.Mutex
 	pending  map[string]time.Time // facts key → when to publish at the latest
-	inflight map[string]bool      // facts keys a publisher has now
+	inflight map[string]time.Time // facts keys a publisher has now → since when each was ready
 	// work feeds the publishers: sessions are published in parallel, at
 	// most one publication per key at a time, so the watch never waits on
 	// a round trip per session (docs/performance.md, "The settle step").
@@ -105,7 +105,7 @@ const lowWaterEvery = 5 * time.Second
 
 // Run watches the facts until ctx ends.
 func (s *Settler) Run(ctx context.Context) {
-	s.pending, s.revs, s.inflight = map[string]time.Time{}, map[string]uint64{}, map[string]bool{}
+	s.pending, s.revs, s.inflight = map[string]time.Time{}, map[string]uint64{}, map[string]time.Time{}
 	s.work = make(chan publishJob)
 	var publishers sync.WaitGroup
 	for range max(s.publishers, 1) {
@@ -288,11 +288,11 @@ func (s *Settler) setPending(key string, due time.Time) {
 // without bound.
 func (s *Settler) dispatch(ctx context.Context, j publishJob) {
 	s.mu.Lock()
-	if s.inflight[j.key] {
+	if _, busy := s.inflight[j.key]; busy {
 		s.mu.Unlock()
 		return
 	}
-	s.inflight[j.key] = true
+	s.inflight[j.key] = j.ready
 	s.mu.Unlock()
 	select {
 	case s.work <- j:
@@ -316,24 +316,29 @@ func (s *Settler) publisher(ctx context.Context) {
 }
 
 // publishDue hands every session whose settle window has passed to the
-// publishers, and reports the backlog: how many are due, and how long the
-// most overdue has been.
+// publishers, and reports the backlog: the sessions ready (complete, or
+// due) and not yet published, those a publisher has included, and how long
+// the oldest has been ready.
 func (s *Settler) publishDue(ctx context.Context) {
 	now := s.Now()
 	var due []publishJob
 	var oldest time.Duration
 	s.mu.Lock()
 	for key, at := range s.pending {
-		if !now.Before(at) {
+		if _, busy := s.inflight[key]; !busy && !now.Before(at) {
 			oldest = max(oldest, now.Sub(at))
-			if !s.inflight[key] {
-				due = append(due, publishJob{key: key, ready: at, step: stepDue})
-			}
+			due = append(due, publishJob{key: key, ready: at, step: stepDue})
 		}
 	}
+	for _, at := range s.inflight {
+		if !at.IsZero() {
+			oldest = max(oldest, now.Sub(at))
+		}
+	}
+	backlog := len(due) + len(s.inflight)
 	s.mu.Unlock()
 	if s.metrics != nil {
-		s.metrics.SettlerBacklog.Set(float64(len(due)))
+		s.metrics.SettlerBacklog.Set(float64(backlog))
 		s.metrics.SettlerBacklogAge.Set(oldest.Seconds())
 	}
 	for _, j := range due {

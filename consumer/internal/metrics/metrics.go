@@ -143,10 +143,11 @@ func NewPipeline(reg prometheus.Registerer) *Pipeline {
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
 		}, []string{"stage"}),
 		SettlerBacklog: f.NewGauge(prometheus.GaugeOpts{
-			Name: "lkscore_settler_backlog_sessions", Help: "Sessions whose work is due and not yet published, at the settler's last pass.",
+			Name: "lkscore_settler_backlog_sessions", Help: "Sessions ready (facts complete, or settle window over) and not yet published, " +
+				"being published included, at the settler's last pass (every 250 ms).",
 		}),
 		SettlerBacklogAge: f.NewGauge(prometheus.GaugeOpts{
-			Name: "lkscore_settler_backlog_age_seconds", Help: "How long the most overdue of them has been due, at the settler's last pass.",
+			Name: "lkscore_settler_backlog_age_seconds", Help: "How long the oldest of them has been ready, at the settler's last pass.",
 		}),
 		Pending: f.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "lkscore_consumer_pending_messages", Help: "Messages not yet delivered to a durable consumer (its lag).",
