@@ -19,6 +19,7 @@ import (
 	"github.com/lkscore/lkscore/consumer/internal/locate"
 	"github.com/lkscore/lkscore/consumer/internal/metrics"
 	"github.com/lkscore/lkscore/consumer/internal/score"
+	"github.com/lkscore/lkscore/consumer/internal/settle"
 	"github.com/lkscore/lkscore/consumer/internal/stage"
 	"github.com/lkscore/lkscore/consumer/wire"
 	"github.com/lkscore/lkscore/scoring"
@@ -30,7 +31,7 @@ import (
 type pipeline struct {
 	health     *stage.Health
 	shared     *locate.StoreCheck // a misplaced store, shown on /readyz
-	settler    *locate.Settler
+	settler    *settle.Settler
 	stages     []*stage.Stage
 	subs       []*nats.Subscription
 	cancel     context.CancelFunc // abandons in-flight work past the deadline
@@ -248,7 +249,7 @@ func (p *pipeline) startLoops(bgCtx context.Context, d pipelineDeps, h handlers)
 	cfg, env := d.cfg, d.env
 	pc := cfg.Pipeline
 	p.goLoop(func() { p.health.Run(bgCtx) })
-	p.settler = locate.NewSettler(env, d.nc, d.facts, pc, d.metrics)
+	p.settler = settle.NewSettler(env, d.nc, d.facts, pc, d.metrics)
 	p.goLoop(func() { p.settler.Run(bgCtx) })
 	if r := cfg.Retention; r.Recordings > 0 && cfg.S3.Bucket == "" {
 		layout, err := cfg.Layout()

@@ -70,8 +70,8 @@ func TestMergeOrderIndependent(t *testing.T) {
 		}
 	}
 	r := Resolve(want.Observations)
-	if r.CloseReason != "CR_USER_INITIATED" || r.AgentName != "b" || !r.Simulated || fmt.Sprint(r.Tags) != "[t1 t2]" || !Complete(want) {
-		t.Errorf("resolved %+v, complete %v", r, Complete(want))
+	if r.CloseReason != "CR_USER_INITIATED" || r.AgentName != "b" || !r.Simulated || fmt.Sprint(r.Tags) != "[t1 t2]" || !NamedOutright(r.CloseReasonSource) {
+		t.Errorf("resolved %+v, named outright %v", r, NamedOutright(r.CloseReasonSource))
 	}
 }
 

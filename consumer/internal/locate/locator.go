@@ -1,9 +1,8 @@
-// Package locate turns what ingest stored into session work: the locator
+// Package locate turns what ingest stored into session facts: the locator
 // records where each session's recording is and what the webhooks and the
-// header say in the session facts; the settler publishes a session's work
-// once its facts are complete or settled; the sweeper and the egress
-// reconciler recover what LiveKit's notifier dropped; retention deletes old
-// local uploads.
+// header say (package settle publishes the work once the facts are
+// settled); the sweeper and the egress reconciler recover what LiveKit's
+// notifier dropped; retention deletes old local uploads.
 package locate
 
 import (
@@ -43,8 +42,8 @@ type Recordings interface {
 	Identity() string
 }
 
-// Locator turns stored webhooks and upload notices into session work: one
-// message per session on lkscore.session.<CLOSE_REASON>, keyed by session.
+// Locator turns stored webhooks and upload notices into session facts;
+// the settler (package settle) publishes each session's work from them.
 type Locator struct {
 	broker.Env
 	facts     *facts.Store
@@ -54,8 +53,7 @@ type Locator struct {
 	lp        recording.LocationParser
 	cfg       config.Pipeline
 	lim       recording.Limits
-	maxUpload int64           // a raw multipart object's size cap (config.Limits.UploadBytes)
-	selected  map[string]bool // close reasons this deployment's pool scores
+	maxUpload int64 // a raw multipart object's size cap (config.Limits.UploadBytes)
 	version   versionFromMetadata
 	shared    *StoreCheck // nil: no check
 	metrics   *metrics.Pipeline
@@ -77,21 +75,11 @@ func New(env broker.Env, fs *facts.Store, st Recordings, egress jetstream.KeyVal
 	if err != nil {
 		return nil, err
 	}
-	selected := selectedReasons(cfg.Pipeline)
 	return &Locator{Env: env, facts: fs, kv: egress, store: st, layout: layout, cfg: cfg.Pipeline,
 		lp:  recording.LocationParser{Endpoint: cfg.S3.Endpoint, ForcePathStyle: cfg.S3.ForcePathStyle},
-		lim: cfg.Limits.Parser(), maxUpload: cfg.Limits.UploadBytes(), selected: selected,
+		lim: cfg.Limits.Parser(), maxUpload: cfg.Limits.UploadBytes(),
 		version: versionFromMetadata{key: cfg.Regression.VersionMetadataKey, prefix: regress.MetadataVersionTag},
 		shared:  shared, metrics: m}, nil
-}
-
-// selectedReasons are the close reasons this deployment's pool scores.
-func selectedReasons(cfg config.Pipeline) map[string]bool {
-	selected := map[string]bool{}
-	for _, r := range cfg.CloseReasons {
-		selected[r] = true
-	}
-	return selected
 }
 
 // located is a session the locator found in the store.

@@ -232,7 +232,7 @@ func (s *Stage) process(ctx, stopCtx context.Context, m jetstream.Msg) {
 			return
 		}
 	}
-	s.settle(ctx, m, err)
+	s.decide(ctx, m, err)
 	s.progress.Store(s.now().UnixNano())
 	s.metrics.Duration.WithLabelValues(s.name).Observe(time.Since(start).Seconds())
 }
@@ -253,9 +253,9 @@ func (s *Stage) dependencyDown(ctx context.Context, err error) bool {
 	return false
 }
 
-// settle is the only place a message is acked, retried or dead-lettered;
+// decide is the ack decision, the only place a message is acked, retried or dead-lettered;
 // failure.Classify decides which.
-func (s *Stage) settle(ctx context.Context, m jetstream.Msg, err error) {
+func (s *Stage) decide(ctx context.Context, m jetstream.Msg, err error) {
 	if err == nil {
 		s.ack(m, "done")
 		return

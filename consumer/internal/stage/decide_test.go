@@ -69,10 +69,10 @@ func (f *fakeJS) PublishMsg(_ context.Context, m *nats.Msg, _ ...jetstream.Publi
 	return &jetstream.PubAck{}, nil
 }
 
-// TestSettleDecides: the ack decision, every branch, on a hand-made
+// TestDecide: the ack decision, every branch, on a hand-made
 // message: what is done with it (ack, delayed nak with which delay,
 // terminate), what is dead-lettered, and what is counted.
-func TestSettleDecides(t *testing.T) {
+func TestDecide(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
 	const deadline, base = 30 * time.Minute, time.Second
@@ -129,7 +129,7 @@ func TestSettleDecides(t *testing.T) {
 				Pacing{Concurrency: 1, Deadline: deadline, RetryBase: base},
 				Deps{Metrics: m, Log: log, Health: health, DLQ: NewDeadLetters(env, m), Now: func() time.Time { return now }})
 			msg := &fakeMsg{meta: tc.meta, ackErr: tc.ackErr, subject: "lkscore.webhook.agent_job_ended"}
-			s.settle(context.Background(), msg, tc.err)
+			s.decide(context.Background(), msg, tc.err)
 			lo, hi := tc.delay, tc.delay
 			if tc.jittered {
 				lo, hi = tc.delay*8/10, tc.delay*12/10

@@ -1,4 +1,4 @@
-package locate
+package settle
 
 import (
 	"context"
@@ -23,7 +23,7 @@ import (
 
 // Settler publishes session work once a session's facts are settled: at
 // once when they are complete (recording stored, job ended, close reason
-// named outright), roomSettle after the last signal once the room has
+// named outright), RoomSettle after the last signal once the room has
 // finished, else when the settle window has passed since the last signal.
 // It watches the facts bucket, so it sees every signal whoever wrote it; every worker replica runs one, and the session stream's dedup on the
 // session key keeps their publications to one. Once published, an entry is
@@ -63,6 +63,15 @@ type Settler struct {
 	lastSaved time.Time // when
 	// watchedFrom is the revision the current watch started at (0: all).
 	watchedFrom atomic.Uint64
+}
+
+// selectedReasons are the close reasons this deployment's pool scores.
+func selectedReasons(cfg config.Pipeline) map[string]bool {
+	selected := map[string]bool{}
+	for _, r := range cfg.CloseReasons {
+		selected[r] = true
+	}
+	return selected
 }
 
 // NewSettler publishes the sessions of fs as cfg says (settle_window,
@@ -244,7 +253,7 @@ func (s *Settler) consider(ctx context.Context, e jetstream.KeyValueEntry) {
 		delete(s.revs, key)
 		return
 	}
-	scoreable := f.Recording != nil || facts.SpansOnly(&f)
+	scoreable := f.Recording != nil || SpansOnly(&f)
 	if f.PublishedAt != nil || !scoreable {
 		delete(s.revs, key)
 	} else {
@@ -255,13 +264,13 @@ func (s *Settler) consider(ctx context.Context, e jetstream.KeyValueEntry) {
 		s.setPending(key, time.Time{}) // done, or nothing to score yet
 	case f.Recording == nil: // spans and logs only: no recording follows, or none came yet
 		s.setPending(key, f.LastInputAt.Add(s.spansSettle(&f)))
-	case facts.Complete(&f):
+	case Complete(&f):
 		// The watch delivered the latest entry: no need to read it again.
 		// Ready since this revision was written.
 		s.dispatch(ctx, publishJob{key: key, f: &f, rev: e.Revision(), ready: e.Created(), step: stepReady})
-	case facts.RoomFinished(&f):
-		s.setPending(key, f.LastInputAt.Add(min(facts.RoomSettle, s.window)))
-	case facts.RoomEmptying(&f):
+	case RoomFinished(&f):
+		s.setPending(key, f.LastInputAt.Add(min(RoomSettle, s.window)))
+	case RoomEmptying(&f):
 		// The room's webhooks are flowing and room_finished, with the
 		// room's end reason, is on its way: wait for it a bounded time.
 		s.setPending(key, f.LastInputAt.Add(max(s.window, s.roomFinishedWait)))
@@ -382,7 +391,7 @@ func (s *Settler) publishKey(ctx context.Context, key string, f *wire.SessionFac
 			return false, err
 		}
 	}
-	if f.PublishedAt != nil || (f.Recording == nil && !facts.SpansOnly(f)) {
+	if f.PublishedAt != nil || (f.Recording == nil && !SpansOnly(f)) {
 		return false, nil
 	}
 	obs := f.Observations
@@ -452,11 +461,11 @@ const originSpans = "spans"
 // second once the agent_session span (it ends when the session closes) has
 // come too, and pipeline.recording_deadline when no report said.
 func (s *Settler) spansSettle(f *wire.SessionFacts) time.Duration {
-	if facts.RecordingExpected(f) == "" {
+	if RecordingExpected(f) == "" {
 		return max(s.noReport, s.window)
 	}
 	if slices.ContainsFunc(f.Spans, func(sp scoring.Span) bool { return sp.Name == scoring.SpanAgentSession }) {
-		return min(facts.RoomSettle, s.window)
+		return min(RoomSettle, s.window)
 	}
 	return s.window
 }
