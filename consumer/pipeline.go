@@ -27,7 +27,9 @@ import (
 
 // pipeline runs the worker role: the locator's two consumers, the scoring
 // pool's consumer, max-delivery advisories turned into dead letters, and the
-// background loops (lag polling, sweep, reconcile).
+// background loops (the store probe, the settler, lag polls, retention of
+// local uploads, the alert resender, the store sweep, the egress
+// reconciler).
 type pipeline struct {
 	health     *stage.Health
 	shared     *locate.StoreCheck // a misplaced store, shown on /readyz
@@ -284,8 +286,10 @@ func (p *pipeline) goLoop(f func()) {
 }
 
 // stop shuts the pipeline down in order, within ctx:
-//  1. the background loops (lag polls, sweep, reconcile) are cancelled and
-//     waited for, so none publishes after this point;
+//  1. the background loops (the store probe, the settler and its
+//     publishers, lag polls, retention, the alert resender, sweep,
+//     reconcile) are cancelled and waited for, so none publishes after
+//     this point;
 //  2. every stage stops taking work and finishes, publishes and acks what
 //     it holds;
 //  3. work still running at the deadline is abandoned: unacked messages

@@ -257,8 +257,10 @@ func TestPipelineCloseReasonFilter(t *testing.T) {
 	if len(sessions) != 1 || sessions[0].Subject != "lkscore.session.CR_JOB_SHUTDOWN" {
 		t.Fatalf("session stream: %d messages", len(sessions))
 	}
-	if v := counter(t, reg, "lkscore_sessions_located_total", map[string]string{"close_reason": "CR_JOB_SHUTDOWN", "selected": "false"}); v != 1 {
-		t.Errorf("unselected sessions counted %v", v)
+	for _, name := range []string{"lkscore_sessions_published_total", "lkscore_sessions_located_total"} { // the old name until 0.3
+		if v := counter(t, reg, name, map[string]string{"close_reason": "CR_JOB_SHUTDOWN", "selected": "false"}); v != 1 {
+			t.Errorf("%s: unselected sessions counted %v", name, v)
+		}
 	}
 
 	// A second pool for shutdowns, as a worker-only deployment.

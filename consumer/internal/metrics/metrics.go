@@ -76,7 +76,8 @@ type Pipeline struct {
 	Done              *prometheus.CounterVec   // stage, outcome
 	Retried           *prometheus.CounterVec   // stage, reason
 	DeadLettered      *prometheus.CounterVec   // stage, reason
-	Sessions          *prometheus.CounterVec   // close_reason, selected
+	Sessions          *prometheus.CounterVec   // close_reason, selected (lkscore_sessions_published_total)
+	SessionsOldName   *prometheus.CounterVec   // the same, as lkscore_sessions_located_total until 0.3
 	Duration          *prometheus.HistogramVec // stage
 	Steps             *prometheus.HistogramVec // step: a session's time between two steps
 	Queued            *prometheus.HistogramVec // stage: a message's first wait in its stream
@@ -121,9 +122,13 @@ func NewPipeline(reg prometheus.Registerer) *Pipeline {
 			Name: "lkscore_pipeline_dead_lettered_total", Help: "Messages dead-lettered, by stage and reason.",
 		}, []string{"stage", "reason"}),
 		Sessions: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "lkscore_sessions_published_total",
+			Help: "Session work items the settler published, by close reason; selected=false when this deployment's pool does not " +
+				"score that reason (the stream keeps them).",
+		}, []string{"close_reason", "selected"}),
+		SessionsOldName: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "lkscore_sessions_located_total",
-			Help: "Session work items published by close reason; selected=false when this deployment's pool does not score that reason " +
-				"(the stream keeps them).",
+			Help: "Deprecated: lkscore_sessions_published_total under its old name, removed in 0.3 (docs/changelog.md).",
 		}, []string{"close_reason", "selected"}),
 		Duration: f.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "lkscore_pipeline_duration_seconds", Help: "Time to process one message, by stage.",

@@ -422,7 +422,8 @@ func (s *Settler) publishKey(ctx context.Context, key string, f *wire.SessionFac
 	if !ack.Duplicate {
 		selected := s.selected[item.CloseReason]
 		s.metrics.Sessions.WithLabelValues(item.CloseReason, fmt.Sprint(selected)).Inc()
-		s.Log.Info("session located", "session_key", item.SessionKey, "close_reason", item.CloseReason,
+		s.metrics.SessionsOldName.WithLabelValues(item.CloseReason, fmt.Sprint(selected)).Inc()
+		s.Log.Info("session work published", "session_key", item.SessionKey, "close_reason", item.CloseReason,
 			"close_reason_source", item.CloseReasonSource, "agent_name", r.AgentName, "origin", item.Origin, "selected", selected)
 		if !selected {
 			s.Log.Info("session not scored by configuration: its close reason is not in pipeline.close_reasons",
