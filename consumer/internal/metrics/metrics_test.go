@@ -1,0 +1,85 @@
+package metrics
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/lkscore/lkscore/scoring"
+)
+
+// TestLabelCap: the first max distinct values (or tuples) keep their own
+// series, later ones are "other", and a value given out stays given out,
+// also after the bound is lowered.
+func TestLabelCap(t *testing.T) {
+	t.Parallel()
+	c := NewLabelCap(2)
+	for _, tc := range []struct {
+		in, want []string
+	}{
+		{[]string{"booking", "1.0"}, []string{"booking", "1.0"}},
+		{[]string{"support", "2.0"}, []string{"support", "2.0"}},
+		{[]string{"booking", "1.1"}, []string{"other", "other"}}, // a third tuple
+		{[]string{"booking", "1.0"}, []string{"booking", "1.0"}}, // already given out
+	} {
+		if got := c.Values(tc.in...); !slices.Equal(got, tc.want) {
+			t.Errorf("Values(%v) = %v, want %v", tc.in, got, tc.want)
+		}
+	}
+	c.SetMax(0)
+	if got := c.Values("support", "2.0"); !slices.Equal(got, []string{"support", "2.0"}) {
+		t.Errorf("a value given out before the bound was lowered: %v", got)
+	}
+	if got := c.Values("new", "x"); !slices.Equal(got, []string{"other", "other"}) {
+		t.Errorf("a new value under bound 0: %v", got)
+	}
+}
+
+// TestQualityObserve: every scorecard is counted by its verdict (unscored
+// included, as its own class); only a comparable one's score goes into
+// the score histogram; agent names beyond metrics.max_agents count as
+// other, a card without one as unknown.
+func TestQualityObserve(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	q := NewQuality(reg)
+	q.SetMaxAgents(1)
+	f := func(v float64) *float64 { return &v }
+	talk := []scoring.Item{
+		{ID: "u", Type: scoring.TypeMessage, Role: scoring.RoleUser, Text: "hi", CreatedAt: 1, TranscriptConfidence: f(0.9)},
+		{ID: "a", Type: scoring.TypeMessage, Role: scoring.RoleAssistant, Text: "hello", CreatedAt: 2, HasMetrics: true, E2ELatency: f(0.8)},
+	}
+	cfg := scoring.DefaultConfig()
+	scored := scoring.Score(scoring.Session{Key: "RM_a/AJ", AgentName: "booking", CloseReason: "CR_USER_INITIATED", Items: talk}, cfg)
+	unscored := scoring.Score(scoring.Session{Key: "RM_b/AJ", AgentName: "support", CloseReason: "CR_USER_INITIATED"}, cfg)
+	silent := scoring.Score(scoring.Session{Key: "RM_c/AJ", CloseReason: "CR_USER_INITIATED", Items: talk[1:]}, cfg)
+	for _, c := range []*scoring.Scorecard{&scored, &unscored, &silent} {
+		q.Observe(c)
+	}
+	for _, tc := range []struct {
+		verdict, agent string
+	}{{scored.Overall.Verdict, "booking"}, {scoring.Unscored, "other"}, {scoring.Warn, "unknown"}} {
+		if v := testutil.ToFloat64(q.cards.WithLabelValues(tc.verdict, "CR_USER_INITIATED", tc.agent)); v != 1 {
+			t.Errorf("lkscore_scorecards_total{verdict=%q,agent=%q} = %v, want 1", tc.verdict, tc.agent, v)
+		}
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		switch mf.GetName() {
+		case "lkscore_session_score":
+			h := mf.GetMetric()[0].GetHistogram()
+			if h.GetSampleCount() != 1 || h.GetSampleSum() != scored.Overall.Score {
+				t.Errorf("score histogram: %d scores summing %v; want the scored session's %v alone", h.GetSampleCount(), h.GetSampleSum(), scored.Overall.Score)
+			}
+		case "lkscore_session_e2e_latency_seconds":
+			if n := mf.GetMetric()[0].GetHistogram().GetSampleCount(); n != 2 {
+				t.Errorf("e2e histogram: %d sessions, want the 2 that reported e2e_latency", n)
+			}
+		}
+	}
+}
