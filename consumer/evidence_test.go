@@ -2,7 +2,6 @@ package consumer
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,8 +12,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/internal/testenv"
@@ -82,19 +79,7 @@ func TestNotSelectedIsVisible(t *testing.T) {
 	t.Parallel()
 	cfg := pipelineConfig(t, "")
 	cfg.Pipeline.CloseReasons = slices.DeleteFunc(config.Default().Pipeline.CloseReasons, func(r string) bool { return r == "CR_USER_INITIATED" })
-	var logs syncBuffer
-	d, err := New(cfg, slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo})), prometheus.NewRegistry(), prometheus.NewRegistry())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := d.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = d.Shutdown(ctx)
-	})
+	d, _, logs := startDaemonLogging(t, cfg, slog.LevelInfo)
 	body, ct := testenv.PythonUpload(t, testenv.FullParts(testenv.HeaderWithSummary(t, "RM_Off", "AJ_Off", `{"close_reason":"CR_USER_INITIATED"}`),
 		mustReadFile(t, scenarioDir+"/1_clean_call/chat_history.json"), nil)[:2])
 	if resp, msg := post(t, "http://"+d.IngestAddr()+"/observability/recordings/v0", testenv.Bearer(testenv.PythonToken(t, testenv.Key, testenv.Secret, true)),

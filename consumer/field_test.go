@@ -65,19 +65,16 @@ func fieldSessions(t *testing.T) map[string]*fieldSession {
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		var e struct {
-			Event, JobID, Room, Mode, Reason string
-			NoLogs                           bool
+			Event  string `json:"event"`
+			JobID  string `json:"job_id"`
+			Room   string `json:"room"`
+			Mode   string `json:"mode"`
+			Reason string `json:"reason"`
+			NoLogs bool   `json:"nologs"`
 		}
-		var raw map[string]any
-		if err := json.Unmarshal(sc.Bytes(), &raw); err != nil {
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
 			t.Fatal(err)
 		}
-		e.Event, _ = raw["event"].(string)
-		e.JobID, _ = raw["job_id"].(string)
-		e.Room, _ = raw["room"].(string)
-		e.Mode, _ = raw["mode"].(string)
-		e.Reason, _ = raw["reason"].(string)
-		e.NoLogs, _ = raw["nologs"].(bool)
 		switch e.Event {
 		case "job_entry":
 			byJob[e.JobID] = &fieldSession{Room: e.Room, Mode: e.Mode, NoLogs: e.NoLogs}

@@ -38,11 +38,25 @@ func testConfig(t testing.TB, url string) config.Config {
 // startDaemon starts a Daemon and stops it at cleanup.
 func startDaemon(t testing.TB, cfg config.Config) (*Daemon, *prometheus.Registry) {
 	t.Helper()
-	reg := prometheus.NewRegistry()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
+	return startDaemonWith(t, cfg, log)
+}
+
+// startDaemonLogging is startDaemon with the daemon's JSON logs, from level
+// up, kept for the test to read.
+func startDaemonLogging(t testing.TB, cfg config.Config, level slog.Level) (*Daemon, *prometheus.Registry, *syncBuffer) {
+	t.Helper()
+	logs := &syncBuffer{}
+	d, reg := startDaemonWith(t, cfg, slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: level})))
+	return d, reg, logs
+}
+
+func startDaemonWith(t testing.TB, cfg config.Config, log *slog.Logger) (*Daemon, *prometheus.Registry) {
+	t.Helper()
+	reg := prometheus.NewRegistry()
 	d, err := New(cfg, log, reg, reg)
 	if err != nil {
 		t.Fatalf("New: %v", err)

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/livekit/protocol/livekit"
-	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
@@ -90,16 +89,7 @@ func TestRedactionMarkers(t *testing.T) {
 	ns := startNATS(t)
 	cfg := pipelineConfig(t, ns.URL())
 	cfg.Pipeline.RecordingDeadline = time.Second
-	var logs syncBuffer
-	reg := prometheus.NewRegistry()
-	d, err := New(cfg, slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})), reg, reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := d.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = d.Shutdown(context.Background()) })
+	d, _, logs := startDaemonLogging(t, cfg, slog.LevelDebug)
 
 	var answers strings.Builder // every HTTP answer lkscore gave
 	markers := map[string]string{}
@@ -196,28 +186,8 @@ func TestRedactionMarkers(t *testing.T) {
 	var written strings.Builder
 	written.WriteString(logs.String())
 	written.WriteString(answers.String())
-	js := testenv.JetStream(t, ns.URL())
-	names := js.StreamNames(context.Background())
-	streams := 0
-	for name := range names.Name() {
-		streams++
-		st, err := js.Stream(context.Background(), name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		info, _ := st.Info(context.Background())
-		for seq := info.State.FirstSeq; info.State.Msgs > 0 && seq <= info.State.LastSeq; seq++ {
-			m, err := st.GetMsg(context.Background(), seq)
-			if err != nil {
-				continue // deleted (a KV entry's older revision)
-			}
-			written.WriteString(m.Subject)
-			for k, v := range m.Header {
-				written.WriteString(k + strings.Join(v, ","))
-			}
-			written.Write(m.Data)
-		}
-	}
+	stored, streams := storedStreams(t, ns.URL())
+	written.WriteString(stored)
 	if streams < 7 { // WEBHOOKS, UPLOADS, SESSIONS, RESULTS, DLQ and two KV buckets
 		t.Errorf("scanned %d streams", streams)
 	}

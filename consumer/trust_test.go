@@ -134,10 +134,19 @@ func scoreBoth(t *testing.T, a, b *trustSession) (*Daemon, config.Config, string
 // subjects, headers and data.
 func storedMessages(t *testing.T, url string) string {
 	t.Helper()
+	stored, _ := storedStreams(t, url)
+	return stored
+}
+
+// storedStreams is storedMessages with how many streams it read.
+func storedStreams(t *testing.T, url string) (string, int) {
+	t.Helper()
 	var b strings.Builder
 	js := testenv.JetStream(t, url)
 	names := js.StreamNames(context.Background())
+	streams := 0
 	for name := range names.Name() {
+		streams++
 		st, err := js.Stream(context.Background(), name)
 		if err != nil {
 			t.Fatal(err)
@@ -146,7 +155,7 @@ func storedMessages(t *testing.T, url string) string {
 		for seq := info.State.FirstSeq; info.State.Msgs > 0 && seq <= info.State.LastSeq; seq++ {
 			m, err := st.GetMsg(context.Background(), seq)
 			if err != nil {
-				continue
+				continue // deleted (a KV entry's older revision)
 			}
 			b.WriteString(m.Subject)
 			for k, v := range m.Header {
@@ -155,7 +164,7 @@ func storedMessages(t *testing.T, url string) string {
 			b.Write(m.Data)
 		}
 	}
-	return b.String()
+	return b.String(), streams
 }
 
 // rawBytes is every byte of every file under dir: the NATS store's block
