@@ -332,7 +332,11 @@ func TestNoVerdictWithoutEvidence(t *testing.T) {
 		})
 	}
 	// An error close fails whatever was measured: the close is evidence.
-	if sc := Score(Session{Key: "k", CloseReason: "CR_ERROR"}, DefaultConfig()); sc.Overall.Verdict != Fail {
-		t.Errorf("CR_ERROR without a chat history: %s", sc.Overall.Verdict)
+	// But its score is no score: not comparable, kept out of trends.
+	if sc := Score(Session{Key: "k", CloseReason: "CR_ERROR"}, DefaultConfig()); sc.Overall.Verdict != Fail || sc.Comparable() {
+		t.Errorf("CR_ERROR without a chat history: %s, comparable %v", sc.Overall.Verdict, sc.Comparable())
+	}
+	if sc := Score(Session{Key: "k", CloseReason: "CR_PARTICIPANT_DISCONNECTED", Items: conversation(2)}, DefaultConfig()); !sc.Comparable() {
+		t.Error("a measured call is not comparable")
 	}
 }

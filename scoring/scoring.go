@@ -305,12 +305,17 @@ func NewScorer(cfg Config) (*Scorer, error) {
 func (sc *Scorer) Version() string { return sc.version }
 
 // Comparable reports whether the card's overall score says how the agent
-// did: it is not unscored, and the caller said something (no
-// no_user_turn). Trends, medians and the regression history take only
+// did: some component was measured (not unscored, nor a CR_ERROR close
+// with nothing else measured, whose 0 is no score), and the caller said
+// something (no no_user_turn). Trends, medians and the regression history take only
 // comparable scores; a session that is not comparable still counts by its
 // verdict.
 func (sc *Scorecard) Comparable() bool {
-	if sc.Overall.Verdict == Unscored {
+	measured := false
+	for _, c := range sc.Components {
+		measured = measured || c.Verdict != NotMeasured
+	}
+	if !measured { // unscored, or failed by its close reason alone: no score
 		return false
 	}
 	for _, c := range sc.Components {
