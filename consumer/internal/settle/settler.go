@@ -25,7 +25,8 @@ import (
 // once when they are complete (recording stored, job ended, close reason
 // named outright), RoomSettle after the last signal once the room has
 // finished, else when the settle window has passed since the last signal.
-// It watches the facts bucket, so it sees every signal whoever wrote it; every worker replica runs one, and the session stream's dedup on the
+// It watches the facts bucket, so it sees every signal whoever wrote it;
+// every worker replica runs one, and the session stream's dedup on the
 // session key keeps their publications to one. Once published, an entry is
 // marked, so a restart or a late signal does not publish it again.
 type Settler struct {
@@ -105,8 +106,9 @@ func (s *Settler) WatchedFrom() uint64 { return s.watchedFrom.Load() }
 
 // settlePublishers is how many sessions one settler publishes at once: each
 // publication is two round trips (the work's PubAck, the mark's
-// compare-and-set), so in line they capped a settler near 300 sessions/s
-// while the CPU idled.
+// compare-and-set), and in line, under load, those waits stretched until
+// the watch fell behind at 150 sessions/s while the CPU idled
+// (docs/performance.md, "The settle step").
 const settlePublishers = 16
 
 // lowWaterEvery is how often a settler stores its mark.
