@@ -13,7 +13,6 @@ import (
 	"github.com/livekit/protocol/livekit"
 
 	"github.com/lkscore/lkscore/consumer/internal/facts"
-	"github.com/lkscore/lkscore/consumer/wire"
 	"github.com/lkscore/lkscore/internal/testenv"
 	"github.com/lkscore/lkscore/scoring"
 )
@@ -122,7 +121,7 @@ func TestAgentsJSObserver(t *testing.T) {
 		t.Fatalf("agents-js: %v\n%s", err, out)
 	}
 	f := readFacts(t, ns.URL(), "RM_Observer", "AJ_Observer")
-	if !slices.ContainsFunc(f.Observations, func(o wire.Observation) bool {
+	if !slices.ContainsFunc(f.Observations, func(o facts.Observation) bool {
 		return o.Field == facts.FieldCloseReason && o.Evidence == "otlp_log: lk.close_reason=participant_disconnected"
 	}) {
 		t.Fatalf("the observer's record did not reach the facts: %+v", f.Observations)

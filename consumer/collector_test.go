@@ -13,12 +13,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lkscore/lkscore/consumer/internal/work"
+
 	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/lkscore/lkscore/consumer/wire"
 	"github.com/lkscore/lkscore/internal/testenv"
 	"github.com/lkscore/lkscore/recording"
 )
@@ -51,7 +52,7 @@ func TestCollectorPythonUpload(t *testing.T) {
 	if len(msgs) != 1 {
 		t.Fatalf("%d upload notices, want 1", len(msgs))
 	}
-	var n wire.UploadNotice
+	var n work.UploadNotice
 	if err := json.Unmarshal(msgs[0].Data, &n); err != nil {
 		t.Fatal(err)
 	}

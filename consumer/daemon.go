@@ -30,9 +30,9 @@ import (
 	"github.com/lkscore/lkscore/consumer/internal/ingest"
 	"github.com/lkscore/lkscore/consumer/internal/metrics"
 	"github.com/lkscore/lkscore/consumer/internal/ops"
-	"github.com/lkscore/lkscore/consumer/wire"
 	"github.com/lkscore/lkscore/dashboard"
 	"github.com/lkscore/lkscore/store"
+	"github.com/lkscore/lkscore/wire"
 )
 
 // Daemon is one lkscore process: the NATS connection (an embedded server when

@@ -12,12 +12,12 @@ import (
 	"time"
 
 	"github.com/lkscore/lkscore/config"
-	"github.com/lkscore/lkscore/consumer/wire"
 	"github.com/lkscore/lkscore/internal/population"
 	"github.com/lkscore/lkscore/internal/testenv"
 	"github.com/lkscore/lkscore/notify"
 	"github.com/lkscore/lkscore/regress"
 	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/wire"
 )
 
 // hookReceiver records the POSTs a chat webhook gets.

@@ -16,11 +16,11 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/lkscore/lkscore/config"
-	"github.com/lkscore/lkscore/consumer/wire"
 	"github.com/lkscore/lkscore/internal/population"
 	"github.com/lkscore/lkscore/internal/testenv"
 	"github.com/lkscore/lkscore/regress"
 	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/wire"
 )
 
 // publishCards puts scorecards on the results stream as the scoring pool does.
@@ -166,34 +166,6 @@ func summary(all []wire.Alert) []string {
 		out = append(out, fmt.Sprintf("%s/%s/%s base=%v cur=%v q=%v", a.Kind, a.Metric, a.Status, a.Baseline, a.Current, a.QValue))
 	}
 	return out
-}
-
-// TestFailureSpikeAlert: a version whose latest sessions start closing in
-// error raises a failures alert naming the worst of them.
-func TestFailureSpikeAlert(t *testing.T) {
-	t.Parallel()
-	ns := startNATS(t)
-	startWorker(t, ns.URL())
-	js := testenv.JetStream(t, ns.URL())
-	scorer, err := scoring.NewScorer(scoring.DefaultConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	steady := population.Baseline("support", "7")
-	steady.ErrorCloseRate = 0
-	failing := steady
-	failing.ErrorCloseRate = 0.7
-	publishCards(t, js, population.Generate(scorer, steady, 11, 60))
-	publishCards(t, js, population.Generate(scorer, failing, 12, 20))
-	testenv.WaitFor(t, settleWait, "the failures alert", func() bool {
-		return hasAlert(alertMsgs(t, ns.URL()), regress.KindFailures, regress.MetricCRError, wire.AlertFiring)
-	})
-	for _, a := range alertMsgs(t, ns.URL()) {
-		if a.Kind == regress.KindFailures && (len(a.WorstSessions) == 0 || a.Test != "binomial_tail" || a.NCurrent != 20 || a.Current < a.Baseline+0.05) {
-			t.Fatalf("failures alert evidence %+v", a)
-		}
-	}
-	checkStreamSchema(t, ns.URL(), "LKSCORE_ALERTS", "../docs/alert.schema.json")
 }
 
 // TestAlertExampleMatchesSchema: the alert example in docs/regression.md is

@@ -16,10 +16,10 @@ import (
 
 	"github.com/lkscore/lkscore/consumer/internal/facts"
 	"github.com/lkscore/lkscore/consumer/internal/ingest"
-	"github.com/lkscore/lkscore/consumer/wire"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/regress"
 	"github.com/lkscore/lkscore/store"
+	"github.com/lkscore/lkscore/wire"
 )
 
 // ForgetStep is one place `lkscore forget` looked in.
@@ -53,9 +53,9 @@ func Forget(ctx context.Context, js jetstream.JetStream, s wire.Subjects, st for
 	}
 	factsJob := recording.FactsJobID(job)
 	var steps []ForgetStep
-	var ref *wire.RecordingRef
+	var ref *facts.RecordingRef
 	kv, err := js.KeyValue(ctx, s.SessionFacts())
-	fkey := wire.FactsKey(room, factsJob)
+	fkey := facts.Key(room, factsJob)
 	if err == nil {
 		fs := facts.NewStore(kv, requestTimeout, time.Now)
 		if f, _, gerr := fs.Get(ctx, fkey); gerr == nil {
@@ -101,7 +101,7 @@ func Forget(ctx context.Context, js jetstream.JetStream, s wire.Subjects, st for
 
 // forgetUpload deletes the session's stored upload: where its facts say it
 // is (ref, nil when unknown), else the layout's directory for it.
-func forgetUpload(ctx context.Context, st forgetStore, layout recording.Layout, ref *wire.RecordingRef, room, job string) ForgetStep {
+func forgetUpload(ctx context.Context, st forgetStore, layout recording.Layout, ref *facts.RecordingRef, room, job string) ForgetStep {
 	dir := layout.Dir(recording.Vars{RoomID: room, JobID: job})
 	step := ForgetStep{Place: "recording store"}
 	switch {
@@ -252,7 +252,7 @@ func forgetSamples(ctx context.Context, js jetstream.JetStream, bucket, sessionK
 		step.Err = err.Error()
 		return step
 	}
-	keys, err := kv.ListKeysFiltered(ctx, wire.HistoryKeysFilter)
+	keys, err := kv.ListKeysFiltered(ctx, regress.HistoryKeysFilter)
 	if err != nil {
 		step.Err = err.Error()
 		return step

@@ -29,7 +29,6 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/lkscore/lkscore/consumer/internal/facts"
-	"github.com/lkscore/lkscore/consumer/wire"
 	"github.com/lkscore/lkscore/internal/testenv"
 	"github.com/lkscore/lkscore/scoring"
 )
@@ -51,18 +50,18 @@ func postOTLP(t *testing.T, d *Daemon, signal, contentType string, body []byte, 
 	return resp, string(msg)
 }
 
-func readFacts(t *testing.T, url, roomID, jobID string) *wire.SessionFacts {
+func readFacts(t *testing.T, url, roomID, jobID string) *facts.SessionFacts {
 	t.Helper()
 	js := testenv.JetStream(t, url)
 	kv, err := js.KeyValue(context.Background(), "LKSCORE_SESSION_FACTS")
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := kv.Get(context.Background(), wire.FactsKey(roomID, jobID))
+	e, err := kv.Get(context.Background(), facts.Key(roomID, jobID))
 	if err != nil {
 		return nil
 	}
-	var f wire.SessionFacts
+	var f facts.SessionFacts
 	if err := json.Unmarshal(e.Value(), &f); err != nil {
 		t.Fatal(err)
 	}

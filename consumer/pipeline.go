@@ -21,8 +21,8 @@ import (
 	"github.com/lkscore/lkscore/consumer/internal/score"
 	"github.com/lkscore/lkscore/consumer/internal/settle"
 	"github.com/lkscore/lkscore/consumer/internal/stage"
-	"github.com/lkscore/lkscore/consumer/wire"
 	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/wire"
 )
 
 // pipeline runs the worker role: the locator's two consumers, the scoring

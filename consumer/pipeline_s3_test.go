@@ -13,15 +13,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lkscore/lkscore/consumer/internal/locate"
+
 	"github.com/livekit/protocol/auth"
 	"github.com/livekit/protocol/livekit"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lkscore/lkscore/consumer/broker"
-	"github.com/lkscore/lkscore/consumer/wire"
 	"github.com/lkscore/lkscore/internal/testenv"
 	"github.com/lkscore/lkscore/store"
+	"github.com/lkscore/lkscore/wire"
 )
 
 // TestPipelineMaxDeliveries: a message that keeps failing with a transient
@@ -128,7 +130,7 @@ func TestPipelineEgressEnded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var link wire.EgressLink
+	var link locate.EgressLink
 	_ = json.Unmarshal(entry.Value(), &link)
 	if len(link.Locations) != 1 || !strings.HasSuffix(link.Locations[0], ".ogg") || link.Status != "EGRESS_COMPLETE" {
 		t.Fatalf("egress link %+v", link)

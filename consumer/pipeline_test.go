@@ -14,6 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lkscore/lkscore/consumer/internal/facts"
+	"github.com/lkscore/lkscore/consumer/internal/settle"
+
 	"github.com/livekit/protocol/livekit"
 	"github.com/livekit/protocol/utils/protojson"
 	"github.com/nats-io/nats.go"
@@ -22,10 +25,10 @@ import (
 
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/consumer/broker"
-	"github.com/lkscore/lkscore/consumer/wire"
 	"github.com/lkscore/lkscore/internal/testenv"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/wire"
 )
 
 const scenarioDir = "../scenarios/data/"
@@ -123,14 +126,14 @@ func factsSettled(t *testing.T, js jetstream.JetStream) bool {
 		return false
 	}
 	for k := range lister.Keys() {
-		if k == wire.SettlerLowWaterKey {
+		if k == settle.LowWaterKey {
 			continue
 		}
 		e, err := kv.Get(context.Background(), k)
 		if err != nil {
 			return false
 		}
-		var f wire.SessionFacts
+		var f facts.SessionFacts
 		if err := json.Unmarshal(e.Value(), &f); err != nil {
 			t.Fatalf("facts %s: %v", k, err)
 		}

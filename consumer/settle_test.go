@@ -9,13 +9,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lkscore/lkscore/consumer/internal/settle"
+
 	"github.com/livekit/protocol/livekit"
 	"github.com/livekit/protocol/utils/protojson"
 	collogs "go.opentelemetry.io/proto/otlp/collector/logs/v1"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/lkscore/lkscore/consumer/internal/facts"
-	"github.com/lkscore/lkscore/consumer/wire"
 	"github.com/lkscore/lkscore/internal/testenv"
 )
 
@@ -45,7 +46,7 @@ func TestSettlerResumesFromLowWater(t *testing.T) {
 	}
 	var mark uint64
 	testenv.WaitFor(t, settleWait, "the low-water mark past both sessions", func() bool {
-		e, err := kv.Get(context.Background(), wire.SettlerLowWaterKey)
+		e, err := kv.Get(context.Background(), settle.LowWaterKey)
 		if err != nil {
 			return false
 		}

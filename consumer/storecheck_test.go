@@ -11,8 +11,8 @@ import (
 	"github.com/livekit/protocol/livekit"
 
 	"github.com/lkscore/lkscore/consumer/broker"
-	"github.com/lkscore/lkscore/consumer/wire"
 	"github.com/lkscore/lkscore/internal/testenv"
+	"github.com/lkscore/lkscore/wire"
 )
 
 // TestStoreNotShared: ingest and worker as separate processes with separate

@@ -16,8 +16,8 @@ import (
 	"github.com/livekit/protocol/webhook"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/lkscore/lkscore/consumer/wire"
 	"github.com/lkscore/lkscore/internal/testenv"
+	"github.com/lkscore/lkscore/wire"
 )
 
 var initStats sync.Once

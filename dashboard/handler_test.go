@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lkscore/lkscore/consumer/wire"
 	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/wire"
 )
 
 func testHandler(t *testing.T, token string) *Handler {

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lkscore/lkscore/consumer/wire"
+	"github.com/lkscore/lkscore/wire"
 )
 
 // Alertmanager posts to one Alertmanager's v2 API (POST /api/v2/alerts).

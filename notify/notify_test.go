@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lkscore/lkscore/consumer/wire"
 	"github.com/lkscore/lkscore/regress"
+	"github.com/lkscore/lkscore/wire"
 )
 
 func sample(status string) wire.Alert {

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-
-	"github.com/lkscore/lkscore/consumer/wire"
 )
 
 // Parts of a recording upload, as named in errors and problems.
@@ -63,9 +61,14 @@ func limitErr(part string, item int, offset int64, limit string) *ParseError {
 }
 
 // Problem is something wrong with a session that does not stop it from
-// being parsed (and scored): it is recorded and reported. Work items carry
-// it, so its type is the wire contract's.
-type Problem = wire.Problem
+// being parsed (and scored): it is recorded and reported (the session's
+// recording reference and its scorecard's problems carry it).
+type Problem struct {
+	Part    string `json:"part"`
+	Code    string `json:"code"`
+	Item    int    `json:"item,omitempty"`
+	Message string `json:"message"`
+}
 
 // LimitReader returns a reader that fails with ErrLimit once r holds more
 // than n bytes. Unlike io.LimitReader it never truncates silently.

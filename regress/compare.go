@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"sort"
+
+	"github.com/lkscore/lkscore/wire"
 )
 
 // Config tunes detection. Zero fields take the defaults (DefaultConfig).
@@ -137,18 +139,13 @@ type Comparison struct {
 	CodesGrown []CodeShare `json:"codes_grown,omitempty"`
 }
 
-// SessionRef names a session in alerts: its scorecard key and score.
-type SessionRef struct {
-	Session string  `json:"session"`
-	Overall float64 `json:"overall"`
-}
+// SessionRef names a session in alerts: its scorecard key and score (the
+// contract's type: alerts carry it).
+type SessionRef = wire.SessionRef
 
-// CodeShare is a finding code's share of sessions on each side.
-type CodeShare struct {
-	Code     string  `json:"code"`
-	Baseline float64 `json:"baseline"`
-	Current  float64 `json:"current"`
-}
+// CodeShare is a finding code's share of sessions on each side (the
+// contract's type: alerts carry it).
+type CodeShare = wire.CodeShare
 
 // Compare judges current against baseline, metric by metric: Mann–Whitney U
 // for continuous metrics, a pooled two-proportion z-test for rates, both

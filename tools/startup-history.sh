@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Start-up with a large history (README "Performance"): an external
 # nats-server, the session facts bucket filled with N published sessions by
-# tools/fillfacts (as a week of sessions leaves it), then `lkscore serve
+# consumer/tools/fillfacts (as a week of sessions leaves it), then `lkscore serve
 # --role all` started on it: the time to /readyz, and the time from a new
 # session being complete (its agent_job_ended acknowledged) to its scorecard,
 # from `lkscore bench --sessions 5`. NO_MARK=1 deletes the settler's low-water
@@ -21,7 +21,7 @@ cleanup() {
 trap cleanup EXIT
 go build -o "$work/lkscore" ./cmd/lkscore
 go build -o "$work/nats-server" github.com/nats-io/nats-server/v2
-go build -o "$work/fillfacts" ./tools/fillfacts
+go build -o "$work/fillfacts" ./consumer/tools/fillfacts
 port=${NATS_PORT:-14522}
 "$work/nats-server" -a 127.0.0.1 -p "$port" -js -sd "$work/nats" >"$work/nats.log" 2>&1 &
 pids+=($!)

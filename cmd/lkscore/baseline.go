@@ -13,7 +13,6 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/lkscore/lkscore/cmd/lkscore/offline"
-	"github.com/lkscore/lkscore/consumer/wire"
 	"github.com/lkscore/lkscore/regress"
 	"github.com/lkscore/lkscore/scoring"
 )
@@ -118,7 +117,7 @@ func sealedBaseline(ctx context.Context, c *cli.Command, getenv func(string) str
 		return regress.Baseline{}, err
 	}
 	defer closeFn()
-	e, err := kv.Get(ctx, wire.BaselineKey(c.String("agent"), sv))
+	e, err := kv.Get(ctx, regress.BaselineKey(c.String("agent"), sv))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return regress.Baseline{}, exitError{code: 1, err: fmt.Errorf("no sealed baseline for agent %s (scoring %s): lkscore baseline seal first",
 			c.String("agent"), sv)}
@@ -170,7 +169,7 @@ func sealBaseline(ctx context.Context, c *cli.Command, getenv func(string) strin
 	}
 	defer closeFn()
 	key := regress.Key{Agent: c.String("agent"), Version: c.String("version"), ScoringVersion: sv}
-	e, err := kv.Get(ctx, wire.HistoryKey(key))
+	e, err := kv.Get(ctx, regress.HistoryKey(key))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return exitError{code: 1, err: fmt.Errorf(
 			"no history for %s: no scorecard of this agent, version and scoring version yet", key)}
@@ -184,7 +183,7 @@ func sealBaseline(ctx context.Context, c *cli.Command, getenv func(string) strin
 	}
 	b := regress.NewBaseline(key.Agent, key.Version, sv, h.Recent())
 	data, _ := json.Marshal(b)
-	if _, err := kv.Put(ctx, wire.BaselineKey(key.Agent, sv), data); err != nil {
+	if _, err := kv.Put(ctx, regress.BaselineKey(key.Agent, sv), data); err != nil {
 		return exitError{code: 1, err: fmt.Errorf("seal: %w", err)}
 	}
 	_, err = fmt.Fprintf(stdout, "sealed %s: agent %s, version %s, %d sessions, scoring %s\n",

@@ -10,11 +10,11 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/lkscore/lkscore/consumer/wire"
 	"github.com/lkscore/lkscore/internal/population"
 	"github.com/lkscore/lkscore/internal/testenv"
 	"github.com/lkscore/lkscore/regress"
 	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/wire"
 )
 
 // TestBaselineSealFromDaemon: scorecards on the daemon's results stream
@@ -41,7 +41,7 @@ func TestBaselineSealFromDaemon(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key := wire.HistoryKey(regress.Key{Agent: "booking-agent", Version: "1.0", ScoringVersion: scorer.Version()})
+	key := regress.HistoryKey(regress.Key{Agent: "booking-agent", Version: "1.0", ScoringVersion: scorer.Version()})
 	testenv.WaitFor(t, 20*time.Second, "the history to reach 35 sessions", func() bool {
 		var h regress.History
 		e, err := kv.Get(context.Background(), key)

@@ -23,9 +23,9 @@ import (
 
 	"github.com/lkscore/lkscore/cmd/lkscore/offline"
 	"github.com/lkscore/lkscore/config"
-	"github.com/lkscore/lkscore/consumer/wire"
 	"github.com/lkscore/lkscore/internal/sdkclient"
 	"github.com/lkscore/lkscore/scenarios"
+	"github.com/lkscore/lkscore/wire"
 )
 
 func benchCommand(getenv func(string) string, stdout io.Writer) *cli.Command {

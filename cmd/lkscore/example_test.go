@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/lkscore/lkscore/config"
-	"github.com/lkscore/lkscore/consumer/wire"
+	"github.com/lkscore/lkscore/wire"
 )
 
 // TestExampleConsumer builds examples/scorecards, the consumer written on

@@ -16,11 +16,11 @@ import (
 
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/consumer"
-	"github.com/lkscore/lkscore/consumer/wire"
 	"github.com/lkscore/lkscore/internal/sdkclient"
 	"github.com/lkscore/lkscore/internal/testenv"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/scenarios"
+	"github.com/lkscore/lkscore/wire"
 )
 
 // startTestDaemon runs the daemon in process on the embedded default.

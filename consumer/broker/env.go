@@ -6,7 +6,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/lkscore/lkscore/consumer/wire"
+	"github.com/lkscore/lkscore/wire"
 )
 
 // Env is the plumbing every stage shares: the JetStream handle, the naming

@@ -12,13 +12,15 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/lkscore/lkscore/regress"
+
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/consumer/internal/failure"
 	"github.com/lkscore/lkscore/consumer/internal/metrics"
-	"github.com/lkscore/lkscore/consumer/wire"
 	"github.com/lkscore/lkscore/notify"
+	"github.com/lkscore/lkscore/wire"
 )
 
 // Target is one delivery target: an Alertmanager or a webhook. Each
@@ -183,7 +185,7 @@ func (r *Resender) resend(ctx context.Context) error {
 func (r *Resender) firing(ctx context.Context) (map[string]wire.Alert, error) {
 	lctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
-	keys, err := r.kv.ListKeysFiltered(lctx, wire.AlertStatesFilter)
+	keys, err := r.kv.ListKeysFiltered(lctx, regress.AlertStatesFilter)
 	if err != nil {
 		return nil, fmt.Errorf("list alert states: %w", err)
 	}
@@ -193,7 +195,7 @@ func (r *Resender) firing(ctx context.Context) (map[string]wire.Alert, error) {
 		if err != nil {
 			continue // deleted meanwhile, or expired
 		}
-		var st wire.AlertState
+		var st regress.AlertState
 		if err := json.Unmarshal(e.Value(), &st); err != nil {
 			r.log.Warn("alert state is not valid JSON", "key", k, "err", err)
 			continue

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"sync"
-	"time"
 
 	gojson "github.com/goccy/go-json"
 	"github.com/nats-io/nats.go"
@@ -21,9 +20,9 @@ import (
 	"github.com/lkscore/lkscore/consumer/broker"
 	"github.com/lkscore/lkscore/consumer/internal/failure"
 	"github.com/lkscore/lkscore/consumer/internal/metrics"
-	"github.com/lkscore/lkscore/consumer/wire"
 	"github.com/lkscore/lkscore/regress"
 	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/wire"
 )
 
 // versionIndex lists an agent's versions (per scoring version), for
@@ -103,7 +102,7 @@ func (r *Detector) Handle(ctx context.Context, m jetstream.Msg) error {
 	}
 	seq := meta.Sequence.Stream
 	key := regress.KeyOf(&card, r.cfg.VersionTag)
-	stripe := &r.stripes[fnv32(wire.HistoryKey(key))%uint32(len(r.stripes))]
+	stripe := &r.stripes[fnv32(regress.HistoryKey(key))%uint32(len(r.stripes))]
 	stripe.Lock()
 	defer stripe.Unlock()
 	sample := regress.SampleOf(&card, seq)
@@ -111,7 +110,7 @@ func (r *Detector) Handle(ctx context.Context, m jetstream.Msg) error {
 	if err != nil {
 		return fmt.Errorf("regression history %s: %w", key, err)
 	}
-	index, _, err := r.indexes().Modify(ctx, wire.VersionIndexKey(key.Agent, key.ScoringVersion), nil, func(idx *versionIndex) bool {
+	index, _, err := r.indexes().Modify(ctx, regress.VersionIndexKey(key.Agent, key.ScoringVersion), nil, func(idx *versionIndex) bool {
 		if idx.Versions == nil {
 			idx.Versions = map[string]versionSpan{}
 		}
@@ -156,7 +155,7 @@ func (r *Detector) Handle(ctx context.Context, m jetstream.Msg) error {
 // process that handles an agent's sessions one after another decodes the
 // entry only when another replica wrote it since.
 func (r *Detector) addSample(ctx context.Context, key regress.Key, s regress.Sample) (*regress.History, bool, error) {
-	k := wire.HistoryKey(key)
+	k := regress.HistoryKey(key)
 	e, added, err := r.histories().Modify(ctx, k, nil, func(h *regress.History) bool {
 		h.Key = key
 		return h.Add(s, r.cfg.Detect) // false: a redelivery, already there
@@ -210,7 +209,7 @@ func (r *Detector) evaluate(ctx context.Context, key regress.Key, h *regress.His
 // baseline (same scoring version) if there is one, else the latest earlier
 // version with enough sessions.
 func (r *Detector) baseline(ctx context.Context, key regress.Key, idx versionIndex) ([]regress.Sample, string, error) {
-	sealed, rev, err := r.baselines().Get(ctx, wire.BaselineKey(key.Agent, key.ScoringVersion))
+	sealed, rev, err := r.baselines().Get(ctx, regress.BaselineKey(key.Agent, key.ScoringVersion))
 	if err != nil {
 		return nil, "", err
 	}
@@ -234,7 +233,7 @@ func (r *Detector) baseline(ctx context.Context, key regress.Key, idx versionInd
 	if prev == "" {
 		return nil, "", nil
 	}
-	ph, _, err := r.histories().Get(ctx, wire.HistoryKey(regress.Key{Agent: key.Agent, Version: prev, ScoringVersion: key.ScoringVersion}))
+	ph, _, err := r.histories().Get(ctx, regress.HistoryKey(regress.Key{Agent: key.Agent, Version: prev, ScoringVersion: key.ScoringVersion}))
 	if err != nil {
 		return nil, "", err
 	}
@@ -251,15 +250,14 @@ func (r *Detector) baseline(ctx context.Context, key regress.Key, idx versionInd
 func (r *Detector) reconcile(ctx context.Context, key regress.Key, evals []regress.Evaluation, basis int, session string, seq uint64) error {
 	states := r.states()
 	var pending int
-	st, _, err := states.Modify(ctx, wire.AlertStateKey(key), nil, func(st *wire.AlertState) bool {
+	st, _, err := states.Modify(ctx, regress.AlertStateKey(key), nil, func(st *regress.AlertState) bool {
 		pending = len(st.Outbox)
 		if basis < st.Basis {
 			return false // judged on an older history than the state's: only flush the outbox
 		}
 		now := r.Now().UTC()
 		for _, ev := range evals {
-			advance(st, ev, func(s regress.Signal) wire.Alert { return alertFrom(key, ev, s, session, seq, now) },
-				r.cfg, now, session, seq)
+			regress.Advance(st, key, ev, r.cfg.Detect, r.cfg.MinFiring, regress.Trigger{Session: session, Seq: seq, At: now})
 		}
 		if len(st.Outbox) == pending {
 			return false
@@ -279,66 +277,10 @@ func (r *Detector) reconcile(ctx context.Context, key regress.Key, evals []regre
 		}
 	}
 	st.Value.Outbox = nil
-	if _, err := states.Put(ctx, wire.AlertStateKey(key), st.Value, st.Rev); err != nil && !broker.IsConflict(err) {
+	if _, err := states.Put(ctx, regress.AlertStateKey(key), st.Value, st.Rev); err != nil && !broker.IsConflict(err) {
 		return fmt.Errorf("alert state %s: %w", key, err)
 	}
 	return nil // on a conflict the next handler of this key publishes the outbox again, deduplicated
-}
-
-// advance is the alert state machine, pure: it adds to the outbox every
-// metric of ev that starts firing (newAlert makes its message) or that
-// resolves. A firing metric resolves once ev says it is clearly back to
-// normal (regress.Evaluation.Clear) and it has fired for
-// regression.min_firing at least, so a burst of sessions cannot fire and
-// resolve an alert in one go. The resolved message carries the figures and
-// sessions that resolved it, not the firing ones.
-func advance(st *wire.AlertState, ev regress.Evaluation, newAlert func(regress.Signal) wire.Alert, cfg config.Regression,
-	now time.Time, session string, seq uint64) {
-	if st.Firing == nil {
-		st.Firing = map[string]wire.Alert{}
-	}
-	for _, metric := range ev.Judged {
-		id := ev.Kind + "/" + metric
-		old, wasFiring := st.Firing[id]
-		sig, firing := ev.Firing[metric]
-		switch {
-		case firing && !wasFiring:
-			a := newAlert(sig)
-			a.Status, a.Since = wire.AlertFiring, now
-			a.ID = fmt.Sprintf("%s/%s/%s/%s/%s@%d", ev.Kind, a.Agent, a.Version, a.ScoringVersion, metric, seq)
-			st.Firing[id] = a
-			st.Outbox = append(st.Outbox, a)
-		case !firing && wasFiring && ev.Clear(metric, cfg.Detect) && now.Sub(old.Since) >= cfg.MinFiring:
-			a := old
-			if cur, ok := ev.Latest(metric); ok {
-				a.Baseline, a.Current, a.Effect, a.PValue, a.QValue = cur.Baseline, cur.Current, cur.Effect, cur.P, cur.Q
-				if cur.NCurrent > 0 {
-					a.Limit, a.NBaseline, a.NCurrent = cur.Limit, cur.NBaseline, cur.NCurrent
-				}
-			}
-			if c := ev.Comparison; c != nil {
-				a.WorstSessions, a.CodesGrown = c.WorstSessions, c.CodesGrown
-			} else {
-				a.WorstSessions, a.CodesGrown = ev.Worst, nil
-			}
-			a.Status, a.At, a.Session, a.Seq = wire.AlertResolved, now, session, seq
-			delete(st.Firing, id)
-			st.Outbox = append(st.Outbox, a)
-		}
-	}
-}
-
-// alertFrom is the firing alert of one signal of ev.
-func alertFrom(key regress.Key, ev regress.Evaluation, s regress.Signal, session string, seq uint64, now time.Time) wire.Alert {
-	a := wire.Alert{Kind: ev.Kind, Agent: key.Agent, Version: key.Version, ScoringVersion: key.ScoringVersion, Metric: s.Metric,
-		Baseline: s.Baseline, Current: s.Current, Effect: s.Effect, PValue: s.P, QValue: s.Q, Limit: s.Limit, Test: s.Test,
-		NBaseline: s.NBaseline, NCurrent: s.NCurrent, BaselineOf: ev.BaselineOf, Session: session, Seq: seq, At: now}
-	if c := ev.Comparison; c != nil {
-		a.WorstSessions, a.CodesGrown = c.WorstSessions, c.CodesGrown
-	} else {
-		a.WorstSessions = ev.Worst
-	}
-	return a
 }
 
 // publish sends one alert; its message id (the episode's id and the
@@ -367,8 +309,8 @@ func (r *Detector) publish(ctx context.Context, a wire.Alert) error {
 }
 
 // states, indexes, baselines and histories are the detector's entries.
-func (r *Detector) states() broker.KV[wire.AlertState] {
-	return broker.KV[wire.AlertState]{Bucket: r.kv, Timeout: r.Timeouts.Request, Attempts: 20}
+func (r *Detector) states() broker.KV[regress.AlertState] {
+	return broker.KV[regress.AlertState]{Bucket: r.kv, Timeout: r.Timeouts.Request, Attempts: 20}
 }
 
 func (r *Detector) indexes() broker.KV[versionIndex] {

@@ -1,102 +1,168 @@
-package detect
+package detect_test
 
 import (
-	"strings"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/lkscore/lkscore/config"
-	"github.com/lkscore/lkscore/consumer/wire"
+	"github.com/lkscore/lkscore/consumer/broker"
+	"github.com/lkscore/lkscore/consumer/internal/detect"
+	"github.com/lkscore/lkscore/consumer/internal/metrics"
+	"github.com/lkscore/lkscore/internal/population"
+	"github.com/lkscore/lkscore/internal/testenv"
 	"github.com/lkscore/lkscore/regress"
+	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/wire"
 )
 
-// TestAdvanceFiresHoldsResolves: the alert state machine alone, without
-// NATS. A metric that starts firing is recorded once; it does not resolve
-// before regression.min_firing however quiet the metric; it resolves after,
-// with the figures that resolved it.
-func TestAdvanceFiresHoldsResolves(t *testing.T) {
+// TestReplicasAlertOnce: two detectors (replicas sharing the regression
+// bucket) are each handed every scorecard of a version whose sessions start
+// closing in error, at the same time, as a redelivery to both would. The
+// failures alert is published once, with its evidence, and the alert state
+// ends with an empty outbox. Every alert matches docs/alert.schema.json.
+func TestReplicasAlertOnce(t *testing.T) {
 	t.Parallel()
-	cfg := config.Default().Regression
-	cfg.MinFiring = time.Minute
-	key := regress.Key{Agent: "support", Version: "2", ScoringVersion: "1.2.0"}
-	t0 := time.Date(2026, 12, 3, 8, 0, 0, 0, time.UTC)
-	drift := func(firing bool, current float64) regress.Evaluation {
-		s := regress.Signal{Kind: regress.KindDrift, Metric: regress.MetricOverall, Baseline: 90, Current: current, Firing: firing}
-		ev := regress.Evaluation{Kind: regress.KindDrift, Judged: []string{regress.MetricOverall},
-			Firing: map[string]regress.Signal{}, Status: map[string]regress.Signal{s.Metric: s}}
-		if firing {
-			ev.Firing[s.Metric] = s
-		}
-		return ev
+	ctx := context.Background()
+	ns := testenv.StartNATS(t)
+	js := testenv.JetStream(t, ns.URL())
+	cfg := config.Default()
+	cfg.Regression.MinFiring = 0
+	subj := wire.Default()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if err := broker.EnsureStreams(ctx, js, subj, cfg, log); err != nil {
+		t.Fatal(err)
 	}
-	var st wire.AlertState
-	step := func(ev regress.Evaluation, at time.Time, seq uint64) {
-		advance(&st, ev, func(s regress.Signal) wire.Alert { return alertFrom(key, ev, s, "RM/AJ", seq, at) }, cfg, at, "RM/AJ", seq)
+	kv, err := detect.OpenBucket(ctx, js, subj, cfg.NATS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := broker.Env{JS: js, Subjects: subj, Timeouts: broker.TimeoutsFrom(cfg.NATS), Now: time.Now, Log: log}
+	replicas := []*detect.Detector{
+		detect.New(env, kv, cfg.Regression, metrics.NewPipeline(prometheus.NewRegistry())),
+		detect.New(env, kv, cfg.Regression, metrics.NewPipeline(prometheus.NewRegistry())),
 	}
 
-	step(drift(true, 70), t0, 10)
-	if len(st.Outbox) != 1 || st.Outbox[0].Status != wire.AlertFiring || !st.Outbox[0].Since.Equal(t0) {
-		t.Fatalf("after the first firing evaluation, outbox %+v", st.Outbox)
+	scorer, err := scoring.NewScorer(scoring.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
 	}
-	if id := st.Outbox[0].ID; !strings.HasPrefix(id, "drift/support/2/1.2.0/overall@10") {
-		t.Errorf("alert id %q", id)
+	steady := population.Baseline("support", "7")
+	steady.ErrorCloseRate = 0
+	failing := steady
+	failing.ErrorCloseRate = 0.7
+	cards := append(population.Generate(scorer, steady, 11, 60), population.Generate(scorer, failing, 12, 20)...)
+	testenv.PublishCards(t, js, cards, 0)
+
+	cons, err := js.OrderedConsumer(ctx, subj.ResultStream(), jetstream.OrderedConsumerConfig{})
+	if err != nil {
+		t.Fatal(err)
 	}
-	st.Outbox = nil
-	step(drift(true, 68), t0.Add(10*time.Second), 11)
-	if len(st.Outbox) != 0 {
-		t.Fatalf("a metric still firing was recorded again: %+v", st.Outbox)
+	for range cards {
+		m, err := cons.Next(jetstream.FetchMaxWait(5 * time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		errs := make([]error, len(replicas))
+		for i, d := range replicas {
+			wg.Go(func() { errs[i] = d.Handle(ctx, m) })
+		}
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("replica %d: %v", i, err)
+			}
+		}
 	}
-	step(drift(false, 89), t0.Add(30*time.Second), 12)
-	if len(st.Outbox) != 0 || len(st.Firing) != 1 {
-		t.Fatalf("resolved inside min_firing: outbox %+v, firing %d", st.Outbox, len(st.Firing))
+
+	schema, err := jsonschema.NewCompiler().Compile("../../../docs/alert.schema.json")
+	if err != nil {
+		t.Fatal(err)
 	}
-	step(drift(false, 89.5), t0.Add(2*time.Minute), 13)
-	if len(st.Outbox) != 1 || len(st.Firing) != 0 {
-		t.Fatalf("not resolved after min_firing: outbox %+v, firing %d", st.Outbox, len(st.Firing))
+	var alerts []wire.Alert
+	for _, m := range streamMsgs(t, js, subj.AlertStream()) {
+		var a wire.Alert
+		if err := json.Unmarshal(m.Data(), &a); err != nil {
+			t.Fatal(err)
+		}
+		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(m.Data()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := schema.Validate(doc); err != nil {
+			t.Errorf("alert does not match docs/alert.schema.json: %v\n%s", err, m.Data())
+		}
+		alerts = append(alerts, a)
 	}
-	r := st.Outbox[0]
-	if r.Status != wire.AlertResolved || r.Current != 89.5 || r.Seq != 13 || !r.Since.Equal(t0) {
-		t.Errorf("resolved alert %+v: want the resolving figures (current 89.5, seq 13) and the firing episode's since", r)
+	seen := map[string]int{}
+	var failures int
+	for _, a := range alerts {
+		seen[a.ID+"/"+a.Status]++
+		if a.Kind == regress.KindFailures && a.Metric == regress.MetricCRError && a.Status == wire.AlertFiring {
+			failures++
+			if len(a.WorstSessions) == 0 || a.Test != "binomial_tail" || a.Current < a.Baseline+0.05 {
+				t.Errorf("failures alert evidence %+v", a)
+			}
+		}
+	}
+	for id, n := range seen {
+		if n > 1 {
+			t.Errorf("alert %s published %d times by two replicas", id, n)
+		}
+	}
+	if failures != 1 {
+		t.Fatalf("%d firing %s alerts, want 1 (all: %d)", failures, regress.MetricCRError, len(alerts))
+	}
+	key := regress.Key{Agent: "support", Version: "7", ScoringVersion: cards[0].ScoringVersion}
+	e, err := kv.Get(ctx, regress.AlertStateKey(key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st regress.AlertState
+	if err := json.Unmarshal(e.Value(), &st); err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Outbox) != 0 || len(st.Firing) == 0 {
+		t.Errorf("alert state after the run: %d firing, outbox %d (want firing, outbox empty)", len(st.Firing), len(st.Outbox))
 	}
 }
 
-// TestAdvanceRegressionHysteresis: a regression against a baseline that is
-// no longer significant but still near the threshold stays firing
-// (regress.Evaluation.Clear); one clearly back to normal resolves.
-func TestAdvanceRegressionHysteresis(t *testing.T) {
-	t.Parallel()
-	cfg := config.Default().Regression
-	cfg.MinFiring = 0
-	fdr := cfg.Detect.FDR
-	key := regress.Key{Agent: "booking", Version: "3", ScoringVersion: "1.2.0"}
-	at := time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC)
-	comparison := func(q, effect float64) regress.Evaluation {
-		c := regress.Comparison{Judged: true, Metrics: []regress.MetricResult{{Metric: regress.MetricE2EP50, Worse: true, Q: q,
-			Effect: effect, MinEffect: 0.2, Baseline: 1.0, Current: 1.0 + effect}}}
-		return regress.Evaluation{Kind: regress.KindRegression, Judged: []string{regress.MetricE2EP50}, Firing: map[string]regress.Signal{},
-			Comparison: &c}
+func streamMsgs(t *testing.T, js jetstream.JetStream, stream string) []jetstream.Msg {
+	t.Helper()
+	ctx := context.Background()
+	s, err := js.Stream(ctx, stream)
+	if err != nil {
+		t.Fatal(err)
 	}
-	st := wire.AlertState{Firing: map[string]wire.Alert{
-		regress.KindRegression + "/" + regress.MetricE2EP50: {ID: "x", Kind: regress.KindRegression, Since: at.Add(-time.Hour)},
-	}}
-	for _, tc := range []struct {
-		q, effect float64
-		resolves  bool
-	}{
-		{1.5 * fdr, 0.25, false}, // not significant, but neither far from it nor a small effect
-		{3 * fdr, 0.25, true},    // q above 2 × fdr
-		{1.5 * fdr, 0.05, true},  // effect below half the minimum
-	} {
-		s := st
-		s.Firing = map[string]wire.Alert{}
-		for k, v := range st.Firing {
-			s.Firing[k] = v
-		}
-		s.Outbox = nil
-		ev := comparison(tc.q, tc.effect)
-		advance(&s, ev, func(sig regress.Signal) wire.Alert { return alertFrom(key, ev, sig, "RM/AJ", 7, at) }, cfg, at, "RM/AJ", 7)
-		if got := len(s.Outbox) == 1 && s.Outbox[0].Status == wire.AlertResolved; got != tc.resolves {
-			t.Errorf("q %.3f effect %.2f: resolved %v, want %v", tc.q, tc.effect, got, tc.resolves)
-		}
+	info, err := s.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
 	}
+	if info.State.Msgs == 0 {
+		return nil
+	}
+	cons, err := js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []jetstream.Msg
+	for uint64(len(out)) < info.State.Msgs {
+		m, err := cons.Next(jetstream.FetchMaxWait(5 * time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, m)
+	}
+	return out
 }

@@ -7,7 +7,6 @@ import (
 	"github.com/livekit/protocol/livekit"
 	"github.com/livekit/protocol/livekit/agent"
 
-	"github.com/lkscore/lkscore/consumer/wire"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/scoring"
 )
@@ -65,8 +64,8 @@ const MaxObservations = 256
 // factUpdate is what one signal adds to a session's facts.
 type Update struct {
 	RoomID, JobID string
-	Observations  []wire.Observation
-	Recording     *wire.RecordingRef
+	Observations  []Observation
+	Recording     *RecordingRef
 	JobEnded      bool
 	Spans         []scoring.Span
 }
@@ -74,19 +73,19 @@ type Update struct {
 // Merge adds u to f and reports whether anything changed. A session any
 // signal says is redacted keeps no error text (an error can quote what was
 // said): none is added, and any added before is dropped.
-func Merge(f *wire.SessionFacts, u Update) bool {
+func Merge(f *SessionFacts, u Update) bool {
 	changed := false
 	redacted := redactedIn(f.Observations) || redactedIn(u.Observations)
 	if redacted {
 		n := len(f.Observations)
-		f.Observations = slices.DeleteFunc(f.Observations, func(o wire.Observation) bool { return o.Field == FieldErrorText })
+		f.Observations = slices.DeleteFunc(f.Observations, func(o Observation) bool { return o.Field == FieldErrorText })
 		changed = len(f.Observations) != n
 	}
 	for _, o := range u.Observations {
 		if redacted && o.Field == FieldErrorText {
 			continue
 		}
-		i, found := slices.BinarySearchFunc(f.Observations, o, wire.Observation.Compare)
+		i, found := slices.BinarySearchFunc(f.Observations, o, Observation.Compare)
 		if found || len(f.Observations) >= MaxObservations {
 			continue
 		}
@@ -112,8 +111,8 @@ func Merge(f *wire.SessionFacts, u Update) bool {
 }
 
 // redactedIn reports whether any observation says the session is redacted.
-func redactedIn(obs []wire.Observation) bool {
-	return slices.ContainsFunc(obs, func(o wire.Observation) bool { return o.Field == FieldRedaction && o.Value == "true" })
+func redactedIn(obs []Observation) bool {
+	return slices.ContainsFunc(obs, func(o Observation) bool { return o.Field == FieldRedaction && o.Value == "true" })
 }
 
 // closeReasonOrder breaks ties between equally trusted close reasons: the
@@ -124,10 +123,10 @@ var closeReasonOrder = map[string]int{agent.CloseReason_CR_ERROR.String(): 0, ag
 
 // Resolve derives the facts from a set of observations. It is a pure
 // function of the set: the same observations in any order resolve alike.
-func Resolve(obs []wire.Observation) wire.Resolved {
-	r := wire.Resolved{CloseReason: agent.CloseReason_CR_UNKNOWN.String(), CloseReasonSource: SourceAbsent}
+func Resolve(obs []Observation) Resolved {
+	r := Resolved{CloseReason: agent.CloseReason_CR_UNKNOWN.String(), CloseReasonSource: SourceAbsent}
 	r.Provenance = map[string]string{}
-	best := map[string]wire.Observation{}
+	best := map[string]Observation{}
 	tags := map[string]bool{}
 	for _, o := range obs {
 		if notBest(&r, tags, o) {
@@ -157,7 +156,7 @@ func Resolve(obs []wire.Observation) wire.Resolved {
 		sdk = o.Value
 	}
 	if reason, evidence := story.closeReason(sdk); reason != "" {
-		o := wire.Observation{Field: FieldCloseReason, Value: reason, Source: SourceRoom, Evidence: evidence}
+		o := Observation{Field: FieldCloseReason, Value: reason, Source: SourceRoom, Evidence: evidence}
 		if cur, ok := best[FieldCloseReason]; !ok || better(o, cur, closeReasonRank) {
 			best[FieldCloseReason] = o
 		}
@@ -186,7 +185,7 @@ func Resolve(obs []wire.Observation) wire.Resolved {
 
 // better reports whether o is trusted over cur: by its source's rank, then,
 // between close reasons, the more serious, then by the observations' order.
-func better(o, cur wire.Observation, rank map[string]int) bool {
+func better(o, cur Observation, rank map[string]int) bool {
 	if d := rank[o.Source] - rank[cur.Source]; d != 0 {
 		return d > 0
 	}
@@ -201,7 +200,7 @@ func better(o, cur wire.Observation, rank map[string]int) bool {
 // notBest applies to r an observation of a field that is not one value
 // from its best source (tags, flags, inputs, the session report's word, the
 // room's story, which Resolve reads apart) and reports whether o was one.
-func notBest(r *wire.Resolved, tags map[string]bool, o wire.Observation) bool {
+func notBest(r *Resolved, tags map[string]bool, o Observation) bool {
 	switch o.Field {
 	case FieldTag:
 		tags[o.Value] = true
@@ -230,7 +229,7 @@ func notBest(r *wire.Resolved, tags map[string]bool, o wire.Observation) bool {
 // unnamedEvidence says why no close reason was named where a signal said
 // something about the end: the agent left the room, by LiveKit's job status
 // or the room's webhooks.
-func unnamedEvidence(r wire.Resolved, story roomStory, sdk string) string {
+func unnamedEvidence(r Resolved, story roomStory, sdk string) string {
 	if why := story.ambiguous(sdk); why != "" {
 		return why
 	}

@@ -6,28 +6,26 @@ import (
 	"reflect"
 	"slices"
 	"testing"
-
-	"github.com/lkscore/lkscore/consumer/wire"
 )
 
 func TestResolvePrecedence(t *testing.T) {
 	t.Parallel()
-	cr := func(value, source string) wire.Observation {
-		return wire.Observation{Field: FieldCloseReason, Value: value, Source: source, Evidence: source + ": x"}
+	cr := func(value, source string) Observation {
+		return Observation{Field: FieldCloseReason, Value: value, Source: source, Evidence: source + ": x"}
 	}
 	for _, tc := range []struct {
 		name       string
-		obs        []wire.Observation
+		obs        []Observation
 		want, from string
 	}{
 		{"nothing", nil, "CR_UNKNOWN", SourceAbsent},
-		{"job failed only", []wire.Observation{cr("CR_ERROR", SourceJobStatus)}, "CR_ERROR", SourceJobStatus},
-		{"implied beats job status", []wire.Observation{cr("CR_ERROR", SourceJobStatus), cr("CR_PARTICIPANT_DISCONNECTED", SourceOTLPLogImplied)}, "CR_PARTICIPANT_DISCONNECTED", SourceOTLPLogImplied},
-		{"named log beats implied", []wire.Observation{cr("CR_PARTICIPANT_DISCONNECTED", SourceOTLPLogImplied), cr("CR_USER_INITIATED", SourceOTLPLog)}, "CR_USER_INITIATED", SourceOTLPLog},
-		{"span beats log", []wire.Observation{cr("CR_USER_INITIATED", SourceOTLPLog), cr("CR_JOB_SHUTDOWN", SourceOTLPSpan)}, "CR_JOB_SHUTDOWN", SourceOTLPSpan},
-		{"summary beats all", []wire.Observation{cr("CR_JOB_SHUTDOWN", SourceOTLPSpan), cr("CR_COMPLETED", SourceSummary), cr("CR_ERROR", SourceJobStatus)}, "CR_COMPLETED", SourceSummary},
-		{"unknown says nothing", []wire.Observation{cr("CR_UNKNOWN", SourceSummary), cr("CR_ERROR", SourceJobStatus)}, "CR_ERROR", SourceJobStatus},
-		{"tie: the more serious", []wire.Observation{cr("CR_PARTICIPANT_DISCONNECTED", SourceOTLPLogImplied), cr("CR_ERROR", SourceOTLPLogImplied)}, "CR_ERROR", SourceOTLPLogImplied},
+		{"job failed only", []Observation{cr("CR_ERROR", SourceJobStatus)}, "CR_ERROR", SourceJobStatus},
+		{"implied beats job status", []Observation{cr("CR_ERROR", SourceJobStatus), cr("CR_PARTICIPANT_DISCONNECTED", SourceOTLPLogImplied)}, "CR_PARTICIPANT_DISCONNECTED", SourceOTLPLogImplied},
+		{"named log beats implied", []Observation{cr("CR_PARTICIPANT_DISCONNECTED", SourceOTLPLogImplied), cr("CR_USER_INITIATED", SourceOTLPLog)}, "CR_USER_INITIATED", SourceOTLPLog},
+		{"span beats log", []Observation{cr("CR_USER_INITIATED", SourceOTLPLog), cr("CR_JOB_SHUTDOWN", SourceOTLPSpan)}, "CR_JOB_SHUTDOWN", SourceOTLPSpan},
+		{"summary beats all", []Observation{cr("CR_JOB_SHUTDOWN", SourceOTLPSpan), cr("CR_COMPLETED", SourceSummary), cr("CR_ERROR", SourceJobStatus)}, "CR_COMPLETED", SourceSummary},
+		{"unknown says nothing", []Observation{cr("CR_UNKNOWN", SourceSummary), cr("CR_ERROR", SourceJobStatus)}, "CR_ERROR", SourceJobStatus},
+		{"tie: the more serious", []Observation{cr("CR_PARTICIPANT_DISCONNECTED", SourceOTLPLogImplied), cr("CR_ERROR", SourceOTLPLogImplied)}, "CR_ERROR", SourceOTLPLogImplied},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := Resolve(tc.obs)
@@ -36,7 +34,7 @@ func TestResolvePrecedence(t *testing.T) {
 			}
 		})
 	}
-	r := Resolve([]wire.Observation{{Field: FieldAgentName, Value: "from-otlp", Source: SourceOTLP}, {Field: FieldAgentName, Value: "from-webhook", Source: SourceWebhook}})
+	r := Resolve([]Observation{{Field: FieldAgentName, Value: "from-otlp", Source: SourceOTLP}, {Field: FieldAgentName, Value: "from-webhook", Source: SourceWebhook}})
 	if r.AgentName != "from-webhook" || r.Provenance[FieldAgentName] != SourceWebhook {
 		t.Errorf("agent name %q from %q", r.AgentName, r.Provenance[FieldAgentName])
 	}
@@ -47,17 +45,17 @@ func TestResolvePrecedence(t *testing.T) {
 func TestMergeOrderIndependent(t *testing.T) {
 	t.Parallel()
 	updates := []Update{
-		{Observations: []wire.Observation{{Field: FieldAgentName, Value: "a", Source: SourceOTLP}, {Field: FieldCloseReason, Value: "CR_ERROR", Source: SourceOTLPLogImplied, Evidence: "e1"}}},
-		{Observations: []wire.Observation{{Field: FieldAgentName, Value: "b", Source: SourceWebhook}, {Field: FieldJobStatus, Value: "JS_FAILED", Source: SourceWebhook}}, JobEnded: true},
-		{Observations: []wire.Observation{{Field: FieldCloseReason, Value: "CR_USER_INITIATED", Source: SourceOTLPLog, Evidence: "e2"}, {Field: FieldTag, Value: "t2", Source: SourceOTLP}}},
-		{Observations: []wire.Observation{{Field: FieldTag, Value: "t1", Source: SourceOTLP}, {Field: FieldSimulated, Value: "true", Source: SourceHeader}}, Recording: &wire.RecordingRef{SessionKey: "RM/AJ"}},
+		{Observations: []Observation{{Field: FieldAgentName, Value: "a", Source: SourceOTLP}, {Field: FieldCloseReason, Value: "CR_ERROR", Source: SourceOTLPLogImplied, Evidence: "e1"}}},
+		{Observations: []Observation{{Field: FieldAgentName, Value: "b", Source: SourceWebhook}, {Field: FieldJobStatus, Value: "JS_FAILED", Source: SourceWebhook}}, JobEnded: true},
+		{Observations: []Observation{{Field: FieldCloseReason, Value: "CR_USER_INITIATED", Source: SourceOTLPLog, Evidence: "e2"}, {Field: FieldTag, Value: "t2", Source: SourceOTLP}}},
+		{Observations: []Observation{{Field: FieldTag, Value: "t1", Source: SourceOTLP}, {Field: FieldSimulated, Value: "true", Source: SourceHeader}}, Recording: &RecordingRef{SessionKey: "RM/AJ"}},
 	}
-	var want *wire.SessionFacts
+	var want *SessionFacts
 	for i := range 200 {
 		order := slices.Clone(updates)
 		order = append(order, updates[i%len(updates)]) // a duplicate
 		rand.Shuffle(len(order), func(a, b int) { order[a], order[b] = order[b], order[a] })
-		f := &wire.SessionFacts{}
+		f := &SessionFacts{}
 		for _, u := range order {
 			Merge(f, u)
 		}

@@ -11,7 +11,6 @@ import (
 	"github.com/livekit/protocol/livekit"
 	"github.com/livekit/protocol/livekit/agent"
 
-	"github.com/lkscore/lkscore/consumer/wire"
 	"github.com/lkscore/lkscore/scoring"
 )
 
@@ -91,7 +90,7 @@ func StoredIdentity(identity string) string {
 // an end (a Cloud migration). orderNanos orders departures: the event's
 // created_at (seconds) first, then when the stream stored it (LiveKit's
 // notifier sends one room's events in order).
-func DepartureObservation(ev *livekit.WebhookEvent, storedNanos int64) *wire.Observation {
+func DepartureObservation(ev *livekit.WebhookEvent, storedNanos int64) *Observation {
 	p := ev.GetParticipant()
 	if p == nil {
 		return nil
@@ -110,14 +109,14 @@ func DepartureObservation(ev *livekit.WebhookEvent, storedNanos int64) *wire.Obs
 		return nil
 	}
 	order := fmt.Sprintf("%012d.%019d", max(ev.GetCreatedAt(), 0), max(storedNanos, 0))
-	return &wire.Observation{Field: FieldDeparture, Value: order + " " + role + " " + reason + " " + IdentityHash(p.GetIdentity()),
+	return &Observation{Field: FieldDeparture, Value: order + " " + role + " " + reason + " " + IdentityHash(p.GetIdentity()),
 		Source: SourceRoom, Evidence: ev.GetEvent() + " kind=" + p.GetKind().String() + " disconnect_reason=" + reason}
 }
 
 // RoomEndObservation is a finished room's end reason (the event's
 // room_end_reason; ROOM_END_UNKNOWN from servers that do not set it).
-func RoomEndObservation(ev *livekit.WebhookEvent) wire.Observation {
-	return wire.Observation{Field: FieldRoomEnd, Value: ev.GetRoomEndReason().String(), Source: SourceRoom, Evidence: "room_finished"}
+func RoomEndObservation(ev *livekit.WebhookEvent) Observation {
+	return Observation{Field: FieldRoomEnd, Value: ev.GetRoomEndReason().String(), Source: SourceRoom, Evidence: "room_finished"}
 }
 
 // departure is one parsed departure observation.
@@ -141,7 +140,7 @@ type roomStory struct {
 	finished   bool
 }
 
-func storyOf(obs []wire.Observation) roomStory {
+func storyOf(obs []Observation) roomStory {
 	var s roomStory
 	agents := map[string]bool{}
 	for _, o := range obs {
@@ -309,7 +308,7 @@ func (s roomStory) ambiguous(sdk string) string {
 }
 
 // apply sets the room's facts on r.
-func (s roomStory) apply(r *wire.Resolved) {
+func (s roomStory) apply(r *Resolved) {
 	if d, ok := s.first(); ok {
 		r.EndedBy = d.role
 	}

@@ -14,13 +14,13 @@ import (
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/consumer/broker"
 	"github.com/lkscore/lkscore/consumer/internal/failure"
-	"github.com/lkscore/lkscore/consumer/wire"
+	"github.com/lkscore/lkscore/wire"
 )
 
 // Store reads and merges session facts in the KV bucket, every write a
 // compare-and-set (broker.KV).
 type Store struct {
-	kv  broker.KV[wire.SessionFacts]
+	kv  broker.KV[SessionFacts]
 	now func() time.Time
 	// RedactAll keeps no error text of any session (privacy.redaction:
 	// always): every session is redacted.
@@ -29,8 +29,8 @@ type Store struct {
 
 // newFactStore works on the facts bucket kv.
 func NewStore(kv jetstream.KeyValue, timeout time.Duration, now func() time.Time) *Store {
-	return &Store{now: now, kv: broker.KV[wire.SessionFacts]{Bucket: kv, Timeout: timeout,
-		Decode: func(_ string, _ uint64, data []byte, f *wire.SessionFacts) error { return Decode(data, f) }}}
+	return &Store{now: now, kv: broker.KV[SessionFacts]{Bucket: kv, Timeout: timeout,
+		Decode: func(_ string, _ uint64, data []byte, f *SessionFacts) error { return Decode(data, f) }}}
 }
 
 // Bucket is the facts bucket, for watching it.
@@ -44,15 +44,15 @@ func (s *Store) Add(ctx context.Context, u Update) error {
 		return failure.Permanent(errors.New("session facts need a room id"))
 	}
 	if s.RedactAll {
-		u.Observations = slices.DeleteFunc(slices.Clone(u.Observations), func(o wire.Observation) bool { return o.Field == FieldErrorText })
+		u.Observations = slices.DeleteFunc(slices.Clone(u.Observations), func(o Observation) bool { return o.Field == FieldErrorText })
 	}
-	key := wire.FactsKey(u.RoomID, u.JobID)
+	key := Key(u.RoomID, u.JobID)
 	joined := true
-	written, _, err := s.kv.Modify(ctx, key, nil, func(f *wire.SessionFacts) bool {
+	written, _, err := s.kv.Modify(ctx, key, nil, func(f *SessionFacts) bool {
 		if f.RoomID == "" {
 			f.RoomID, f.JobID = u.RoomID, u.JobID
 		}
-		joined = f.RoomJoined || wire.IsRoomFactsKey(key)
+		joined = f.RoomJoined || IsRoomKey(key)
 		if !Merge(f, u) {
 			return false
 		}
@@ -70,7 +70,7 @@ func (s *Store) Add(ctx context.Context, u Update) error {
 	}
 	// Continue from the entry just written: no read of it, unless another
 	// writer changed it meanwhile (the compare-and-set says so).
-	_, _, err = s.kv.Modify(ctx, key, &written, func(f *wire.SessionFacts) bool {
+	_, _, err = s.kv.Modify(ctx, key, &written, func(f *SessionFacts) bool {
 		if f.RoomID == "" || f.RoomJoined {
 			return false
 		}
@@ -91,12 +91,12 @@ const maxRoomSessions = 64
 // observations as of that write. Room webhooks (locate's roomEvent) add to the same
 // entry with compare-and-swap and then copy to every session it lists, so
 // whichever of the two writes second sees the other: no room fact is missed.
-func (s *Store) joinRoom(ctx context.Context, roomID, key string) ([]wire.Observation, error) {
-	var obs []wire.Observation
-	err := s.Modify(ctx, wire.RoomFactsKey(roomID), func(f *wire.SessionFacts) bool {
+func (s *Store) joinRoom(ctx context.Context, roomID, key string) ([]Observation, error) {
+	var obs []Observation
+	err := s.Modify(ctx, RoomKey(roomID), func(f *SessionFacts) bool {
 		obs = slices.Clone(f.Observations)
 		if f.RoomID == "" {
-			f.RoomID, f.JobID = roomID, wire.RoomKeyJob
+			f.RoomID, f.JobID = roomID, RoomKeyJob
 		}
 		i, found := slices.BinarySearch(f.Sessions, key)
 		if found || len(f.Sessions) >= maxRoomSessions {
@@ -109,8 +109,8 @@ func (s *Store) joinRoom(ctx context.Context, roomID, key string) ([]wire.Observ
 }
 
 // AddTo adds observations to an existing entry; an absent one stays absent.
-func (s *Store) AddTo(ctx context.Context, key string, obs []wire.Observation) error {
-	return s.Modify(ctx, key, func(f *wire.SessionFacts) bool {
+func (s *Store) AddTo(ctx context.Context, key string, obs []Observation) error {
+	return s.Modify(ctx, key, func(f *SessionFacts) bool {
 		if f.RoomID == "" || !Merge(f, Update{Observations: obs}) {
 			return false
 		}
@@ -124,7 +124,7 @@ func (s *Store) AddTo(ctx context.Context, key string, obs []wire.Observation) e
 func (s *Store) roomKeys(ctx context.Context, roomID string) ([]string, error) {
 	rctx, cancel := context.WithTimeout(ctx, s.kv.Timeout)
 	defer cancel()
-	lister, err := s.kv.Bucket.ListKeysFiltered(rctx, wire.RoomFactsFilter(roomID))
+	lister, err := s.kv.Bucket.ListKeysFiltered(rctx, RoomFilter(roomID))
 	if errors.Is(err, jetstream.ErrNoKeysFound) {
 		return nil, nil
 	}
@@ -133,7 +133,7 @@ func (s *Store) roomKeys(ctx context.Context, roomID string) ([]string, error) {
 	}
 	var keys []string
 	for k := range lister.Keys() {
-		if !wire.IsRoomFactsKey(k) {
+		if !IsRoomKey(k) {
 			keys = append(keys, k)
 		}
 	}
@@ -142,15 +142,15 @@ func (s *Store) roomKeys(ctx context.Context, roomID string) ([]string, error) {
 
 // Modify applies change to the entry under key (a zero entry when absent)
 // and writes it if change returns true.
-func (s *Store) Modify(ctx context.Context, key string, change func(*wire.SessionFacts) bool) error {
+func (s *Store) Modify(ctx context.Context, key string, change func(*SessionFacts) bool) error {
 	_, _, err := s.kv.Modify(ctx, key, nil, change)
 	return err
 }
 
 // ModifyFrom is Modify starting from a known entry (the caller's last read
 // or write) instead of reading it; change may modify it.
-func (s *Store) ModifyFrom(ctx context.Context, key string, from broker.Entry[wire.SessionFacts],
-	change func(*wire.SessionFacts) bool) error {
+func (s *Store) ModifyFrom(ctx context.Context, key string, from broker.Entry[SessionFacts],
+	change func(*SessionFacts) bool) error {
 	_, _, err := s.kv.Modify(ctx, key, &from, change)
 	return err
 }
@@ -159,10 +159,10 @@ func (s *Store) ModifyFrom(ctx context.Context, key string, from broker.Entry[wi
 // and read several times a session (the store, the settler's watch), so
 // goccy/go-json decodes them: a quarter of encoding/json's CPU on an entry
 // with spans (BenchmarkFactsDecode, docs/performance.md).
-func Decode(data []byte, f *wire.SessionFacts) error { return gojson.Unmarshal(data, f) }
+func Decode(data []byte, f *SessionFacts) error { return gojson.Unmarshal(data, f) }
 
 // Get returns the entry under key and its revision (0 when absent).
-func (s *Store) Get(ctx context.Context, key string) (*wire.SessionFacts, uint64, error) {
+func (s *Store) Get(ctx context.Context, key string) (*SessionFacts, uint64, error) {
 	return s.kv.Get(ctx, key)
 }
 
@@ -174,8 +174,8 @@ func (s *Store) Get(ctx context.Context, key string) (*wire.SessionFacts, uint64
 // lists none (entries written before sessions joined their room) is listed
 // with ListKeysFiltered, which under concurrent writes was seen to return
 // no keys although they existed.
-func (s *Store) RoomObservations(ctx context.Context, roomID, skip string) ([]wire.Observation, error) {
-	room, _, err := s.Get(ctx, wire.RoomFactsKey(roomID))
+func (s *Store) RoomObservations(ctx context.Context, roomID, skip string) ([]Observation, error) {
+	room, _, err := s.Get(ctx, RoomKey(roomID))
 	if err != nil {
 		return nil, err
 	}
@@ -185,7 +185,7 @@ func (s *Store) RoomObservations(ctx context.Context, roomID, skip string) ([]wi
 			return nil, err
 		}
 	}
-	var out []wire.Observation
+	var out []Observation
 	for _, k := range keys {
 		if k == skip {
 			continue

@@ -19,6 +19,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lkscore/lkscore/consumer/internal/work"
+
 	"github.com/livekit/protocol/auth"
 	"github.com/livekit/protocol/livekit"
 	"github.com/nats-io/nats.go"
@@ -26,9 +28,9 @@ import (
 
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/consumer/internal/failure"
-	"github.com/lkscore/lkscore/consumer/wire"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/store"
+	"github.com/lkscore/lkscore/wire"
 )
 
 // uploadStore is what the collector needs from the recording store.
@@ -194,7 +196,7 @@ func verifyObservabilityToken(header string, keys auth.KeyProvider) (string, err
 // header first (parsed and checked), then each part, then the header is
 // written last and the upload committed. written is called between the
 // two: the parts are written, only their durability is awaited.
-func (c *collector) receive(ctx context.Context, mr *multipart.Reader, written func()) (*wire.UploadNotice, error) {
+func (c *collector) receive(ctx context.Context, mr *multipart.Reader, written func()) (*work.UploadNotice, error) {
 	hdr, headerBytes, err := c.readHeader(mr)
 	if err != nil {
 		return nil, err
@@ -209,9 +211,9 @@ func (c *collector) receive(ctx context.Context, mr *multipart.Reader, written f
 	}
 	defer up.Abort(context.WithoutCancel(ctx)) // no-op after Commit
 
-	notice := &wire.UploadNotice{
+	notice := &work.UploadNotice{
 		SessionKey: key, RoomID: hdr.RoomId, JobID: hdr.JobId, Dir: dir,
-		Location: c.store.Location(dir), Objects: map[string]wire.ObjectDigest{},
+		Location: c.store.Location(dir), Objects: map[string]work.ObjectDigest{},
 		ReceivedAt: now, Store: c.store.Identity(),
 	}
 	if err := c.writeParts(ctx, mr, up, notice); err != nil {
@@ -262,7 +264,7 @@ func (c *collector) readHeader(mr *multipart.Reader) (*livekit.MetricsRecordingH
 
 // writeParts streams every remaining part into the upload, each within its
 // limit; parts lkscore does not know (a newer SDK) are read and dropped.
-func (c *collector) writeParts(ctx context.Context, mr *multipart.Reader, up store.Upload, notice *wire.UploadNotice) error {
+func (c *collector) writeParts(ctx context.Context, mr *multipart.Reader, up store.Upload, notice *work.UploadNotice) error {
 	for {
 		part, err := nextPart(mr)
 		if errors.Is(err, io.EOF) {
@@ -300,13 +302,13 @@ func (c *collector) objectFor(part string) (string, int64) {
 	return "", 0
 }
 
-func writeObject(ctx context.Context, up store.Upload, name string, r io.Reader, limit int64) (wire.ObjectDigest, error) {
+func writeObject(ctx context.Context, up store.Upload, name string, r io.Reader, limit int64) (work.ObjectDigest, error) {
 	h := sha256.New()
 	n, err := up.Write(ctx, name, io.TeeReader(r, h), limit)
 	if err != nil {
-		return wire.ObjectDigest{}, err
+		return work.ObjectDigest{}, err
 	}
-	return wire.ObjectDigest{Size: n, SHA256: hexSum(h)}, nil
+	return work.ObjectDigest{Size: n, SHA256: hexSum(h)}, nil
 }
 
 func hexSum(h hash.Hash) string { return hex.EncodeToString(h.Sum(nil)) }
@@ -347,7 +349,7 @@ func nextPart(mr *multipart.Reader) (*multipart.Part, error) {
 }
 
 // announce publishes the upload notice, keyed by session.
-func (c *collector) announce(ctx context.Context, n *wire.UploadNotice) error {
+func (c *collector) announce(ctx context.Context, n *work.UploadNotice) error {
 	if !c.connected() {
 		return errors.New("nats not connected")
 	}

@@ -15,7 +15,7 @@ import (
 
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/consumer/internal/metrics"
-	"github.com/lkscore/lkscore/consumer/wire"
+	"github.com/lkscore/lkscore/wire"
 )
 
 // Options are what the ingest endpoints need.

@@ -29,7 +29,6 @@ import (
 	"github.com/lkscore/lkscore/consumer/internal/facts"
 	"github.com/lkscore/lkscore/consumer/internal/failure"
 	"github.com/lkscore/lkscore/consumer/internal/metrics"
-	"github.com/lkscore/lkscore/consumer/wire"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/scoring"
 )
@@ -296,7 +295,7 @@ func anyString(v *common.AnyValue) string {
 // collector gathers observations per session.
 type factCollector map[sessionID]*facts.Update
 
-func (c factCollector) add(id sessionID, o wire.Observation) {
+func (c factCollector) add(id sessionID, o facts.Observation) {
 	if id.room == "" || o.Value == "" {
 		return
 	}
@@ -312,7 +311,7 @@ func (c factCollector) add(id sessionID, o wire.Observation) {
 
 // span keeps one span of a session.
 func (c factCollector) span(id sessionID, s scoring.Span) {
-	c.add(id, wire.Observation{Field: facts.FieldInput, Value: scoring.InputTraces, Source: facts.SourceOTLP})
+	c.add(id, facts.Observation{Field: facts.FieldInput, Value: scoring.InputTraces, Source: facts.SourceOTLP})
 	if u := c[id]; u != nil && len(u.Spans) < facts.MaxSpans {
 		u.Spans = append(u.Spans, s)
 	}
@@ -320,17 +319,17 @@ func (c factCollector) span(id sessionID, s scoring.Span) {
 
 // common facts every record or span may carry.
 func (c factCollector) identity(id sessionID, a attrs) {
-	c.add(id, wire.Observation{Field: facts.FieldAgentName, Value: a.str("lk.agent_name"), Source: facts.SourceOTLP})
-	c.add(id, wire.Observation{Field: facts.FieldCloudAgentID, Value: a.str("lk.cloud_agent_id"), Source: facts.SourceOTLP})
-	c.add(id, wire.Observation{Field: facts.FieldDeploymentID, Value: a.str("lk.deployment_id"), Source: facts.SourceOTLP})
+	c.add(id, facts.Observation{Field: facts.FieldAgentName, Value: a.str("lk.agent_name"), Source: facts.SourceOTLP})
+	c.add(id, facts.Observation{Field: facts.FieldCloudAgentID, Value: a.str("lk.cloud_agent_id"), Source: facts.SourceOTLP})
+	c.add(id, facts.Observation{Field: facts.FieldDeploymentID, Value: a.str("lk.deployment_id"), Source: facts.SourceOTLP})
 	if a.str("lk.simulation.enabled") == "true" {
-		c.add(id, wire.Observation{Field: facts.FieldSimulated, Value: "true", Source: facts.SourceOTLP})
+		c.add(id, facts.Observation{Field: facts.FieldSimulated, Value: "true", Source: facts.SourceOTLP})
 	}
 	if a.str("lk.redaction.enabled") == "true" {
-		c.add(id, wire.Observation{Field: facts.FieldRedaction, Value: "true", Source: facts.SourceOTLP})
+		c.add(id, facts.Observation{Field: facts.FieldRedaction, Value: "true", Source: facts.SourceOTLP})
 	}
 	if lang := a.str("telemetry.sdk.language"); lang != "" && a.str("service.name") != "" {
-		c.add(id, wire.Observation{Field: facts.FieldSDKLanguage, Value: lang, Source: facts.SourceOTLP, Evidence: "resource telemetry.sdk.language"})
+		c.add(id, facts.Observation{Field: facts.FieldSDKLanguage, Value: lang, Source: facts.SourceOTLP, Evidence: "resource telemetry.sdk.language"})
 	}
 	if v, ok := a.get("lk.close_reason"); ok {
 		evidence := "lk.close_reason=" + facts.Bounded(anyString(v), 64)
@@ -340,17 +339,17 @@ func (c factCollector) identity(id sessionID, a attrs) {
 		c.closeReason(id, facts.SourceOTLPLog, anyString(v), evidence)
 	}
 	if e := a.str(attrCloseError); e != "" && e != "null" {
-		c.add(id, wire.Observation{Field: facts.FieldErrorText, Value: e, Source: facts.SourceOTLP, Evidence: attrCloseError})
+		c.add(id, facts.Observation{Field: facts.FieldErrorText, Value: e, Source: facts.SourceOTLP, Evidence: attrCloseError})
 	}
 	// The room's name: agents-js's chat_history logs carry it as "room",
 	// agents-py's participant-disconnect record too. (The spans' name for
 	// it is lk.pii.room_name: upstream counts it as personal, and
 	// lkscore keeps no lk.pii.* attribute.)
 	if v := a.str("room"); v != "" {
-		c.add(id, wire.Observation{Field: facts.FieldRoomName, Value: v, Source: facts.SourceOTLP, Evidence: "log attribute room"})
+		c.add(id, facts.Observation{Field: facts.FieldRoomName, Value: v, Source: facts.SourceOTLP, Evidence: "log attribute room"})
 	}
 	if v := a.str(attrAgentVersion); v != "" {
-		c.add(id, wire.Observation{Field: facts.FieldTag, Value: facts.Bounded("version:"+v, 128), Source: facts.SourceOTLP, Evidence: attrAgentVersion})
+		c.add(id, facts.Observation{Field: facts.FieldTag, Value: facts.Bounded("version:"+v, 128), Source: facts.SourceOTLP, Evidence: attrAgentVersion})
 	}
 }
 
@@ -365,7 +364,7 @@ const (
 // closeReason records a close reason a signal named.
 func (c factCollector) closeReason(id sessionID, source, raw, evidence string) {
 	name, _ := recording.NormalizeCloseReasonString(raw)
-	c.add(id, wire.Observation{Field: facts.FieldCloseReason, Value: name, Source: source,
+	c.add(id, facts.Observation{Field: facts.FieldCloseReason, Value: name, Source: source,
 		Evidence: source + ": " + facts.Bounded(evidence, facts.MaxEvidence)})
 }
 
@@ -393,7 +392,7 @@ func logFacts(req *collogs.ExportLogsServiceRequest, isJSON bool) map[sessionID]
 				a := attrs{rec.GetAttributes(), sl.GetScope().GetAttributes(), rl.GetResource().GetAttributes()}
 				id := a.session()
 				c.identity(id, a)
-				c.add(id, wire.Observation{Field: facts.FieldInput, Value: scoring.InputLogs, Source: facts.SourceOTLP})
+				c.add(id, facts.Observation{Field: facts.FieldInput, Value: scoring.InputLogs, Source: facts.SourceOTLP})
 				body := facts.Bounded(anyString(rec.GetBody()), 1024)
 				c.logRecord(id, a, body, isJSON)
 			}
@@ -411,7 +410,7 @@ func (c factCollector) logRecord(id sessionID, a attrs, body string, isJSON bool
 		c.errorText(id, a, body)
 		if body == logSessionClosed && isJSON {
 			// Only agents-js exports its logs as OTLP/JSON.
-			c.add(id, wire.Observation{Field: facts.FieldSDKLanguage, Value: sdkLanguageFromJSONLog, Source: facts.SourceOTLP,
+			c.add(id, facts.Observation{Field: facts.FieldSDKLanguage, Value: sdkLanguageFromJSONLog, Source: facts.SourceOTLP,
 				Evidence: "OTLP/JSON log export"})
 		}
 	case strings.HasPrefix(body, logParticipantGone):
@@ -420,22 +419,22 @@ func (c factCollector) logRecord(id sessionID, a attrs, body string, isJSON bool
 		c.closeReason(id, facts.SourceOTLPLogImplied, "error", body)
 		c.errorText(id, a, body)
 	case body == logSessionReport:
-		c.add(id, wire.Observation{Field: facts.FieldAgentName, Value: a.str("agent_name"), Source: facts.SourceOTLP})
+		c.add(id, facts.Observation{Field: facts.FieldAgentName, Value: a.str("agent_name"), Source: facts.SourceOTLP})
 		if expected, known := recordingOptions(a); known {
-			c.add(id, wire.Observation{Field: facts.FieldRecordingExpected, Value: strconv.FormatBool(expected), Source: facts.SourceOTLP,
+			c.add(id, facts.Observation{Field: facts.FieldRecordingExpected, Value: strconv.FormatBool(expected), Source: facts.SourceOTLP,
 				Evidence: "session report: recording options (transcript or audio on: a recording follows)"})
 		}
 		if v := a.str("sdk_version"); v != "" {
-			c.add(id, wire.Observation{Field: facts.FieldSDKVersion, Value: v, Source: facts.SourceOTLP, Evidence: "session report sdk_version"})
+			c.add(id, facts.Observation{Field: facts.FieldSDKVersion, Value: v, Source: facts.SourceOTLP, Evidence: "session report sdk_version"})
 			lang := "python"
 			if isJSON { // only agents-js exports its logs as OTLP/JSON
 				lang = sdkLanguageFromJSONLog
 			}
-			c.add(id, wire.Observation{Field: facts.FieldSDKLanguage, Value: lang, Source: facts.SourceOTLP, Evidence: "session report sdk_version"})
+			c.add(id, facts.Observation{Field: facts.FieldSDKLanguage, Value: lang, Source: facts.SourceOTLP, Evidence: "session report sdk_version"})
 		}
 		if v, ok := a.get("session.tags"); ok {
 			for _, t := range tagValues(v) {
-				c.add(id, wire.Observation{Field: facts.FieldTag, Value: facts.Bounded(t, 128), Source: facts.SourceOTLP})
+				c.add(id, facts.Observation{Field: facts.FieldTag, Value: facts.Bounded(t, 128), Source: facts.SourceOTLP})
 			}
 		}
 	case body == logOutcome:
@@ -443,13 +442,13 @@ func (c factCollector) logRecord(id sessionID, a attrs, body string, isJSON bool
 		if v, ok := a.get("outcome"); ok && v.GetKvlistValue() != nil {
 			out = facts.Bounded(anyString(kvGet(v.GetKvlistValue().GetValues(), "outcome")), 64)
 		}
-		c.add(id, wire.Observation{Field: facts.FieldOutcome, Value: out, Source: facts.SourceOTLP})
+		c.add(id, facts.Observation{Field: facts.FieldOutcome, Value: out, Source: facts.SourceOTLP})
 	case body == logEvaluation:
 		if v, ok := a.get("evaluation"); ok && v.GetKvlistValue() != nil {
 			kv := v.GetKvlistValue().GetValues()
 			name, verdict := anyString(kvGet(kv, "name")), anyString(kvGet(kv, "verdict"))
 			if name != "" {
-				c.add(id, wire.Observation{Field: facts.FieldEvaluation, Value: facts.Bounded(name, 64) + "=" + facts.Bounded(verdict, 32),
+				c.add(id, facts.Observation{Field: facts.FieldEvaluation, Value: facts.Bounded(name, 64) + "=" + facts.Bounded(verdict, 32),
 					Source: facts.SourceOTLP})
 			}
 		}
@@ -478,7 +477,7 @@ func (c factCollector) errorText(id sessionID, a attrs, body string) {
 		}
 	}
 	if text != "" {
-		c.add(id, wire.Observation{Field: facts.FieldErrorText, Value: facts.Bounded(text, facts.MaxEvidence), Source: facts.SourceOTLP,
+		c.add(id, facts.Observation{Field: facts.FieldErrorText, Value: facts.Bounded(text, facts.MaxEvidence), Source: facts.SourceOTLP,
 			Evidence: facts.Bounded(body, 64)})
 	}
 }

@@ -9,15 +9,34 @@ import (
 	"path"
 	"strings"
 
+	"github.com/lkscore/lkscore/consumer/internal/facts"
+
 	"github.com/livekit/protocol/livekit"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/consumer/broker"
 	"github.com/lkscore/lkscore/consumer/internal/failure"
-	"github.com/lkscore/lkscore/consumer/wire"
 	"github.com/lkscore/lkscore/recording"
+	"github.com/lkscore/lkscore/wire"
 )
+
+// EgressLinkKey is an egress file's entry in the egress links bucket
+// (wire.Subjects.EgressLinks): "<room_id>.<egress_id>".
+func EgressLinkKey(roomID, egressID string) string {
+	return wire.Token(roomID) + "." + wire.Token(egressID)
+}
+
+// EgressLink records an egress's output files for a room, in the
+// <stream prefix>_EGRESS_LINKS key-value bucket under "<room_id>.<egress_id>".
+type EgressLink struct {
+	RoomID    string   `json:"room_id"`
+	RoomName  string   `json:"room_name,omitempty"`
+	EgressID  string   `json:"egress_id"`
+	Status    string   `json:"status"`
+	Locations []string `json:"locations"`
+	EndedAt   int64    `json:"ended_at,omitempty"` // Unix ns, as EgressInfo has it
+}
 
 // mediaExt are extensions of egress media files: linked, never parsed.
 var mediaExt = map[string]bool{".ogg": true, ".oga": true, ".opus": true, ".mp4": true, ".m4a": true, ".webm": true, ".mp3": true,
@@ -60,10 +79,10 @@ func (l *Locator) egressEnded(ctx context.Context, ev *livekit.WebhookEvent) err
 	if len(media) == 0 || l.kv == nil {
 		return nil
 	}
-	link := wire.EgressLink{RoomID: info.GetRoomId(), RoomName: info.GetRoomName(), EgressID: info.GetEgressId(),
+	link := EgressLink{RoomID: info.GetRoomId(), RoomName: info.GetRoomName(), EgressID: info.GetEgressId(),
 		Status: info.GetStatus().String(), Locations: media, EndedAt: info.GetEndedAt()}
 	data, _ := json.Marshal(link)
-	if _, err := l.kv.Put(ctx, wire.EgressLinkKey(link.RoomID, link.EgressID), data); err != nil {
+	if _, err := l.kv.Put(ctx, EgressLinkKey(link.RoomID, link.EgressID), data); err != nil {
 		return fmt.Errorf("store egress link: %w", err)
 	}
 	return nil
@@ -87,7 +106,7 @@ func (l *Locator) multipartObject(ctx context.Context, loc recording.Location) e
 	if err != nil {
 		return err
 	}
-	ref := &wire.RecordingRef{SessionKey: s.Key, RoomName: s.RoomName, Object: loc.Key, Bucket: loc.Bucket,
+	ref := &facts.RecordingRef{SessionKey: s.Key, RoomName: s.RoomName, Object: loc.Key, Bucket: loc.Bucket,
 		Location: "s3://" + loc.Bucket + "/" + loc.Key, Origin: "egress_ended", Problems: s.Problems}
 	return l.facts.Add(ctx, l.recordingUpdate(s, ref, nil))
 }

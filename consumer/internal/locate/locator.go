@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/lkscore/lkscore/consumer/internal/work"
+
 	"github.com/livekit/protocol/livekit"
 	"github.com/livekit/protocol/livekit/agent"
 	"github.com/nats-io/nats.go/jetstream"
@@ -24,7 +26,6 @@ import (
 	"github.com/lkscore/lkscore/consumer/internal/failure"
 	"github.com/lkscore/lkscore/consumer/internal/ingest"
 	"github.com/lkscore/lkscore/consumer/internal/metrics"
-	"github.com/lkscore/lkscore/consumer/wire"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/regress"
 	"github.com/lkscore/lkscore/store"
@@ -100,7 +101,7 @@ func (l *Locator) Handle(ctx context.Context, m jetstream.Msg) error {
 	subj := m.Subject()
 	switch {
 	case subj == l.Subjects.UploadStored():
-		var n wire.UploadNotice
+		var n work.UploadNotice
 		if err := json.Unmarshal(m.Data(), &n); err != nil || n.Dir == "" {
 			return failure.Permanent(fmt.Errorf("upload notice is not valid: %v", err))
 		}
@@ -189,7 +190,7 @@ func (l *Locator) jobStarted(ctx context.Context, ev *livekit.WebhookEvent) erro
 	if err != nil {
 		return err
 	}
-	obs := slices.DeleteFunc(l.jobObservations(job), func(o wire.Observation) bool {
+	obs := slices.DeleteFunc(l.jobObservations(job), func(o facts.Observation) bool {
 		return o.Field == facts.FieldJobStatus || o.Field == facts.FieldCloseReason || o.Field == facts.FieldJobError
 	})
 	return l.facts.Add(ctx, facts.Update{RoomID: room.GetSid(), JobID: job.GetId(), Observations: withRoomName(room, obs...)})
@@ -199,33 +200,33 @@ func (l *Locator) jobStarted(ctx context.Context, ev *livekit.WebhookEvent) erro
 // is CR_ERROR unless its error is the agent's normal departure
 // (isDepartureError): livekit-server ends every job whose agent left the
 // room that way, a clean one included.
-func (l *Locator) jobObservations(job *livekit.Job) []wire.Observation {
+func (l *Locator) jobObservations(job *livekit.Job) []facts.Observation {
 	status := job.GetState().GetStatus()
 	jobErr := facts.Bounded(job.GetState().GetError(), facts.MaxEvidence)
-	obs := []wire.Observation{
+	obs := []facts.Observation{
 		{Field: facts.FieldAgentName, Value: job.GetAgentName(), Source: facts.SourceWebhook},
 		{Field: facts.FieldDeploymentID, Value: job.GetDeployment(), Source: facts.SourceWebhook},
 		{Field: facts.FieldJobStatus, Value: status.String(), Source: facts.SourceWebhook},
 		{Field: facts.FieldJobError, Value: jobErr, Source: facts.SourceWebhook},
 	}
 	if id := job.GetState().GetParticipantIdentity(); id != "" {
-		obs = append(obs, wire.Observation{Field: facts.FieldAgentIdentity, Value: facts.IdentityHash(id), Source: facts.SourceWebhook})
+		obs = append(obs, facts.Observation{Field: facts.FieldAgentIdentity, Value: facts.IdentityHash(id), Source: facts.SourceWebhook})
 	}
 	if job.GetEnableRedaction() {
-		obs = append(obs, wire.Observation{Field: facts.FieldRedaction, Value: "true", Source: facts.SourceWebhook})
+		obs = append(obs, facts.Observation{Field: facts.FieldRedaction, Value: "true", Source: facts.SourceWebhook})
 	}
 	if tag := l.version.tag(job); tag != "" {
-		obs = append(obs, wire.Observation{Field: facts.FieldTag, Value: tag, Source: facts.SourceWebhook, Evidence: "metadata " + l.version.key})
+		obs = append(obs, facts.Observation{Field: facts.FieldTag, Value: tag, Source: facts.SourceWebhook, Evidence: "metadata " + l.version.key})
 	}
 	if status == livekit.JobStatus_JS_FAILED && !facts.IsDepartureError(jobErr) {
 		evidence := "job_status: JS_FAILED"
 		if jobErr != "" {
 			evidence += " (" + jobErr + ")"
 		}
-		obs = append(obs, wire.Observation{Field: facts.FieldCloseReason, Value: agent.CloseReason_CR_ERROR.String(), Source: facts.SourceJobStatus,
+		obs = append(obs, facts.Observation{Field: facts.FieldCloseReason, Value: agent.CloseReason_CR_ERROR.String(), Source: facts.SourceJobStatus,
 			Evidence: evidence})
 	}
-	return slices.DeleteFunc(obs, func(o wire.Observation) bool { return o.Value == "" })
+	return slices.DeleteFunc(obs, func(o facts.Observation) bool { return o.Value == "" })
 }
 
 func (l *Locator) roomFinished(ctx context.Context, ev *livekit.WebhookEvent) error {
@@ -273,32 +274,32 @@ func (l *Locator) record(ctx context.Context, f located) error {
 	if err != nil {
 		return err
 	}
-	ref := &wire.RecordingRef{SessionKey: s.Key, RoomName: s.RoomName, Dir: f.dir, Location: l.store.Location(f.dir),
+	ref := &facts.RecordingRef{SessionKey: s.Key, RoomName: s.RoomName, Dir: f.dir, Location: l.store.Location(f.dir),
 		Origin: f.origin, Problems: s.Problems}
 	return l.facts.Add(ctx, l.recordingUpdate(s, ref, f.job))
 }
 
 // recordingUpdate is what a located recording adds to its session's facts:
 // where it is, what its header says, and the ended job when one came with it.
-func (l *Locator) recordingUpdate(s *recording.Session, ref *wire.RecordingRef, job *livekit.Job) facts.Update {
+func (l *Locator) recordingUpdate(s *recording.Session, ref *facts.RecordingRef, job *livekit.Job) facts.Update {
 	u := facts.Update{RoomID: s.RoomID, JobID: s.JobID, Recording: ref}
 	if s.CloseReasonSource == recording.SourceSummary {
-		u.Observations = append(u.Observations, wire.Observation{Field: facts.FieldCloseReason, Value: s.CloseReason,
+		u.Observations = append(u.Observations, facts.Observation{Field: facts.FieldCloseReason, Value: s.CloseReason,
 			Source: facts.SourceSummary, Evidence: "summary: close_reason=" + s.CloseReason})
 	}
 	if v := s.Summary.SDK; v != "" {
-		u.Observations = append(u.Observations, wire.Observation{Field: facts.FieldSDKLanguage, Value: facts.Bounded(v, 32), Source: facts.SourceHeader,
+		u.Observations = append(u.Observations, facts.Observation{Field: facts.FieldSDKLanguage, Value: facts.Bounded(v, 32), Source: facts.SourceHeader,
 			Evidence: "summary sdk"})
 	}
 	if v := s.Summary.SDKVersion; v != "" {
-		u.Observations = append(u.Observations, wire.Observation{Field: facts.FieldSDKVersion, Value: facts.Bounded(v, 32), Source: facts.SourceHeader,
+		u.Observations = append(u.Observations, facts.Observation{Field: facts.FieldSDKVersion, Value: facts.Bounded(v, 32), Source: facts.SourceHeader,
 			Evidence: "summary sdk_version"})
 	}
 	if s.Simulated {
-		u.Observations = append(u.Observations, wire.Observation{Field: facts.FieldSimulated, Value: "true", Source: facts.SourceHeader})
+		u.Observations = append(u.Observations, facts.Observation{Field: facts.FieldSimulated, Value: "true", Source: facts.SourceHeader})
 	}
 	if s.RedactionEnabled {
-		u.Observations = append(u.Observations, wire.Observation{Field: facts.FieldRedaction, Value: "true", Source: facts.SourceHeader})
+		u.Observations = append(u.Observations, facts.Observation{Field: facts.FieldRedaction, Value: "true", Source: facts.SourceHeader})
 	}
 	if job != nil {
 		u.Observations = append(u.Observations, l.jobObservations(job)...)

@@ -10,7 +10,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/lkscore/lkscore/consumer/internal/facts"
-	"github.com/lkscore/lkscore/consumer/wire"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/store"
 )
@@ -102,7 +101,7 @@ func (r *Retention) sweep(ctx context.Context) (int, error) {
 			continue
 		}
 		v, _ := r.layout.Match(dir + recording.ObjectHeader)
-		f, _, err := r.facts.Get(ctx, wire.FactsKey(v.RoomID, recording.FactsJobID(v.JobID)))
+		f, _, err := r.facts.Get(ctx, facts.Key(v.RoomID, recording.FactsJobID(v.JobID)))
 		if err != nil {
 			return n, err
 		}

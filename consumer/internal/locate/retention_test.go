@@ -12,10 +12,10 @@ import (
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/consumer/internal/facts"
 	"github.com/lkscore/lkscore/consumer/internal/metrics"
-	"github.com/lkscore/lkscore/consumer/wire"
 	"github.com/lkscore/lkscore/internal/testenv"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/store"
+	"github.com/lkscore/lkscore/wire"
 )
 
 // TestRetentionDeletesOldKeepsFresh: under a fake clock, an upload older
@@ -50,12 +50,12 @@ func TestRetentionDeletesOldKeepsFresh(t *testing.T) {
 			}
 		}
 		room, job := filepath.Dir(filepath.Dir(s.dir)), filepath.Base(s.dir)
-		u := facts.Update{RoomID: room, JobID: job, Recording: &wire.RecordingRef{SessionKey: room + "/" + job, Dir: s.dir}}
+		u := facts.Update{RoomID: room, JobID: job, Recording: &facts.RecordingRef{SessionKey: room + "/" + job, Dir: s.dir}}
 		if err := fs.Add(ctx, u); err != nil {
 			t.Fatal(err)
 		}
 		if s.published {
-			_ = fs.Modify(ctx, wire.FactsKey(room, job), func(f *wire.SessionFacts) bool { f.PublishedAt = &now; return true })
+			_ = fs.Modify(ctx, facts.Key(room, job), func(f *facts.SessionFacts) bool { f.PublishedAt = &now; return true })
 		}
 	}
 	m := metrics.NewPipeline(nil)

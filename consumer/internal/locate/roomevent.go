@@ -10,20 +10,19 @@ import (
 
 	"github.com/lkscore/lkscore/consumer/internal/facts"
 	"github.com/lkscore/lkscore/consumer/internal/failure"
-	"github.com/lkscore/lkscore/consumer/wire"
 )
 
 // roomEvent records a room webhook's facts: in the room's own entry, then in
 // every session entry the room's entry lists. A duplicate event still copies
 // (a crash may have stopped the first copy half-way); copies add nothing twice.
-func (l *Locator) roomEvent(ctx context.Context, roomID string, obs ...wire.Observation) error {
+func (l *Locator) roomEvent(ctx context.Context, roomID string, obs ...facts.Observation) error {
 	if roomID == "" {
 		return failure.Permanent(errors.New("room webhook without room.sid"))
 	}
 	var sessions []string
-	err := l.facts.Modify(ctx, wire.RoomFactsKey(roomID), func(f *wire.SessionFacts) bool {
+	err := l.facts.Modify(ctx, facts.RoomKey(roomID), func(f *facts.SessionFacts) bool {
 		if f.RoomID == "" {
-			f.RoomID, f.JobID = roomID, wire.RoomKeyJob
+			f.RoomID, f.JobID = roomID, facts.RoomKeyJob
 		}
 		sessions = slices.Clone(f.Sessions)
 		if !facts.Merge(f, facts.Update{Observations: obs}) {
@@ -58,9 +57,9 @@ func (l *Locator) participantLeft(ctx context.Context, ev *livekit.WebhookEvent,
 
 // withRoomName adds the room's name, which every room webhook carries, to a
 // room event's observations.
-func withRoomName(room *livekit.Room, obs ...wire.Observation) []wire.Observation {
+func withRoomName(room *livekit.Room, obs ...facts.Observation) []facts.Observation {
 	if name := room.GetName(); name != "" {
-		obs = append(obs, wire.Observation{Field: facts.FieldRoomName, Value: facts.Bounded(name, facts.MaxEvidence), Source: facts.SourceWebhook})
+		obs = append(obs, facts.Observation{Field: facts.FieldRoomName, Value: facts.Bounded(name, facts.MaxEvidence), Source: facts.SourceWebhook})
 	}
 	return obs
 }

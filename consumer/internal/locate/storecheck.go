@@ -6,10 +6,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lkscore/lkscore/consumer/internal/work"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/lkscore/lkscore/consumer/internal/failure"
-	"github.com/lkscore/lkscore/consumer/wire"
 )
 
 // StoreCheck catches a misplaced store: an ingest process that stores
@@ -42,7 +43,7 @@ func NewStoreCheck(own string, metric prometheus.Counter, log *slog.Logger, now 
 }
 
 // check compares a notice's store with this process's.
-func (c *StoreCheck) check(n *wire.UploadNotice) error {
+func (c *StoreCheck) check(n *work.UploadNotice) error {
 	if c == nil || n.Store == "" { // notices from before stores had identities
 		return nil
 	}

@@ -22,10 +22,10 @@ import (
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/consumer/internal/facts"
 	"github.com/lkscore/lkscore/consumer/internal/score"
-	"github.com/lkscore/lkscore/consumer/wire"
 	"github.com/lkscore/lkscore/dashboard"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/wire"
 )
 
 // UI is the dashboard on the ops listener: it answers 503 until the
@@ -350,14 +350,14 @@ func redactItems(items []scoring.Item) {
 }
 
 // factsOf returns the facts of a scorecard's session key.
-func factsOf(ctx context.Context, fs *facts.Store, key string) (*wire.SessionFacts, error) {
+func factsOf(ctx context.Context, fs *facts.Store, key string) (*facts.SessionFacts, error) {
 	room, job, _ := strings.Cut(key, "/")
-	f, _, err := fs.Get(ctx, wire.FactsKey(room, recording.FactsJobID(job)))
+	f, _, err := fs.Get(ctx, facts.Key(room, recording.FactsJobID(job)))
 	return f, err
 }
 
 // recordingOf returns a session's facts, which say where its recording is.
-func recordingOf(ctx context.Context, fs *facts.Store, key string) (*wire.SessionFacts, error) {
+func recordingOf(ctx context.Context, fs *facts.Store, key string) (*facts.SessionFacts, error) {
 	f, err := factsOf(ctx, fs, key)
 	if err != nil {
 		return nil, err

@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lkscore/lkscore/consumer/internal/work"
+
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
@@ -20,10 +22,10 @@ import (
 	"github.com/lkscore/lkscore/consumer/internal/facts"
 	"github.com/lkscore/lkscore/consumer/internal/failure"
 	"github.com/lkscore/lkscore/consumer/internal/metrics"
-	"github.com/lkscore/lkscore/consumer/wire"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/scoring"
 	"github.com/lkscore/lkscore/store"
+	"github.com/lkscore/lkscore/wire"
 )
 
 // Reader is what a worker needs from the recording store.
@@ -74,7 +76,7 @@ func New(env broker.Env, fs *facts.Store, st Reader, scorer *scoring.Scorer, cfg
 
 // Handle scores one work item; the caller acks only when it returns nil.
 func (w *Worker) Handle(ctx context.Context, m jetstream.Msg) error {
-	var item wire.WorkItem
+	var item work.Item
 	if err := json.Unmarshal(m.Data(), &item); err != nil {
 		return failure.Permanent(fmt.Errorf("work item is not valid JSON: %w", err))
 	}
@@ -139,7 +141,7 @@ func (w *Worker) Handle(ctx context.Context, m jetstream.Msg) error {
 
 // input is the scoring input of one work item: its recording (unless it
 // has none), its facts from every signal, and its spans.
-func (w *Worker) input(ctx context.Context, item wire.WorkItem) (scoring.Session, error) {
+func (w *Worker) input(ctx context.Context, item work.Item) (scoring.Session, error) {
 	in := scoring.Session{Key: item.SessionKey, RoomID: item.RoomID, RoomName: item.RoomName, JobID: item.JobID,
 		AgentName: item.AgentName, Source: "spans://" + item.SessionKey}
 	if !item.MetadataOnly {
@@ -172,7 +174,7 @@ func (w *Worker) input(ctx context.Context, item wire.WorkItem) (scoring.Session
 // store (privacy.mode metadata_only): the header, the facts and the
 // scorecard stay. An error retries the message; the scorecard is not
 // published twice (its msg id dedups it).
-func (w *Worker) dropContent(ctx context.Context, item wire.WorkItem) error {
+func (w *Worker) dropContent(ctx context.Context, item work.Item) error {
 	if item.Dir == "" {
 		w.Log.Warn("metadata_only: a raw multipart object cannot be trimmed; it is kept whole", "session_key", item.SessionKey,
 			"object", item.Object, "bucket", item.Bucket)
@@ -187,7 +189,7 @@ func (w *Worker) dropContent(ctx context.Context, item wire.WorkItem) error {
 	w.Log.Info("transcript and audio dropped after scoring (privacy.mode metadata_only)", "session_key", item.SessionKey, "dir", item.Dir)
 	room, job := item.RoomID, item.JobID
 	now := time.Now().UTC()
-	return w.facts.Modify(ctx, wire.FactsKey(room, job), func(f *wire.SessionFacts) bool {
+	return w.facts.Modify(ctx, facts.Key(room, job), func(f *facts.SessionFacts) bool {
 		if f.RoomID == "" || f.ContentDroppedAt != nil {
 			return false
 		}
@@ -200,7 +202,7 @@ func (w *Worker) dropContent(ctx context.Context, item wire.WorkItem) error {
 // layout; a raw multipart object's audio is not read) and audio.enabled.
 // A recording that cannot be measured is a finding, not an error; a store
 // failure is retried.
-func (w *Worker) audio(ctx context.Context, item wire.WorkItem) (*scoring.Audio, error) {
+func (w *Worker) audio(ctx context.Context, item work.Item) (*scoring.Audio, error) {
 	if !w.audioCfg.Enabled || item.Dir == "" {
 		return nil, nil
 	}
@@ -222,7 +224,7 @@ func (w *Worker) audio(ctx context.Context, item wire.WorkItem) (*scoring.Audio,
 }
 
 // load reads the item's recording; one gone from the store is permanent.
-func (w *Worker) load(ctx context.Context, item wire.WorkItem) (*recording.Session, error) {
+func (w *Worker) load(ctx context.Context, item work.Item) (*recording.Session, error) {
 	s, err := Load(ctx, w.store, &item.RecordingRef, w.lim, w.maxUpload)
 	if errors.Is(err, recording.ErrNotFound) {
 		return nil, failure.Permanent(fmt.Errorf("recording gone from the store: %w", err))
@@ -232,7 +234,7 @@ func (w *Worker) load(ctx context.Context, item wire.WorkItem) (*recording.Sessi
 
 // Load reads a located session: a directory upload or a raw
 // multipart object.
-func Load(ctx context.Context, st Reader, ref *wire.RecordingRef, lim recording.Limits, maxUpload int64) (*recording.Session, error) {
+func Load(ctx context.Context, st Reader, ref *facts.RecordingRef, lim recording.Limits, maxUpload int64) (*recording.Session, error) {
 	if ref.Dir != "" {
 		return recording.Load(ctx, st, ref.Dir, lim)
 	}

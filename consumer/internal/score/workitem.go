@@ -4,11 +4,12 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/lkscore/lkscore/consumer/internal/work"
+
 	"github.com/lkscore/lkscore/config"
-	"github.com/lkscore/lkscore/consumer/wire"
 )
 
-func validateItem(w wire.WorkItem) error {
+func validateItem(w work.Item) error {
 	switch {
 	case w.SessionKey == "" || w.RoomID == "":
 		return errors.New("work item lacks session_key or room_id")

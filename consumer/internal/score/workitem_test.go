@@ -4,7 +4,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lkscore/lkscore/consumer/wire"
+	"github.com/lkscore/lkscore/consumer/internal/facts"
+	"github.com/lkscore/lkscore/consumer/internal/work"
+
 	"github.com/lkscore/lkscore/scoring"
 )
 
@@ -13,22 +15,22 @@ import (
 // close reason.
 func TestValidateItem(t *testing.T) {
 	t.Parallel()
-	ok := wire.WorkItem{RecordingRef: wire.RecordingRef{SessionKey: "RM/AJ", Dir: "RM/AJ/"}, RoomID: "RM", CloseReason: "CR_COMPLETED"}
-	spans := &wire.Resolved{Spans: []scoring.Span{{ID: "s1", Name: scoring.SpanAgentTurn}}}
+	ok := work.Item{RecordingRef: facts.RecordingRef{SessionKey: "RM/AJ", Dir: "RM/AJ/"}, RoomID: "RM", CloseReason: "CR_COMPLETED"}
+	spans := &facts.Resolved{Spans: []scoring.Span{{ID: "s1", Name: scoring.SpanAgentTurn}}}
 	for _, tc := range []struct {
 		name string
-		edit func(*wire.WorkItem)
+		edit func(*work.Item)
 		want string // "" valid, else part of the error
 	}{
-		{"directory upload", func(*wire.WorkItem) {}, ""},
-		{"multipart object", func(w *wire.WorkItem) { w.Dir, w.Object = "", "up.bin" }, ""},
-		{"metadata only", func(w *wire.WorkItem) { w.Dir, w.MetadataOnly, w.Facts = "", true, spans }, ""},
-		{"no session key", func(w *wire.WorkItem) { w.SessionKey = "" }, "session_key"},
-		{"both places", func(w *wire.WorkItem) { w.Object = "up.bin" }, "exactly one"},
-		{"no place", func(w *wire.WorkItem) { w.Dir = "" }, "exactly one"},
-		{"metadata only with a dir", func(w *wire.WorkItem) { w.MetadataOnly, w.Facts = true, spans }, "no dir"},
-		{"metadata only without spans", func(w *wire.WorkItem) { w.Dir, w.MetadataOnly = "", true }, "spans"},
-		{"bad close reason", func(w *wire.WorkItem) { w.CloseReason = "completed" }, "not a proto name"},
+		{"directory upload", func(*work.Item) {}, ""},
+		{"multipart object", func(w *work.Item) { w.Dir, w.Object = "", "up.bin" }, ""},
+		{"metadata only", func(w *work.Item) { w.Dir, w.MetadataOnly, w.Facts = "", true, spans }, ""},
+		{"no session key", func(w *work.Item) { w.SessionKey = "" }, "session_key"},
+		{"both places", func(w *work.Item) { w.Object = "up.bin" }, "exactly one"},
+		{"no place", func(w *work.Item) { w.Dir = "" }, "exactly one"},
+		{"metadata only with a dir", func(w *work.Item) { w.MetadataOnly, w.Facts = true, spans }, "no dir"},
+		{"metadata only without spans", func(w *work.Item) { w.Dir, w.MetadataOnly = "", true }, "spans"},
+		{"bad close reason", func(w *work.Item) { w.CloseReason = "completed" }, "not a proto name"},
 	} {
 		w := ok
 		tc.edit(&w)

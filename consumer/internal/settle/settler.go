@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lkscore/lkscore/consumer/internal/work"
+
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -17,9 +19,13 @@ import (
 	"github.com/lkscore/lkscore/consumer/broker"
 	"github.com/lkscore/lkscore/consumer/internal/facts"
 	"github.com/lkscore/lkscore/consumer/internal/metrics"
-	"github.com/lkscore/lkscore/consumer/wire"
 	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/wire"
 )
+
+// LowWaterKey holds the settlers' low-water mark in the facts bucket:
+// a revision below which every entry is published or has no recording.
+const LowWaterKey = "_lkscore.settler_low_water"
 
 // Settler publishes session work once a session's facts are settled: at
 // once when they are complete (recording stored, job ended, close reason
@@ -89,7 +95,7 @@ func NewSettler(env broker.Env, nc *nats.Conn, fs *facts.Store, cfg config.Pipel
 // facts complete, or its settle window over) with the step that says which.
 type publishJob struct {
 	key   string
-	f     *wire.SessionFacts
+	f     *facts.SessionFacts
 	rev   uint64
 	ready time.Time
 	step  string
@@ -160,7 +166,7 @@ func (s *Settler) lowWaterKV() broker.KV[uint64] {
 
 // loadLowWater reads the stored mark (0: none, replay everything).
 func (s *Settler) loadLowWater(ctx context.Context) uint64 {
-	v, _, err := s.lowWaterKV().Get(ctx, wire.SettlerLowWaterKey)
+	v, _, err := s.lowWaterKV().Get(ctx, LowWaterKey)
 	if err != nil {
 		s.Log.Warn("settler: low-water mark not read; watching every session's facts", "err", err)
 		return 0
@@ -190,7 +196,7 @@ func (s *Settler) saveLowWater(ctx context.Context) {
 	if low <= s.savedLow {
 		return
 	}
-	stored, _, err := s.lowWaterKV().Modify(ctx, wire.SettlerLowWaterKey, nil, func(cur *uint64) bool {
+	stored, _, err := s.lowWaterKV().Modify(ctx, LowWaterKey, nil, func(cur *uint64) bool {
 		if *cur >= low {
 			return false
 		}
@@ -240,7 +246,7 @@ func (s *Settler) reconnects() uint64 {
 func (s *Settler) consider(ctx context.Context, e jetstream.KeyValueEntry) {
 	key := e.Key()
 	s.lastRev = max(s.lastRev, e.Revision())
-	if key == wire.SettlerLowWaterKey {
+	if key == LowWaterKey {
 		return
 	}
 	if e.Operation() != jetstream.KeyValuePut {
@@ -248,7 +254,7 @@ func (s *Settler) consider(ctx context.Context, e jetstream.KeyValueEntry) {
 		delete(s.revs, key)
 		return
 	}
-	var f wire.SessionFacts
+	var f facts.SessionFacts
 	if err := facts.Decode(e.Value(), &f); err != nil {
 		s.Log.Error("settler: session facts are not valid JSON", "key", key, "err", err)
 		s.setPending(key, time.Time{})
@@ -386,7 +392,7 @@ func (s *Settler) publish(ctx context.Context, j publishJob) {
 
 // publishKey publishes key's work unless it was already; it reports
 // whether this call put new work on the stream.
-func (s *Settler) publishKey(ctx context.Context, key string, f *wire.SessionFacts, rev uint64) (bool, error) {
+func (s *Settler) publishKey(ctx context.Context, key string, f *facts.SessionFacts, rev uint64) (bool, error) {
 	if f == nil {
 		var err error
 		if f, rev, err = s.facts.Get(ctx, key); err != nil {
@@ -404,7 +410,7 @@ func (s *Settler) publishKey(ctx context.Context, key string, f *wire.SessionFac
 		if err != nil {
 			return false, err
 		}
-		obs = append(append([]wire.Observation(nil), obs...), more...)
+		obs = append(append([]facts.Observation(nil), obs...), more...)
 	}
 	r := facts.Resolve(obs)
 	item := workItemFrom(f, r, s.Now())
@@ -435,7 +441,7 @@ func (s *Settler) publishKey(ctx context.Context, key string, f *wire.SessionFac
 	// Marked published from the entry just read: a compare-and-set on its
 	// revision, re-read only if it changed meanwhile.
 	published := s.Now().UTC()
-	err = s.facts.ModifyFrom(ctx, key, broker.Entry[wire.SessionFacts]{Value: f, Rev: rev}, func(f *wire.SessionFacts) bool {
+	err = s.facts.ModifyFrom(ctx, key, broker.Entry[facts.SessionFacts]{Value: f, Rev: rev}, func(f *facts.SessionFacts) bool {
 		if f.PublishedAt != nil {
 			return false
 		}
@@ -463,7 +469,7 @@ const originSpans = "spans"
 // settle window once the session report said no recording follows, a
 // second once the agent_session span (it ends when the session closes) has
 // come too, and pipeline.recording_deadline when no report said.
-func (s *Settler) spansSettle(f *wire.SessionFacts) time.Duration {
+func (s *Settler) spansSettle(f *facts.SessionFacts) time.Duration {
 	if RecordingExpected(f) == "" {
 		return max(s.noReport, s.window)
 	}
@@ -474,13 +480,13 @@ func (s *Settler) spansSettle(f *wire.SessionFacts) time.Duration {
 }
 
 // workItemFrom is the work for a session with settled facts.
-func workItemFrom(f *wire.SessionFacts, r wire.Resolved, now time.Time) wire.WorkItem {
+func workItemFrom(f *facts.SessionFacts, r facts.Resolved, now time.Time) work.Item {
 	r.Spans = f.Spans
 	if f.Recording == nil { // scored from its spans and logs
-		return wire.WorkItem{RecordingRef: wire.RecordingRef{SessionKey: f.RoomID + "/" + f.JobID, Origin: originSpans},
+		return work.Item{RecordingRef: facts.RecordingRef{SessionKey: f.RoomID + "/" + f.JobID, Origin: originSpans},
 			RoomID: f.RoomID, JobID: f.JobID, AgentName: r.AgentName, CloseReason: r.CloseReason,
 			CloseReasonSource: r.CloseReasonSource, MetadataOnly: true, LocatedAt: now.UTC(), Facts: &r}
 	}
-	return wire.WorkItem{RecordingRef: *f.Recording, RoomID: f.RoomID, JobID: f.JobID, AgentName: r.AgentName,
+	return work.Item{RecordingRef: *f.Recording, RoomID: f.RoomID, JobID: f.JobID, AgentName: r.AgentName,
 		CloseReason: r.CloseReason, CloseReasonSource: r.CloseReasonSource, LocatedAt: now.UTC(), Facts: &r}
 }

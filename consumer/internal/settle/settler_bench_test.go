@@ -14,8 +14,8 @@ import (
 	"github.com/lkscore/lkscore/consumer/broker"
 	"github.com/lkscore/lkscore/consumer/internal/facts"
 	"github.com/lkscore/lkscore/consumer/internal/metrics"
-	"github.com/lkscore/lkscore/consumer/wire"
 	"github.com/lkscore/lkscore/internal/testenv"
+	"github.com/lkscore/lkscore/wire"
 )
 
 // BenchmarkSettlerComplete: how fast one settler publishes sessions whose
@@ -54,8 +54,8 @@ func BenchmarkSettlerComplete(b *testing.B) {
 			for i := range b.N {
 				room, job := fmt.Sprintf("RM_b%d", i), fmt.Sprintf("AJ_b%d", i)
 				if err := fs.Add(ctx, facts.Update{RoomID: room, JobID: job, JobEnded: true,
-					Recording: &wire.RecordingRef{SessionKey: room + "/" + job, Dir: room + "/" + job + "/"},
-					Observations: []wire.Observation{{Field: facts.FieldCloseReason, Value: "CR_USER_INITIATED", Source: facts.SourceSummary,
+					Recording: &facts.RecordingRef{SessionKey: room + "/" + job, Dir: room + "/" + job + "/"},
+					Observations: []facts.Observation{{Field: facts.FieldCloseReason, Value: "CR_USER_INITIATED", Source: facts.SourceSummary,
 						Evidence: "summary: close_reason=CR_USER_INITIATED"}}}); err != nil {
 					b.Fatal(err)
 				}

@@ -14,7 +14,7 @@ import (
 	"github.com/lkscore/lkscore/consumer/broker"
 	"github.com/lkscore/lkscore/consumer/internal/failure"
 	"github.com/lkscore/lkscore/consumer/internal/metrics"
-	"github.com/lkscore/lkscore/consumer/wire"
+	"github.com/lkscore/lkscore/wire"
 )
 
 // DeadLetters publishes messages that could not be processed to

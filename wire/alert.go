@@ -2,8 +2,6 @@ package wire
 
 import (
 	"time"
-
-	"github.com/lkscore/lkscore/regress"
 )
 
 // Alert statuses.
@@ -33,11 +31,24 @@ type Alert struct {
 	NBaseline      int     `json:"n_baseline"`
 	NCurrent       int     `json:"n_current"`
 	// BaselineOf says what the current figures were compared with.
-	BaselineOf    string               `json:"baseline_of"`
-	WorstSessions []regress.SessionRef `json:"worst_sessions,omitempty"`
-	CodesGrown    []regress.CodeShare  `json:"codes_grown,omitempty"`
-	Session       string               `json:"session"` // the scorecard that changed the state
-	Seq           uint64               `json:"seq"`     // its results stream sequence
-	Since         time.Time            `json:"since"`
-	At            time.Time            `json:"at"`
+	BaselineOf    string       `json:"baseline_of"`
+	WorstSessions []SessionRef `json:"worst_sessions,omitempty"`
+	CodesGrown    []CodeShare  `json:"codes_grown,omitempty"`
+	Session       string       `json:"session"` // the scorecard that changed the state
+	Seq           uint64       `json:"seq"`     // its results stream sequence
+	Since         time.Time    `json:"since"`
+	At            time.Time    `json:"at"`
+}
+
+// SessionRef names a session in alerts: its scorecard key and score.
+type SessionRef struct {
+	Session string  `json:"session"`
+	Overall float64 `json:"overall"`
+}
+
+// CodeShare is a finding code's share of sessions on each side.
+type CodeShare struct {
+	Code     string  `json:"code"`
+	Baseline float64 `json:"baseline"`
+	Current  float64 `json:"current"`
 }

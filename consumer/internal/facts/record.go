@@ -1,16 +1,17 @@
-package wire
+package facts
 
 import (
 	"cmp"
 	"strings"
 	"time"
 
+	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/scoring"
 )
 
 // Session facts: what every signal said about one session (the recording
 // header, webhooks, OTLP logs and spans), kept as a set of observations with
-// their provenance in the KV bucket Subjects.SessionFacts under FactsKey.
+// their provenance in the KV bucket Subjects.SessionFacts under Key.
 // docs/facts.md has the rules that resolve them.
 
 // Observation is one fact one signal gave.
@@ -51,4 +52,38 @@ type SessionFacts struct {
 	// Spans are the session's voice-pipeline spans, a bounded number,
 	// sorted by (start, id).
 	Spans []scoring.Span `json:"spans,omitempty"`
+}
+
+// RecordingRef says where a session's recording is: the locator found it.
+type RecordingRef struct {
+	SessionKey string `json:"session_key"`
+	RoomName   string `json:"room_name,omitempty"`
+	// Dir is the store key prefix of a directory-layout upload ("RM_x/AJ_y/").
+	Dir string `json:"dir,omitempty"`
+	// Object is the key of a raw multipart upload object, instead of Dir;
+	// Bucket names its S3 bucket when it is not the store's own.
+	Object string `json:"object,omitempty"`
+	Bucket string `json:"bucket,omitempty"`
+	// Location points back at the recording (file://…, s3://…) for the scorecard.
+	Location string              `json:"location"`
+	Origin   string              `json:"origin"` // upload, agent_job_ended, room_finished, egress_ended, sweep, spans
+	Problems []recording.Problem `json:"problems,omitempty"`
+}
+
+// Resolved are the facts as scored: each field from its best source. The
+// scoring model's Facts are embedded, so the worker hands them on as they are.
+type Resolved struct {
+	CloseReason         string `json:"close_reason"`
+	CloseReasonSource   string `json:"close_reason_source"`
+	CloseReasonEvidence string `json:"close_reason_evidence,omitempty"`
+	AgentName           string `json:"agent_name,omitempty"`
+	// Inputs are the signals beyond the recording that said something
+	// (scoring.InputTraces, scoring.InputLogs), sorted.
+	Inputs []string `json:"inputs,omitempty"`
+	// RecordingExpected is the session report's word: "true", "false", or
+	// "" when no report said.
+	RecordingExpected string `json:"recording_expected,omitempty"`
+	// Spans are the session's spans, as the facts entry keeps them.
+	Spans []scoring.Span `json:"spans,omitempty"`
+	scoring.Facts
 }

@@ -2,12 +2,12 @@
 // already-published entries, as a week of sessions leaves it, to measure
 // start-up with a large history (README "Performance", docs/performance.md):
 //
-//	go run ./tools/fillfacts --nats-url nats://127.0.0.1:4222 --entries 1000000
+//	go run ./consumer/tools/fillfacts --nats-url nats://127.0.0.1:4222 --entries 1000000
 //
 // The bucket must exist (start lkscore serve against the server once). Each
 // entry is a session lkscore has scored: its observations from a webhook and
 // OTLP logs, its recording's place, published_at set. Like a running lkscore,
-// it leaves the settler's low-water mark past them (wire.SettlerLowWaterKey).
+// it leaves the settler's low-water mark past them (settle.LowWaterKey).
 package main
 
 import (
@@ -19,10 +19,13 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/lkscore/lkscore/consumer/internal/facts"
+	"github.com/lkscore/lkscore/consumer/internal/settle"
+
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/lkscore/lkscore/consumer/wire"
+	"github.com/lkscore/lkscore/wire"
 )
 
 func main() {
@@ -57,7 +60,7 @@ func fill(url, prefix string, n int) error {
 		return fmt.Errorf("bucket %s (start lkscore serve once first): %w", bucket, err)
 	}
 	if n < 0 {
-		return kv.Purge(ctx, wire.SettlerLowWaterKey)
+		return kv.Purge(ctx, settle.LowWaterKey)
 	}
 	start := time.Now()
 	run := start.UnixNano()
@@ -65,8 +68,8 @@ func fill(url, prefix string, n int) error {
 	var bytes int
 	for i := range n {
 		room, job := fmt.Sprintf("RM_fill%d_%08d", run%100000, i), fmt.Sprintf("AJ_fill%d_%08d", run%100000, i)
-		f := wire.SessionFacts{RoomID: room, JobID: job, RoomJoined: true,
-			Observations: []wire.Observation{
+		f := facts.SessionFacts{RoomID: room, JobID: job, RoomJoined: true,
+			Observations: []facts.Observation{
 				{Field: "agent_name", Value: "booking-agent", Source: "webhook"},
 				{Field: "close_reason", Value: "CR_USER_INITIATED", Source: "otlp_log", Evidence: "otlp_log: AgentSession closed reason=user_initiated"},
 				{Field: "deployment_id", Value: "dep_2026_11_25", Source: "webhook"},
@@ -75,7 +78,7 @@ func fill(url, prefix string, n int) error {
 				{Field: "sdk_version", Value: "1.9.0", Source: "otlp", Evidence: "session report sdk_version"},
 				{Field: "tag", Value: "version:1.4.2", Source: "otlp"},
 			},
-			Recording: &wire.RecordingRef{SessionKey: room + "/" + job, Dir: room + "/" + job + "/",
+			Recording: &facts.RecordingRef{SessionKey: room + "/" + job, Dir: room + "/" + job + "/",
 				Location: "s3://recordings/lkscore/" + room + "/" + job + "/", Origin: "upload"},
 			JobEnded: true, LastInputAt: published.Add(-20 * time.Second), PublishedAt: &published,
 		}
@@ -103,7 +106,7 @@ func fill(url, prefix string, n int) error {
 		return err
 	}
 	info := st.(*jetstream.KeyValueBucketStatus).StreamInfo()
-	if _, err := kv.Put(ctx, wire.SettlerLowWaterKey, []byte(strconv.FormatUint(info.State.LastSeq+1, 10))); err != nil {
+	if _, err := kv.Put(ctx, settle.LowWaterKey, []byte(strconv.FormatUint(info.State.LastSeq+1, 10))); err != nil {
 		return err
 	}
 	fmt.Printf("%d entries (%.0f MB) in %s in %.1f s\n", n, float64(bytes)/1e6, bucket, time.Since(start).Seconds())
