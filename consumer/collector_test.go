@@ -13,13 +13,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lkscore/lkscore/consumer/internal/work"
-
 	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/lkscore/lkscore/consumer/internal/work"
 	"github.com/lkscore/lkscore/internal/testenv"
 	"github.com/lkscore/lkscore/recording"
 )

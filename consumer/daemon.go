@@ -26,7 +26,7 @@ import (
 
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/consumer/broker"
-	"github.com/lkscore/lkscore/consumer/internal/facts"
+	"github.com/lkscore/lkscore/consumer/internal/factstore"
 	"github.com/lkscore/lkscore/consumer/internal/ingest"
 	"github.com/lkscore/lkscore/consumer/internal/metrics"
 	"github.com/lkscore/lkscore/consumer/internal/ops"
@@ -131,7 +131,7 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	if err := broker.EnsureStreams(ctx, js, d.subjects, d.cfg, d.log); err != nil {
 		return err
 	}
-	fs, err := facts.Open(ctx, js, d.subjects, d.cfg.NATS, d.log)
+	fs, err := factstore.Open(ctx, js, d.subjects, d.cfg.NATS, d.log)
 	if err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lkscore/lkscore/consumer/internal/facts"
+	"github.com/lkscore/lkscore/consumer/internal/factstore"
 	"github.com/lkscore/lkscore/consumer/internal/ingest"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/regress"
@@ -57,7 +58,7 @@ func Forget(ctx context.Context, js jetstream.JetStream, s wire.Subjects, st for
 	kv, err := js.KeyValue(ctx, s.SessionFacts())
 	fkey := facts.Key(room, factsJob)
 	if err == nil {
-		fs := facts.NewStore(kv, requestTimeout, time.Now)
+		fs := factstore.New(kv, requestTimeout, time.Now)
 		if f, _, gerr := fs.Get(ctx, fkey); gerr == nil {
 			ref = f.Recording
 		}

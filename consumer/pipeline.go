@@ -15,7 +15,7 @@ import (
 	"github.com/lkscore/lkscore/consumer/broker"
 	"github.com/lkscore/lkscore/consumer/internal/deliver"
 	"github.com/lkscore/lkscore/consumer/internal/detect"
-	"github.com/lkscore/lkscore/consumer/internal/facts"
+	"github.com/lkscore/lkscore/consumer/internal/factstore"
 	"github.com/lkscore/lkscore/consumer/internal/locate"
 	"github.com/lkscore/lkscore/consumer/internal/metrics"
 	"github.com/lkscore/lkscore/consumer/internal/score"
@@ -119,7 +119,7 @@ type pipelineDeps struct {
 	nc      *nats.Conn
 	env     broker.Env
 	store   locate.Recordings
-	facts   *facts.Store
+	facts   *factstore.Store
 	metrics *metrics.Pipeline
 }
 

@@ -13,14 +13,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lkscore/lkscore/consumer/internal/locate"
-
 	"github.com/livekit/protocol/auth"
 	"github.com/livekit/protocol/livekit"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lkscore/lkscore/consumer/broker"
+	"github.com/lkscore/lkscore/consumer/internal/locate"
 	"github.com/lkscore/lkscore/internal/testenv"
 	"github.com/lkscore/lkscore/store"
 	"github.com/lkscore/lkscore/wire"

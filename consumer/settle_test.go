@@ -9,14 +9,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lkscore/lkscore/consumer/internal/settle"
-
 	"github.com/livekit/protocol/livekit"
 	"github.com/livekit/protocol/utils/protojson"
 	collogs "go.opentelemetry.io/proto/otlp/collector/logs/v1"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/lkscore/lkscore/consumer/internal/facts"
+	"github.com/lkscore/lkscore/consumer/internal/settle"
 	"github.com/lkscore/lkscore/internal/testenv"
 )
 

@@ -12,14 +12,13 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/lkscore/lkscore/regress"
-
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/consumer/internal/failure"
 	"github.com/lkscore/lkscore/consumer/internal/metrics"
 	"github.com/lkscore/lkscore/notify"
+	"github.com/lkscore/lkscore/regress"
 	"github.com/lkscore/lkscore/wire"
 )
 

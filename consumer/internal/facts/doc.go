@@ -5,5 +5,6 @@
 // set only grows, duplicates are dropped and everything derived from it is a
 // pure function of the set (Merge, Resolve, the room's story), so the final
 // facts depend neither on the order in which signals arrive nor on how
-// often. Store keeps the sets; docs/facts.md has the rules.
+// often. The package is pure (no NATS, S3 or store: CI checks); package
+// factstore keeps the sets in the bucket. docs/facts.md has the rules.
 package facts

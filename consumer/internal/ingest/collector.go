@@ -19,8 +19,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lkscore/lkscore/consumer/internal/work"
-
 	"github.com/livekit/protocol/auth"
 	"github.com/livekit/protocol/livekit"
 	"github.com/nats-io/nats.go"
@@ -28,6 +26,7 @@ import (
 
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/consumer/internal/failure"
+	"github.com/lkscore/lkscore/consumer/internal/work"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/store"
 	"github.com/lkscore/lkscore/wire"

@@ -9,13 +9,12 @@ import (
 	"path"
 	"strings"
 
-	"github.com/lkscore/lkscore/consumer/internal/facts"
-
 	"github.com/livekit/protocol/livekit"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/consumer/broker"
+	"github.com/lkscore/lkscore/consumer/internal/facts"
 	"github.com/lkscore/lkscore/consumer/internal/failure"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/wire"

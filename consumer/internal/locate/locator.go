@@ -14,8 +14,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/lkscore/lkscore/consumer/internal/work"
-
 	"github.com/livekit/protocol/livekit"
 	"github.com/livekit/protocol/livekit/agent"
 	"github.com/nats-io/nats.go/jetstream"
@@ -23,9 +21,11 @@ import (
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/consumer/broker"
 	"github.com/lkscore/lkscore/consumer/internal/facts"
+	"github.com/lkscore/lkscore/consumer/internal/factstore"
 	"github.com/lkscore/lkscore/consumer/internal/failure"
 	"github.com/lkscore/lkscore/consumer/internal/ingest"
 	"github.com/lkscore/lkscore/consumer/internal/metrics"
+	"github.com/lkscore/lkscore/consumer/internal/work"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/regress"
 	"github.com/lkscore/lkscore/store"
@@ -47,7 +47,7 @@ type Recordings interface {
 // the settler (package settle) publishes each session's work from them.
 type Locator struct {
 	broker.Env
-	facts     *facts.Store
+	facts     *factstore.Store
 	kv        jetstream.KeyValue // egress links by room; nil disables them
 	store     Recordings
 	layout    recording.Layout
@@ -64,7 +64,7 @@ type Locator struct {
 // egress (nil: no links), as cfg says (pipeline, limits, recordings,
 // regression.version_metadata_key). shared checks upload notices' store
 // (nil: no check).
-func New(env broker.Env, fs *facts.Store, st Recordings, egress jetstream.KeyValue, cfg config.Config, shared *StoreCheck,
+func New(env broker.Env, fs *factstore.Store, st Recordings, egress jetstream.KeyValue, cfg config.Config, shared *StoreCheck,
 	m *metrics.Pipeline) (*Locator, error) {
 	if env.JS == nil || fs == nil || st == nil || m == nil || env.Log == nil || env.Now == nil {
 		return nil, errors.New("locator: js, facts, store, metrics, log and now are required")

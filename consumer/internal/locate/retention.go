@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/lkscore/lkscore/consumer/internal/facts"
+	"github.com/lkscore/lkscore/consumer/internal/factstore"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/store"
 )
@@ -24,7 +25,7 @@ type Retention struct {
 		store.Lister
 		store.Deleter
 	}
-	facts    *facts.Store
+	facts    *factstore.Store
 	layout   recording.Layout
 	keep     time.Duration
 	interval time.Duration
@@ -39,7 +40,7 @@ type Retention struct {
 func NewRetention(st interface {
 	store.Lister
 	store.Deleter
-}, fs *facts.Store, layout recording.Layout, keep, interval time.Duration, deleted *prometheus.CounterVec, log *slog.Logger,
+}, fs *factstore.Store, layout recording.Layout, keep, interval time.Duration, deleted *prometheus.CounterVec, log *slog.Logger,
 	now func() time.Time) *Retention {
 	return &Retention{store: st, facts: fs, layout: layout, keep: keep, interval: interval, deleted: deleted, log: log, now: now}
 }

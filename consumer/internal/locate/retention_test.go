@@ -11,6 +11,7 @@ import (
 
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/consumer/internal/facts"
+	"github.com/lkscore/lkscore/consumer/internal/factstore"
 	"github.com/lkscore/lkscore/consumer/internal/metrics"
 	"github.com/lkscore/lkscore/internal/testenv"
 	"github.com/lkscore/lkscore/recording"
@@ -26,7 +27,7 @@ func TestRetentionDeletesOldKeepsFresh(t *testing.T) {
 	ns := testenv.StartNATS(t)
 	js := testenv.JetStream(t, ns.URL())
 	cfg := config.Default()
-	fs, err := facts.Open(context.Background(), js, wire.NewSubjects("lkscore.", "LKSCORE"), cfg.NATS, nil)
+	fs, err := factstore.Open(context.Background(), js, wire.NewSubjects("lkscore.", "LKSCORE"), cfg.NATS, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,11 +6,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lkscore/lkscore/consumer/internal/work"
-
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/lkscore/lkscore/consumer/internal/failure"
+	"github.com/lkscore/lkscore/consumer/internal/work"
 )
 
 // StoreCheck catches a misplaced store: an ingest process that stores

@@ -21,6 +21,7 @@ import (
 
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/consumer/internal/facts"
+	"github.com/lkscore/lkscore/consumer/internal/factstore"
 	"github.com/lkscore/lkscore/consumer/internal/score"
 	"github.com/lkscore/lkscore/dashboard"
 	"github.com/lkscore/lkscore/recording"
@@ -76,7 +77,7 @@ func (u *UI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 type sources struct {
 	js       jetstream.JetStream
 	subjects wire.Subjects
-	facts    *facts.Store
+	facts    *factstore.Store
 	store    score.Reader
 	limits   config.Limits
 	privacy  config.Privacy
@@ -86,7 +87,7 @@ type sources struct {
 // Start builds the dashboard (cfg: dashboard, regression, limits, privacy)
 // and makes its index follow the results and alerts streams from the first
 // request on, until Stop.
-func (u *UI) Start(ctx context.Context, cfg config.Config, js jetstream.JetStream, subjects wire.Subjects, fs *facts.Store,
+func (u *UI) Start(ctx context.Context, cfg config.Config, js jetstream.JetStream, subjects wire.Subjects, fs *factstore.Store,
 	st score.Reader, gatherer prometheus.Gatherer, log *slog.Logger) error {
 	index := dashboard.NewIndex(cfg.Dashboard.Window, cfg.Regression.VersionTag)
 	alerts := dashboard.NewAlertIndex(alertWindow)
@@ -350,14 +351,14 @@ func redactItems(items []scoring.Item) {
 }
 
 // factsOf returns the facts of a scorecard's session key.
-func factsOf(ctx context.Context, fs *facts.Store, key string) (*facts.SessionFacts, error) {
+func factsOf(ctx context.Context, fs *factstore.Store, key string) (*facts.SessionFacts, error) {
 	room, job, _ := strings.Cut(key, "/")
 	f, _, err := fs.Get(ctx, facts.Key(room, recording.FactsJobID(job)))
 	return f, err
 }
 
 // recordingOf returns a session's facts, which say where its recording is.
-func recordingOf(ctx context.Context, fs *facts.Store, key string) (*facts.SessionFacts, error) {
+func recordingOf(ctx context.Context, fs *factstore.Store, key string) (*facts.SessionFacts, error) {
 	f, err := factsOf(ctx, fs, key)
 	if err != nil {
 		return nil, err

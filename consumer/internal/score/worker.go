@@ -10,8 +10,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/lkscore/lkscore/consumer/internal/work"
-
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
@@ -20,8 +18,10 @@ import (
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/consumer/broker"
 	"github.com/lkscore/lkscore/consumer/internal/facts"
+	"github.com/lkscore/lkscore/consumer/internal/factstore"
 	"github.com/lkscore/lkscore/consumer/internal/failure"
 	"github.com/lkscore/lkscore/consumer/internal/metrics"
+	"github.com/lkscore/lkscore/consumer/internal/work"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/scoring"
 	"github.com/lkscore/lkscore/store"
@@ -41,7 +41,7 @@ type Reader interface {
 type Worker struct {
 	broker.Env
 	privacy    config.Privacy
-	facts      *facts.Store
+	facts      *factstore.Store
 	deleted    *prometheus.CounterVec // reason
 	store      Reader
 	scorer     *scoring.Scorer
@@ -60,7 +60,7 @@ type Worker struct {
 // New scores with scorer what the store st holds, as cfg says
 // (privacy, limits, audio, the scoring model's audio thresholds,
 // pipeline.agent_results), and records content it drops in fs.
-func New(env broker.Env, fs *facts.Store, st Reader, scorer *scoring.Scorer, cfg config.Config,
+func New(env broker.Env, fs *factstore.Store, st Reader, scorer *scoring.Scorer, cfg config.Config,
 	m *metrics.Pipeline) (*Worker, error) {
 	if env.JS == nil || st == nil || scorer == nil || env.Log == nil || m == nil {
 		return nil, errors.New("worker: js, store, scorer, metrics and log are required")

@@ -4,9 +4,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/lkscore/lkscore/consumer/internal/work"
-
 	"github.com/lkscore/lkscore/config"
+	"github.com/lkscore/lkscore/consumer/internal/work"
 )
 
 func validateItem(w work.Item) error {

@@ -6,7 +6,6 @@ import (
 
 	"github.com/lkscore/lkscore/consumer/internal/facts"
 	"github.com/lkscore/lkscore/consumer/internal/work"
-
 	"github.com/lkscore/lkscore/scoring"
 )
 

@@ -10,15 +10,15 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/lkscore/lkscore/consumer/internal/work"
-
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/consumer/broker"
 	"github.com/lkscore/lkscore/consumer/internal/facts"
+	"github.com/lkscore/lkscore/consumer/internal/factstore"
 	"github.com/lkscore/lkscore/consumer/internal/metrics"
+	"github.com/lkscore/lkscore/consumer/internal/work"
 	"github.com/lkscore/lkscore/scoring"
 	"github.com/lkscore/lkscore/wire"
 )
@@ -38,7 +38,7 @@ const LowWaterKey = "_lkscore.settler_low_water"
 type Settler struct {
 	broker.Env
 	nc     *nats.Conn // nil in tests without reconnects
-	facts  *facts.Store
+	facts  *factstore.Store
 	window time.Duration
 	tick   time.Duration
 	// noReport is how long a session with spans and no recording waits for
@@ -84,7 +84,7 @@ func selectedReasons(cfg config.Pipeline) map[string]bool {
 // NewSettler publishes the sessions of fs as cfg says (settle_window,
 // recording_deadline, close_reasons); nc, when not nil, tells it of
 // reconnects.
-func NewSettler(env broker.Env, nc *nats.Conn, fs *facts.Store, cfg config.Pipeline, m *metrics.Pipeline) *Settler {
+func NewSettler(env broker.Env, nc *nats.Conn, fs *factstore.Store, cfg config.Pipeline, m *metrics.Pipeline) *Settler {
 	return &Settler{Env: env, nc: nc, facts: fs, window: cfg.SettleWindow, tick: min(250*time.Millisecond, cfg.SettleWindow),
 		noReport: cfg.RecordingDeadline, roomFinishedWait: cfg.RoomFinishedWait, selected: selectedReasons(cfg), metrics: m,
 		publishers: settlePublishers}
@@ -255,7 +255,7 @@ func (s *Settler) consider(ctx context.Context, e jetstream.KeyValueEntry) {
 		return
 	}
 	var f facts.SessionFacts
-	if err := facts.Decode(e.Value(), &f); err != nil {
+	if err := factstore.Decode(e.Value(), &f); err != nil {
 		s.Log.Error("settler: session facts are not valid JSON", "key", key, "err", err)
 		s.setPending(key, time.Time{})
 		delete(s.revs, key)

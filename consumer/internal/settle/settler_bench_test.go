@@ -13,6 +13,7 @@ import (
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/consumer/broker"
 	"github.com/lkscore/lkscore/consumer/internal/facts"
+	"github.com/lkscore/lkscore/consumer/internal/factstore"
 	"github.com/lkscore/lkscore/consumer/internal/metrics"
 	"github.com/lkscore/lkscore/internal/testenv"
 	"github.com/lkscore/lkscore/wire"
@@ -40,7 +41,7 @@ func BenchmarkSettlerComplete(b *testing.B) {
 			if err := broker.EnsureStreams(ctx, js, subj, cfg, log); err != nil {
 				b.Fatal(err)
 			}
-			fs, err := facts.Open(ctx, js, subj, cfg.NATS, log)
+			fs, err := factstore.Open(ctx, js, subj, cfg.NATS, log)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -19,12 +19,11 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/lkscore/lkscore/consumer/internal/facts"
-	"github.com/lkscore/lkscore/consumer/internal/settle"
-
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/lkscore/lkscore/consumer/internal/facts"
+	"github.com/lkscore/lkscore/consumer/internal/settle"
 	"github.com/lkscore/lkscore/wire"
 )
 

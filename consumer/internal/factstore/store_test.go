@@ -1,4 +1,4 @@
-package facts
+package factstore
 
 import (
 	"encoding/json"
@@ -8,6 +8,7 @@ import (
 
 	gojson "github.com/goccy/go-json"
 
+	"github.com/lkscore/lkscore/consumer/internal/facts"
 	"github.com/lkscore/lkscore/scoring"
 )
 
@@ -16,10 +17,10 @@ import (
 // agents-js voice call of issue 23 sends.
 func benchFacts() []byte {
 	now := time.Date(2026, 12, 2, 10, 0, 0, 123456789, time.UTC)
-	f := SessionFacts{RoomID: "RM_bench0001", JobID: "AJ_bench0001", LastInputAt: now, JobEnded: true,
-		Recording: &RecordingRef{SessionKey: "RM_bench0001/AJ_bench0001", Dir: "RM_bench0001/AJ_bench0001/", Location: "file:///data/recordings/RM_bench0001/AJ_bench0001/"}}
+	f := facts.SessionFacts{RoomID: "RM_bench0001", JobID: "AJ_bench0001", LastInputAt: now, JobEnded: true,
+		Recording: &facts.RecordingRef{SessionKey: "RM_bench0001/AJ_bench0001", Dir: "RM_bench0001/AJ_bench0001/", Location: "file:///data/recordings/RM_bench0001/AJ_bench0001/"}}
 	for i, field := range []string{"close_reason", "agent_name", "sdk", "job_status", "room_name", "recording_expected", "input"} {
-		f.Observations = append(f.Observations, Observation{Field: field, Value: fmt.Sprintf("value-%d", i), Source: "webhook_job",
+		f.Observations = append(f.Observations, facts.Observation{Field: field, Value: fmt.Sprintf("value-%d", i), Source: "webhook_job",
 			Evidence: "agent_job_ended status=JS_SUCCESS"})
 	}
 	e2e := 0.7869999408721924
@@ -40,7 +41,7 @@ func BenchmarkFactsDecode(b *testing.B) {
 			b.SetBytes(int64(len(data)))
 			b.ReportAllocs()
 			for b.Loop() {
-				var f SessionFacts
+				var f facts.SessionFacts
 				if err := unmarshal(data, &f); err != nil || len(f.Spans) != 72 {
 					b.Fatal(err)
 				}

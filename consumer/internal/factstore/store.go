@@ -1,4 +1,8 @@
-package facts
+// Package factstore keeps the session facts (package facts: the record and
+// its pure rules) in the KV bucket <stream prefix>_SESSION_FACTS, every write
+// a compare-and-set, so concurrent writers (ingest, locators, settlers)
+// never lose each other's facts.
+package factstore
 
 import (
 	"context"
@@ -13,6 +17,7 @@ import (
 
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/consumer/broker"
+	"github.com/lkscore/lkscore/consumer/internal/facts"
 	"github.com/lkscore/lkscore/consumer/internal/failure"
 	"github.com/lkscore/lkscore/wire"
 )
@@ -20,17 +25,17 @@ import (
 // Store reads and merges session facts in the KV bucket, every write a
 // compare-and-set (broker.KV).
 type Store struct {
-	kv  broker.KV[SessionFacts]
+	kv  broker.KV[facts.SessionFacts]
 	now func() time.Time
 	// RedactAll keeps no error text of any session (privacy.redaction:
 	// always): every session is redacted.
 	RedactAll bool
 }
 
-// newFactStore works on the facts bucket kv.
-func NewStore(kv jetstream.KeyValue, timeout time.Duration, now func() time.Time) *Store {
-	return &Store{now: now, kv: broker.KV[SessionFacts]{Bucket: kv, Timeout: timeout,
-		Decode: func(_ string, _ uint64, data []byte, f *SessionFacts) error { return Decode(data, f) }}}
+// New works on the facts bucket kv.
+func New(kv jetstream.KeyValue, timeout time.Duration, now func() time.Time) *Store {
+	return &Store{now: now, kv: broker.KV[facts.SessionFacts]{Bucket: kv, Timeout: timeout,
+		Decode: func(_ string, _ uint64, data []byte, f *facts.SessionFacts) error { return Decode(data, f) }}}
 }
 
 // Bucket is the facts bucket, for watching it.
@@ -39,21 +44,21 @@ func (s *Store) Bucket() jetstream.KeyValue { return s.kv.Bucket }
 // Add merges u into the session's entry with compare-and-swap, so
 // concurrent writers (ingest, locators, settlers) never lose each other's
 // facts. An update that adds nothing writes nothing.
-func (s *Store) Add(ctx context.Context, u Update) error {
+func (s *Store) Add(ctx context.Context, u facts.Update) error {
 	if u.RoomID == "" {
 		return failure.Permanent(errors.New("session facts need a room id"))
 	}
 	if s.RedactAll {
-		u.Observations = slices.DeleteFunc(slices.Clone(u.Observations), func(o Observation) bool { return o.Field == FieldErrorText })
+		u.Observations = slices.DeleteFunc(slices.Clone(u.Observations), func(o facts.Observation) bool { return o.Field == facts.FieldErrorText })
 	}
-	key := Key(u.RoomID, u.JobID)
+	key := facts.Key(u.RoomID, u.JobID)
 	joined := true
-	written, _, err := s.kv.Modify(ctx, key, nil, func(f *SessionFacts) bool {
+	written, _, err := s.kv.Modify(ctx, key, nil, func(f *facts.SessionFacts) bool {
 		if f.RoomID == "" {
 			f.RoomID, f.JobID = u.RoomID, u.JobID
 		}
-		joined = f.RoomJoined || IsRoomKey(key)
-		if !Merge(f, u) {
+		joined = f.RoomJoined || facts.IsRoomKey(key)
+		if !facts.Merge(f, u) {
 			return false
 		}
 		f.LastInputAt = s.now().UTC()
@@ -70,12 +75,12 @@ func (s *Store) Add(ctx context.Context, u Update) error {
 	}
 	// Continue from the entry just written: no read of it, unless another
 	// writer changed it meanwhile (the compare-and-set says so).
-	_, _, err = s.kv.Modify(ctx, key, &written, func(f *SessionFacts) bool {
+	_, _, err = s.kv.Modify(ctx, key, &written, func(f *facts.SessionFacts) bool {
 		if f.RoomID == "" || f.RoomJoined {
 			return false
 		}
 		f.RoomJoined = true
-		if Merge(f, Update{Observations: obs}) {
+		if facts.Merge(f, facts.Update{Observations: obs}) {
 			f.LastInputAt = s.now().UTC()
 		}
 		return true
@@ -91,12 +96,12 @@ const maxRoomSessions = 64
 // observations as of that write. Room webhooks (locate's roomEvent) add to the same
 // entry with compare-and-swap and then copy to every session it lists, so
 // whichever of the two writes second sees the other: no room fact is missed.
-func (s *Store) joinRoom(ctx context.Context, roomID, key string) ([]Observation, error) {
-	var obs []Observation
-	err := s.Modify(ctx, RoomKey(roomID), func(f *SessionFacts) bool {
+func (s *Store) joinRoom(ctx context.Context, roomID, key string) ([]facts.Observation, error) {
+	var obs []facts.Observation
+	err := s.Modify(ctx, facts.RoomKey(roomID), func(f *facts.SessionFacts) bool {
 		obs = slices.Clone(f.Observations)
 		if f.RoomID == "" {
-			f.RoomID, f.JobID = roomID, RoomKeyJob
+			f.RoomID, f.JobID = roomID, facts.RoomKeyJob
 		}
 		i, found := slices.BinarySearch(f.Sessions, key)
 		if found || len(f.Sessions) >= maxRoomSessions {
@@ -109,9 +114,9 @@ func (s *Store) joinRoom(ctx context.Context, roomID, key string) ([]Observation
 }
 
 // AddTo adds observations to an existing entry; an absent one stays absent.
-func (s *Store) AddTo(ctx context.Context, key string, obs []Observation) error {
-	return s.Modify(ctx, key, func(f *SessionFacts) bool {
-		if f.RoomID == "" || !Merge(f, Update{Observations: obs}) {
+func (s *Store) AddTo(ctx context.Context, key string, obs []facts.Observation) error {
+	return s.Modify(ctx, key, func(f *facts.SessionFacts) bool {
+		if f.RoomID == "" || !facts.Merge(f, facts.Update{Observations: obs}) {
 			return false
 		}
 		f.LastInputAt = s.now().UTC()
@@ -124,7 +129,7 @@ func (s *Store) AddTo(ctx context.Context, key string, obs []Observation) error 
 func (s *Store) roomKeys(ctx context.Context, roomID string) ([]string, error) {
 	rctx, cancel := context.WithTimeout(ctx, s.kv.Timeout)
 	defer cancel()
-	lister, err := s.kv.Bucket.ListKeysFiltered(rctx, RoomFilter(roomID))
+	lister, err := s.kv.Bucket.ListKeysFiltered(rctx, facts.RoomFilter(roomID))
 	if errors.Is(err, jetstream.ErrNoKeysFound) {
 		return nil, nil
 	}
@@ -133,7 +138,7 @@ func (s *Store) roomKeys(ctx context.Context, roomID string) ([]string, error) {
 	}
 	var keys []string
 	for k := range lister.Keys() {
-		if !IsRoomKey(k) {
+		if !facts.IsRoomKey(k) {
 			keys = append(keys, k)
 		}
 	}
@@ -142,15 +147,15 @@ func (s *Store) roomKeys(ctx context.Context, roomID string) ([]string, error) {
 
 // Modify applies change to the entry under key (a zero entry when absent)
 // and writes it if change returns true.
-func (s *Store) Modify(ctx context.Context, key string, change func(*SessionFacts) bool) error {
+func (s *Store) Modify(ctx context.Context, key string, change func(*facts.SessionFacts) bool) error {
 	_, _, err := s.kv.Modify(ctx, key, nil, change)
 	return err
 }
 
 // ModifyFrom is Modify starting from a known entry (the caller's last read
 // or write) instead of reading it; change may modify it.
-func (s *Store) ModifyFrom(ctx context.Context, key string, from broker.Entry[SessionFacts],
-	change func(*SessionFacts) bool) error {
+func (s *Store) ModifyFrom(ctx context.Context, key string, from broker.Entry[facts.SessionFacts],
+	change func(*facts.SessionFacts) bool) error {
 	_, _, err := s.kv.Modify(ctx, key, &from, change)
 	return err
 }
@@ -159,10 +164,10 @@ func (s *Store) ModifyFrom(ctx context.Context, key string, from broker.Entry[Se
 // and read several times a session (the store, the settler's watch), so
 // goccy/go-json decodes them: a quarter of encoding/json's CPU on an entry
 // with spans (BenchmarkFactsDecode, docs/performance.md).
-func Decode(data []byte, f *SessionFacts) error { return gojson.Unmarshal(data, f) }
+func Decode(data []byte, f *facts.SessionFacts) error { return gojson.Unmarshal(data, f) }
 
 // Get returns the entry under key and its revision (0 when absent).
-func (s *Store) Get(ctx context.Context, key string) (*SessionFacts, uint64, error) {
+func (s *Store) Get(ctx context.Context, key string) (*facts.SessionFacts, uint64, error) {
 	return s.kv.Get(ctx, key)
 }
 
@@ -174,8 +179,8 @@ func (s *Store) Get(ctx context.Context, key string) (*SessionFacts, uint64, err
 // lists none (entries written before sessions joined their room) is listed
 // with ListKeysFiltered, which under concurrent writes was seen to return
 // no keys although they existed.
-func (s *Store) RoomObservations(ctx context.Context, roomID, skip string) ([]Observation, error) {
-	room, _, err := s.Get(ctx, RoomKey(roomID))
+func (s *Store) RoomObservations(ctx context.Context, roomID, skip string) ([]facts.Observation, error) {
+	room, _, err := s.Get(ctx, facts.RoomKey(roomID))
 	if err != nil {
 		return nil, err
 	}
@@ -185,7 +190,7 @@ func (s *Store) RoomObservations(ctx context.Context, roomID, skip string) ([]Ob
 			return nil, err
 		}
 	}
-	var out []Observation
+	var out []facts.Observation
 	for _, k := range keys {
 		if k == skip {
 			continue
@@ -199,7 +204,7 @@ func (s *Store) RoomObservations(ctx context.Context, roomID, skip string) ([]Ob
 	return out, nil
 }
 
-// openFacts creates or updates the session facts bucket. Entries live as
+// Open creates or updates the session facts bucket. Entries live as
 // long as the streams keep messages (nats.max_age).
 func Open(ctx context.Context, js jetstream.JetStream, s wire.Subjects, n config.NATS, log *slog.Logger) (*Store, error) {
 	var kv jetstream.KeyValue
@@ -213,5 +218,5 @@ func Open(ctx context.Context, js jetstream.JetStream, s wire.Subjects, n config
 	if err != nil {
 		return nil, err
 	}
-	return NewStore(kv, n.RequestTimeout, time.Now), nil
+	return New(kv, n.RequestTimeout, time.Now), nil
 }
