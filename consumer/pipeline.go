@@ -18,6 +18,7 @@ import (
 	"github.com/lkscore/lkscore/consumer/internal/factstore"
 	"github.com/lkscore/lkscore/consumer/internal/locate"
 	"github.com/lkscore/lkscore/consumer/internal/metrics"
+	"github.com/lkscore/lkscore/consumer/internal/retention"
 	"github.com/lkscore/lkscore/consumer/internal/score"
 	"github.com/lkscore/lkscore/consumer/internal/settle"
 	"github.com/lkscore/lkscore/consumer/internal/stage"
@@ -258,7 +259,7 @@ func (p *pipeline) startLoops(bgCtx context.Context, d pipelineDeps, h handlers)
 		if err != nil {
 			return err
 		}
-		ret := locate.NewRetention(d.store, d.facts, layout, r.Recordings, r.SweepInterval, d.metrics.RecordingsDeleted, env.Log, env.Now)
+		ret := retention.New(d.store, d.facts, layout, r.Recordings, r.SweepInterval, d.metrics.RecordingsDeleted, env.Log, env.Now)
 		p.goLoop(func() { ret.Run(bgCtx) })
 	}
 	if h.detect != nil && len(cfg.Alerts.Alertmanager.URLs) > 0 {

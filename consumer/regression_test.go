@@ -6,14 +6,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/internal/population"
@@ -166,34 +163,4 @@ func summary(all []wire.Alert) []string {
 		out = append(out, fmt.Sprintf("%s/%s/%s base=%v cur=%v q=%v", a.Kind, a.Metric, a.Status, a.Baseline, a.Current, a.QValue))
 	}
 	return out
-}
-
-// TestAlertExampleMatchesSchema: the alert example in docs/regression.md is
-// valid against docs/alert.schema.json.
-func TestAlertExampleMatchesSchema(t *testing.T) {
-	t.Parallel()
-	doc, err := os.ReadFile("../docs/regression.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, rest, ok := strings.Cut(string(doc), "```json\n")
-	example, _, ok2 := strings.Cut(rest, "```")
-	if !ok || !ok2 {
-		t.Fatal("docs/regression.md has no ```json example")
-	}
-	schema, err := jsonschema.NewCompiler().Compile("../docs/alert.schema.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := jsonschema.UnmarshalJSON(strings.NewReader(example))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := schema.Validate(v); err != nil {
-		t.Errorf("the example does not match the schema: %v", err)
-	}
-	var a wire.Alert
-	if err := json.Unmarshal([]byte(example), &a); err != nil || a.Status != wire.AlertFiring || a.Kind != regress.KindRegression {
-		t.Errorf("the example is not a firing regression alert: %v %+v", err, a)
-	}
 }

@@ -1,4 +1,4 @@
-package locate
+package retention
 
 import (
 	"context"
@@ -61,7 +61,7 @@ func TestRetentionDeletesOldKeepsFresh(t *testing.T) {
 	}
 	m := metrics.NewPipeline(nil)
 	layout, _ := recording.NewLayout("", cfg.Recordings.KeyTemplate)
-	r := &Retention{store: st, facts: fs, layout: layout, keep: 30 * 24 * time.Hour, interval: time.Hour,
+	r := &Recordings{store: st, facts: fs, layout: layout, keep: 30 * 24 * time.Hour, interval: time.Hour,
 		deleted: m.RecordingsDeleted, log: slog.New(slog.NewTextHandler(io.Discard, nil)), now: func() time.Time { return now }}
 	n, err := r.sweep(ctx)
 	if err != nil || n != 1 {

@@ -1,4 +1,6 @@
-package locate
+// Package retention deletes what retention.recordings no longer keeps from
+// the local recording store (for S3 a bucket lifecycle rule does it).
+package retention
 
 import (
 	"context"
@@ -15,12 +17,12 @@ import (
 	"github.com/lkscore/lkscore/store"
 )
 
-// Retention deletes uploads older than retention.recordings from the local
+// Recordings deletes uploads older than retention.recordings from the local
 // store. For S3, a bucket lifecycle rule does it (README, "Data and
 // privacy"). A session whose work was not published yet (it still waits for
 // a webhook or its settle window) is kept, however old. Every deletion is
 // logged and counted.
-type Retention struct {
+type Recordings struct {
 	store interface {
 		store.Lister
 		store.Deleter
@@ -34,19 +36,19 @@ type Retention struct {
 	now      func() time.Time
 }
 
-// NewRetention deletes from st the sessions of layout older than keep
+// New deletes from st the sessions of layout older than keep
 // (retention.recordings), every interval, unless fs says their work is not
 // published yet.
-func NewRetention(st interface {
+func New(st interface {
 	store.Lister
 	store.Deleter
 }, fs *factstore.Store, layout recording.Layout, keep, interval time.Duration, deleted *prometheus.CounterVec, log *slog.Logger,
-	now func() time.Time) *Retention {
-	return &Retention{store: st, facts: fs, layout: layout, keep: keep, interval: interval, deleted: deleted, log: log, now: now}
+	now func() time.Time) *Recordings {
+	return &Recordings{store: st, facts: fs, layout: layout, keep: keep, interval: interval, deleted: deleted, log: log, now: now}
 }
 
 // Run sweeps every interval until ctx ends.
-func (r *Retention) Run(ctx context.Context) {
+func (r *Recordings) Run(ctx context.Context) {
 	t := time.NewTicker(r.interval)
 	defer t.Stop()
 	for {
@@ -64,7 +66,7 @@ func (r *Retention) Run(ctx context.Context) {
 }
 
 // sweep deletes every expired session directory once; it returns how many.
-func (r *Retention) sweep(ctx context.Context) (int, error) {
+func (r *Recordings) sweep(ctx context.Context) (int, error) {
 	objs, err := r.store.List(ctx, r.layout.RoomPrefix(recording.Vars{}))
 	if err != nil {
 		return 0, err
