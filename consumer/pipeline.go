@@ -151,10 +151,15 @@ func newHandlers(ctx context.Context, d pipelineDeps) (handlers, error) {
 	d.metrics.AgentVersions.SetMax(cfg.Metrics.MaxAgents)
 	h := handlers{shared: locate.NewStoreCheck(d.store.Identity(), d.metrics.StoreNotShared, env.Log, env.Now),
 		alertClient: &http.Client{Timeout: cfg.Alerts.Timeout}}
-	if h.loc, err = locate.New(env, d.facts, d.store, links, cfg, h.shared, d.metrics); err != nil {
+	h.loc, err = locate.New(env, locate.Options{Facts: d.facts, Store: d.store, Egress: links, Shared: h.shared, Metrics: d.metrics,
+		Pipeline: cfg.Pipeline, Limits: cfg.Limits, S3: cfg.S3, Recordings: cfg.Recordings,
+		VersionMetadataKey: cfg.Regression.VersionMetadataKey})
+	if err != nil {
 		return handlers{}, err
 	}
-	if h.score, err = score.New(env, d.facts, d.store, scorer, cfg, d.metrics); err != nil {
+	h.score, err = score.New(env, score.Options{Store: d.store, Facts: d.facts, Scorer: scorer, Metrics: d.metrics,
+		Privacy: cfg.Privacy, Limits: cfg.Limits, Audio: cfg.Audio, AudioThresholds: cfg.Scoring.Audio, AgentResults: cfg.Pipeline.AgentResults})
+	if err != nil {
 		return handlers{}, err
 	}
 	if cfg.Regression.Enabled {
@@ -166,8 +171,13 @@ func newHandlers(ctx context.Context, d pipelineDeps) (handlers, error) {
 		if err != nil {
 			return handlers{}, err
 		}
-		h.detect = detect.New(env, rkv, cfg.Regression, d.metrics)
-		h.targets = deliver.Targets(cfg.Alerts, h.alertClient, d.metrics.AlertDelivery(), env.Log)
+		if h.detect, err = detect.New(env, detect.Options{Bucket: rkv, Metrics: d.metrics, Regression: cfg.Regression}); err != nil {
+			return handlers{}, err
+		}
+		h.targets, err = deliver.Targets(env, deliver.Options{Client: h.alertClient, Metrics: d.metrics.AlertDelivery(), Alerts: cfg.Alerts})
+		if err != nil {
+			return handlers{}, err
+		}
 	}
 	return h, nil
 }
@@ -187,7 +197,13 @@ func startPipeline(ctx context.Context, d pipelineDeps) (*pipeline, error) {
 		}
 		return err
 	}
-	health := stage.NewHealth(d.nc, probe, d.cfg.Pipeline.HealthInterval, d.cfg.S3.RequestTimeout, d.metrics.DependencyUp, d.env.Log)
+	health, err := stage.NewHealth(stage.HealthOptions{Conn: d.nc, Probe: probe, Interval: d.cfg.Pipeline.HealthInterval,
+		ProbeTimeout: d.cfg.S3.RequestTimeout, Up: d.metrics.DependencyUp, Log: d.env.Log})
+	if err != nil {
+		cancel()
+		bgCancel()
+		return nil, err
+	}
 	p := &pipeline{cancel: cancel, background: bgCancel, health: health, shared: h.shared}
 	if err := p.startStages(ctx, workCtx, bgCtx, d, h); err != nil {
 		_ = p.stop(context.Background())
@@ -252,26 +268,44 @@ func (p *pipeline) startLoops(bgCtx context.Context, d pipelineDeps, h handlers)
 	cfg, env := d.cfg, d.env
 	pc := cfg.Pipeline
 	p.goLoop(func() { p.health.Run(bgCtx) })
-	p.settler = settle.NewSettler(env, d.nc, d.facts, pc, d.metrics)
+	settler, err := settle.New(env, settle.Options{Facts: d.facts, Conn: d.nc, Metrics: d.metrics, Pipeline: pc})
+	if err != nil {
+		return err
+	}
+	p.settler = settler
 	p.goLoop(func() { p.settler.Run(bgCtx) })
 	if r := cfg.Retention; r.Recordings > 0 && cfg.S3.Bucket == "" {
 		layout, err := cfg.Layout()
 		if err != nil {
 			return err
 		}
-		ret := retention.New(d.store, d.facts, layout, r.Recordings, r.SweepInterval, d.metrics.RecordingsDeleted, env.Log, env.Now)
+		ret, err := retention.New(env, retention.Options{Store: d.store, Facts: d.facts, Layout: layout, Deleted: d.metrics.RecordingsDeleted,
+			Retention: r})
+		if err != nil {
+			return err
+		}
 		p.goLoop(func() { ret.Run(bgCtx) })
 	}
 	if h.detect != nil && len(cfg.Alerts.Alertmanager.URLs) > 0 {
-		rs := deliver.NewResender(h.detect.Bucket(), cfg.Alerts, h.alertClient, d.metrics.AlertDelivery(), env.Log, env.Now)
+		rs, err := deliver.NewResender(env, deliver.Options{Bucket: h.detect.Bucket(), Client: h.alertClient,
+			Metrics: d.metrics.AlertDelivery(), Alerts: cfg.Alerts})
+		if err != nil {
+			return err
+		}
 		p.goLoop(func() { rs.Run(bgCtx) })
 	}
 	if pc.SweepInterval > 0 {
-		sw := locate.NewSweeper(h.loc, pc)
+		sw, err := locate.NewSweeper(locate.RecoveryOptions{Locator: h.loc, Pipeline: pc})
+		if err != nil {
+			return err
+		}
 		p.goLoop(func() { sw.Run(bgCtx) })
 	}
 	if pc.LiveKitURL != "" {
-		rc := locate.NewReconciler(h.loc, cfg)
+		rc, err := locate.NewReconciler(locate.RecoveryOptions{Locator: h.loc, Pipeline: pc, LiveKit: cfg.LiveKit})
+		if err != nil {
+			return err
+		}
 		p.goLoop(func() { rc.Run(bgCtx) })
 	}
 	return nil

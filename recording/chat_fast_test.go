@@ -2,6 +2,8 @@ package recording
 
 import (
 	"bytes"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"testing"
@@ -80,5 +82,30 @@ func TestFastPathTakesSDKFiles(t *testing.T) {
 		if len(fast.Problems) != 0 {
 			t.Errorf("%s: problems %v", p, fast.Problems)
 		}
+	}
+}
+
+// TestChatKeysGenerated: chat_keys_gen.go is what tools/genchatkeys writes
+// from the struct tags now, so a key added to rawItem or rawMetrics reaches
+// the scanner (or the test says to run go generate ./recording).
+func TestChatKeysGenerated(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: builds tools/genchatkeys")
+	}
+	out := filepath.Join(t.TempDir(), "gen.go")
+	cmd := exec.Command("go", "run", "../tools/genchatkeys", "-o", out)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("genchatkeys: %v\n%s", err, b)
+	}
+	want, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile("chat_keys_gen.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatal("chat_keys_gen.go is out of date with chat_item.go's struct tags: run go generate ./recording")
 	}
 }

@@ -8,21 +8,26 @@ import (
 	"github.com/lkscore/lkscore/scoring"
 )
 
-// rawItem is one chat item as either SDK writes it. Numbers are float64
-// holding NaN when absent (newRawItem): JSON cannot carry NaN, and a
-// pointer per number cost an allocation each.
-//
+//go:generate go run ../tools/genchatkeys
+
 // rawItem is one chat item as either SDK writes it: snake_case (Python,
 // agents-js since #1804) and camelCase (older agents-js) side by side.
 // encoding/json matches keys case-insensitively, so "call_id" and "callId"
-// need separate fields, while "id" or "name" need one.
+// need separate fields, while "id" or "name" need one. Numbers are float64
+// holding NaN when absent (newRawItem): JSON cannot carry NaN, and a
+// pointer per number cost an allocation each.
+//
+// The json tags of rawItem and rawMetrics are the one spelling of each key:
+// the streaming path decodes with them, and tools/genchatkeys writes the
+// scanner's switches and key sets from them (chat_keys_gen.go). A scan tag
+// picks a special reader in the scanner.
 type rawItem struct {
 	ID        string          `json:"id"`
-	Type      string          `json:"type"`
+	Type      string          `json:"type" scan:"interned"`
 	CreatedAt float64         `json:"created_at"`
 	CreatedAC float64         `json:"createdAt"`
-	Role      string          `json:"role"`
-	Content   json.RawMessage `json:"content"`
+	Role      string          `json:"role" scan:"interned"`
+	Content   json.RawMessage `json:"content" scan:"content"`
 
 	Interrupted bool       `json:"interrupted"`
 	TConf       float64    `json:"transcript_confidence"`

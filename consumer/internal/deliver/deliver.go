@@ -7,6 +7,7 @@ package deliver
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lkscore/lkscore/config"
+	"github.com/lkscore/lkscore/consumer/broker"
 	"github.com/lkscore/lkscore/consumer/internal/failure"
 	"github.com/lkscore/lkscore/consumer/internal/metrics"
 	"github.com/lkscore/lkscore/notify"
@@ -36,8 +38,35 @@ type Target struct {
 	log     *slog.Logger
 }
 
+// Options are what the alert targets and the resender need.
+type Options struct {
+	// Client is one client for every target: its transport keeps
+	// connections to each; every POST is bounded by alerts.timeout.
+	Client  *http.Client
+	Metrics metrics.AlertDelivery
+	Alerts  config.Alerts
+	// Bucket is the regression bucket, whose alert states the resender
+	// reads (not needed by Targets).
+	Bucket jetstream.KeyValue
+}
+
+func (o Options) check(part string, env broker.Env) error {
+	if err := broker.Require(part, map[string]bool{"client": o.Client == nil, "metrics": o.Metrics.Deliveries == nil,
+		"log": env.Log == nil}); err != nil {
+		return err
+	}
+	if o.Alerts.Timeout <= 0 {
+		return fmt.Errorf("%s: alerts.timeout must be positive", part)
+	}
+	return nil
+}
+
 // Targets builds a target per configured Alertmanager and webhook.
-func Targets(c config.Alerts, client *http.Client, m metrics.AlertDelivery, log *slog.Logger) []*Target {
+func Targets(env broker.Env, o Options) ([]*Target, error) {
+	if err := o.check("alert targets", env); err != nil {
+		return nil, err
+	}
+	c, client, m, log := o.Alerts, o.Client, o.Metrics, env.Log
 	var out []*Target
 	for _, u := range c.Alertmanager.URLs {
 		am := notify.NewAlertmanager(u, client, c.ExternalURL, 4*c.Alertmanager.ResendInterval)
@@ -57,7 +86,7 @@ func Targets(c config.Alerts, client *http.Client, m metrics.AlertDelivery, log 
 			m.Deliveries.WithLabelValues(t.name, o).Add(0)
 		}
 	}
-	return out
+	return out, nil
 }
 
 // ID is the target's durable consumer (wire.NotifyConsumer).
@@ -109,16 +138,25 @@ type Resender struct {
 	now      func() time.Time
 }
 
-// NewResender resends the alerts firing in kv (the regression bucket) to
-// every Alertmanager of cfg every alertmanager.resend_interval.
-func NewResender(kv jetstream.KeyValue, cfg config.Alerts, client *http.Client, m metrics.AlertDelivery, log *slog.Logger,
-	now func() time.Time) *Resender {
-	am := cfg.Alertmanager
-	r := &Resender{kv: kv, interval: am.ResendInterval, timeout: cfg.Timeout, metrics: m, log: log, now: now}
-	for _, u := range am.URLs {
-		r.ams = append(r.ams, notify.NewAlertmanager(u, client, cfg.ExternalURL, 4*am.ResendInterval))
+// NewResender resends the alerts firing in o.Bucket to every Alertmanager
+// of o.Alerts every alertmanager.resend_interval.
+func NewResender(env broker.Env, o Options) (*Resender, error) {
+	if err := o.check("resender", env); err != nil {
+		return nil, err
 	}
-	return r
+	if err := broker.Require("resender", map[string]bool{"bucket": o.Bucket == nil, "now": env.Now == nil}); err != nil {
+		return nil, err
+	}
+	cfg := o.Alerts
+	am := cfg.Alertmanager
+	if am.ResendInterval <= 0 {
+		return nil, errors.New("resender: alerts.alertmanager.resend_interval must be positive")
+	}
+	r := &Resender{kv: o.Bucket, interval: am.ResendInterval, timeout: cfg.Timeout, metrics: o.Metrics, log: env.Log, now: env.Now}
+	for _, u := range am.URLs {
+		r.ams = append(r.ams, notify.NewAlertmanager(u, o.Client, cfg.ExternalURL, 4*am.ResendInterval))
+	}
+	return r, nil
 }
 
 // Run resends until ctx ends.

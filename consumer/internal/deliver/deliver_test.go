@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/lkscore/lkscore/config"
+	"github.com/lkscore/lkscore/consumer/broker"
 	"github.com/lkscore/lkscore/consumer/internal/failure"
 	"github.com/lkscore/lkscore/consumer/internal/metrics"
 	"github.com/lkscore/lkscore/wire"
@@ -47,8 +48,12 @@ func TestTargetHandle(t *testing.T) {
 	}))
 	defer srv.Close()
 	m := metrics.NewPipeline(nil)
-	targets := Targets(config.Alerts{Timeout: 5 * time.Second, Webhooks: []config.AlertWebhook{{URL: srv.URL + "/hook", Format: "json"}}},
-		srv.Client(), m.AlertDelivery(), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	env := broker.Env{Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: time.Now}
+	targets, err := Targets(env, Options{Client: srv.Client(), Metrics: m.AlertDelivery(),
+		Alerts: config.Alerts{Timeout: 5 * time.Second, Webhooks: []config.AlertWebhook{{URL: srv.URL + "/hook", Format: "json"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(targets) != 1 || targets[0].Name() != "webhook-1" || targets[0].ID() != wire.NotifyConsumer("webhook", srv.URL+"/hook") {
 		t.Fatalf("targets: %d, %+v", len(targets), targets)
 	}

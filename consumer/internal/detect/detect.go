@@ -56,15 +56,27 @@ type Detector struct {
 	cache   map[string]cachedHistory // by history key
 }
 
-// New detects on the scorecards it is handed, keeping its state in kv (the
-// regression bucket, OpenBucket) as cfg says.
-func New(env broker.Env, kv jetstream.KeyValue, cfg config.Regression, m *metrics.Pipeline) *Detector {
+// Options are what a Detector needs.
+type Options struct {
+	Bucket     jetstream.KeyValue // the regression bucket (OpenBucket)
+	Metrics    *metrics.Pipeline
+	Regression config.Regression
+}
+
+// New detects on the scorecards it is handed, keeping its state in
+// o.Bucket, as o.Regression says.
+func New(env broker.Env, o Options) (*Detector, error) {
+	if err := broker.Require("detector", map[string]bool{"js": env.JS == nil, "log": env.Log == nil, "now": env.Now == nil,
+		"bucket": o.Bucket == nil, "metrics": o.Metrics == nil}); err != nil {
+		return nil, err
+	}
+	kv, cfg, m := o.Bucket, o.Regression, o.Metrics
 	for _, kind := range []string{regress.KindRegression, regress.KindDrift, regress.KindFailures} {
 		for _, status := range []string{wire.AlertFiring, wire.AlertResolved} {
 			m.Alerts.WithLabelValues(kind, status).Add(0)
 		}
 	}
-	return &Detector{Env: env, kv: kv, cfg: cfg, alerts: m.Alerts, sessions: m.AgentSessions, sessionLabels: m.AgentVersions}
+	return &Detector{Env: env, kv: kv, cfg: cfg, alerts: m.Alerts, sessions: m.AgentSessions, sessionLabels: m.AgentVersions}, nil
 }
 
 // Bucket is the regression bucket.

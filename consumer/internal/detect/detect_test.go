@@ -47,9 +47,13 @@ func TestReplicasAlertOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := broker.Env{JS: js, Subjects: subj, Timeouts: broker.TimeoutsFrom(cfg.NATS), Now: time.Now, Log: log}
-	replicas := []*detect.Detector{
-		detect.New(env, kv, cfg.Regression, metrics.NewPipeline(prometheus.NewRegistry())),
-		detect.New(env, kv, cfg.Regression, metrics.NewPipeline(prometheus.NewRegistry())),
+	var replicas []*detect.Detector
+	for range 2 {
+		d, err := detect.New(env, detect.Options{Bucket: kv, Metrics: metrics.NewPipeline(prometheus.NewRegistry()), Regression: cfg.Regression})
+		if err != nil {
+			t.Fatal(err)
+		}
+		replicas = append(replicas, d)
 	}
 
 	scorer, err := scoring.NewScorer(scoring.DefaultConfig())

@@ -60,27 +60,42 @@ type Locator struct {
 	metrics   *metrics.Pipeline
 }
 
-// New reads the store st, records in fs and links egress files in
-// egress (nil: no links), as cfg says (pipeline, limits, recordings,
-// regression.version_metadata_key). shared checks upload notices' store
-// (nil: no check).
-func New(env broker.Env, fs *factstore.Store, st Recordings, egress jetstream.KeyValue, cfg config.Config, shared *StoreCheck,
-	m *metrics.Pipeline) (*Locator, error) {
-	if env.JS == nil || fs == nil || st == nil || m == nil || env.Log == nil || env.Now == nil {
-		return nil, errors.New("locator: js, facts, store, metrics, log and now are required")
+// Options are what a Locator needs: where it reads and writes, and the
+// config sections it uses.
+type Options struct {
+	Facts   *factstore.Store
+	Store   Recordings
+	Egress  jetstream.KeyValue // the egress links bucket (OpenEgressLinks); nil: no links
+	Shared  *StoreCheck        // checks upload notices' store; nil: no check
+	Metrics *metrics.Pipeline
+
+	Pipeline   config.Pipeline
+	Limits     config.Limits
+	S3         config.S3         // the key prefix and how s3:// URLs of egress files are read
+	Recordings config.Recordings // the key template
+	// VersionMetadataKey is regression.version_metadata_key.
+	VersionMetadataKey string
+}
+
+// New locates recordings as o says; env's JetStream, clock and logger and
+// o's facts, store and metrics are required.
+func New(env broker.Env, o Options) (*Locator, error) {
+	if err := broker.Require("locator", map[string]bool{"js": env.JS == nil, "log": env.Log == nil, "now": env.Now == nil,
+		"facts": o.Facts == nil, "store": o.Store == nil, "metrics": o.Metrics == nil}); err != nil {
+		return nil, err
 	}
 	if env.Timeouts.Publish <= 0 || env.Timeouts.Request <= 0 {
 		return nil, errors.New("locator: timeouts must be positive")
 	}
-	layout, err := cfg.Layout()
+	layout, err := recording.NewLayout(o.S3.Prefix, o.Recordings.KeyTemplate)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("locator: %w", err)
 	}
-	return &Locator{Env: env, facts: fs, kv: egress, store: st, layout: layout, cfg: cfg.Pipeline,
-		lp:  recording.LocationParser{Endpoint: cfg.S3.Endpoint, ForcePathStyle: cfg.S3.ForcePathStyle},
-		lim: cfg.Limits.Parser(), maxUpload: cfg.Limits.UploadBytes(),
-		version: versionFromMetadata{key: cfg.Regression.VersionMetadataKey, prefix: regress.MetadataVersionTag},
-		shared:  shared, metrics: m}, nil
+	return &Locator{Env: env, facts: o.Facts, kv: o.Egress, store: o.Store, layout: layout, cfg: o.Pipeline,
+		lp:  recording.LocationParser{Endpoint: o.S3.Endpoint, ForcePathStyle: o.S3.ForcePathStyle},
+		lim: o.Limits.Parser(), maxUpload: o.Limits.UploadBytes(),
+		version: versionFromMetadata{key: o.VersionMetadataKey, prefix: regress.MetadataVersionTag},
+		shared:  o.Shared, metrics: o.Metrics}, nil
 }
 
 // located is a session the locator found in the store.

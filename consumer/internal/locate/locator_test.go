@@ -6,6 +6,7 @@ import (
 
 	"github.com/livekit/protocol/livekit"
 
+	"github.com/lkscore/lkscore/consumer/broker"
 	"github.com/lkscore/lkscore/consumer/internal/facts"
 )
 
@@ -55,5 +56,15 @@ func TestVersionFromMetadata(t *testing.T) {
 	}
 	if got := (versionFromMetadata{}).tag(&livekit.Job{Metadata: `{"agent_version": "1"}`}); got != "" {
 		t.Errorf("no key configured: %q", got)
+	}
+}
+
+// TestNewSaysWhatIsMissing: a Locator built without its dependencies is an
+// error naming each, not a nil dereference later.
+func TestNewSaysWhatIsMissing(t *testing.T) {
+	t.Parallel()
+	_, err := New(broker.Env{}, Options{})
+	if err == nil || err.Error() != "locator: facts, js, log, metrics, now, store required" {
+		t.Fatalf("got %v", err)
 	}
 }

@@ -3,6 +3,7 @@ package locate
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"maps"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	lksdk "github.com/livekit/server-sdk-go/v2"
 
 	"github.com/lkscore/lkscore/config"
+	"github.com/lkscore/lkscore/consumer/broker"
 	"github.com/lkscore/lkscore/consumer/internal/failure"
 	"github.com/lkscore/lkscore/recording"
 )
@@ -84,10 +86,34 @@ func (s *Sweeper) sweep(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-// NewSweeper sweeps the store for loc as cfg says (sweep_interval,
-// sweep_rate, dedup_window).
-func NewSweeper(loc *Locator, cfg config.Pipeline) *Sweeper {
-	return &Sweeper{loc: loc, interval: cfg.SweepInterval, rate: cfg.SweepRate, window: cfg.DedupWindow, log: loc.Log}
+// RecoveryOptions are what the sweeper and the reconciler need: the
+// locator they feed and the config sections they use.
+type RecoveryOptions struct {
+	Locator  *Locator
+	Pipeline config.Pipeline // sweep_interval, sweep_rate, dedup_window; livekit_* for the reconciler
+	LiveKit  config.LiveKit  // the reconciler's API key and secret (livekit.keys)
+}
+
+func (o RecoveryOptions) check(part string) error {
+	if err := broker.Require(part, map[string]bool{"locator": o.Locator == nil}); err != nil {
+		return err
+	}
+	if o.Pipeline.SweepRate <= 0 {
+		return fmt.Errorf("%s: pipeline.sweep_rate must be positive", part)
+	}
+	return nil
+}
+
+// NewSweeper sweeps the store for o.Locator every pipeline.sweep_interval.
+func NewSweeper(o RecoveryOptions) (*Sweeper, error) {
+	if err := o.check("sweeper"); err != nil {
+		return nil, err
+	}
+	if o.Pipeline.SweepInterval <= 0 {
+		return nil, errors.New("sweeper: pipeline.sweep_interval must be positive")
+	}
+	pc := o.Pipeline
+	return &Sweeper{loc: o.Locator, interval: pc.SweepInterval, rate: pc.SweepRate, window: pc.DedupWindow, log: o.Locator.Log}, nil
 }
 
 // egressLister is the LiveKit API the reconciler needs (lksdk.EgressClient).
@@ -107,16 +133,28 @@ type Reconciler struct {
 	log      *slog.Logger
 }
 
-// NewReconciler asks the LiveKit API at pipeline.livekit_url for loc, with
-// pipeline.livekit_api_key (by default the first of livekit.keys, sorted).
-func NewReconciler(loc *Locator, cfg config.Config) *Reconciler {
-	pc := cfg.Pipeline
+// NewReconciler asks the LiveKit API at pipeline.livekit_url for
+// o.Locator every pipeline.reconcile_interval, with pipeline.livekit_api_key
+// (by default the first of livekit.keys, sorted) and its secret.
+func NewReconciler(o RecoveryOptions) (*Reconciler, error) {
+	if err := o.check("reconciler"); err != nil {
+		return nil, err
+	}
+	pc := o.Pipeline
 	key := pc.LiveKitAPIKey
 	if key == "" {
-		key = firstKey(cfg.LiveKit.Keys)
+		key = firstKey(o.LiveKit.Keys)
 	}
-	return &Reconciler{loc: loc, client: lksdk.NewEgressClient(pc.LiveKitURL, key, cfg.LiveKit.Keys[key]), interval: pc.ReconcileInterval,
-		timeout: pc.LiveKitTimeout, rate: pc.SweepRate, window: pc.DedupWindow, log: loc.Log}
+	switch {
+	case pc.LiveKitURL == "":
+		return nil, errors.New("reconciler: pipeline.livekit_url is required")
+	case o.LiveKit.Keys[key] == "":
+		return nil, fmt.Errorf("reconciler: no secret for API key %q in livekit.keys", key)
+	case pc.ReconcileInterval <= 0:
+		return nil, errors.New("reconciler: pipeline.reconcile_interval must be positive")
+	}
+	return &Reconciler{loc: o.Locator, client: lksdk.NewEgressClient(pc.LiveKitURL, key, o.LiveKit.Keys[key]),
+		interval: pc.ReconcileInterval, timeout: pc.LiveKitTimeout, rate: pc.SweepRate, window: pc.DedupWindow, log: o.Locator.Log}, nil
 }
 
 func firstKey(keys map[string]string) string {

@@ -4,6 +4,7 @@ package retention
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"path"
 	"sort"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/lkscore/lkscore/config"
+	"github.com/lkscore/lkscore/consumer/broker"
 	"github.com/lkscore/lkscore/consumer/internal/facts"
 	"github.com/lkscore/lkscore/consumer/internal/factstore"
 	"github.com/lkscore/lkscore/recording"
@@ -36,15 +39,32 @@ type Recordings struct {
 	now      func() time.Time
 }
 
-// New deletes from st the sessions of layout older than keep
-// (retention.recordings), every interval, unless fs says their work is not
+// Options are what Recordings needs.
+type Options struct {
+	Store interface {
+		store.Lister
+		store.Deleter
+	}
+	Facts   *factstore.Store // says which sessions' work is published
+	Layout  recording.Layout // the store's key layout (cfg.Layout)
+	Deleted *prometheus.CounterVec
+	// Retention: recordings (how long uploads are kept) and sweep_interval.
+	Retention config.Retention
+}
+
+// New deletes from o.Store the sessions older than retention.recordings,
+// every retention.sweep_interval, unless o.Facts says their work is not
 // published yet.
-func New(st interface {
-	store.Lister
-	store.Deleter
-}, fs *factstore.Store, layout recording.Layout, keep, interval time.Duration, deleted *prometheus.CounterVec, log *slog.Logger,
-	now func() time.Time) *Recordings {
-	return &Recordings{store: st, facts: fs, layout: layout, keep: keep, interval: interval, deleted: deleted, log: log, now: now}
+func New(env broker.Env, o Options) (*Recordings, error) {
+	if err := broker.Require("retention", map[string]bool{"store": o.Store == nil, "facts": o.Facts == nil,
+		"metrics": o.Deleted == nil, "log": env.Log == nil, "now": env.Now == nil}); err != nil {
+		return nil, err
+	}
+	if o.Retention.Recordings <= 0 || o.Retention.SweepInterval <= 0 {
+		return nil, errors.New("retention: retention.recordings and retention.sweep_interval must be positive")
+	}
+	return &Recordings{store: o.Store, facts: o.Facts, layout: o.Layout, keep: o.Retention.Recordings,
+		interval: o.Retention.SweepInterval, deleted: o.Deleted, log: env.Log, now: env.Now}, nil
 }
 
 // Run sweeps every interval until ctx ends.

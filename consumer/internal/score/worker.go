@@ -57,21 +57,35 @@ type Worker struct {
 	steps        *prometheus.HistogramVec // lkscore_session_step_seconds; nil in tests
 }
 
-// New scores with scorer what the store st holds, as cfg says
-// (privacy, limits, audio, the scoring model's audio thresholds,
-// pipeline.agent_results), and records content it drops in fs.
-func New(env broker.Env, fs *factstore.Store, st Reader, scorer *scoring.Scorer, cfg config.Config,
-	m *metrics.Pipeline) (*Worker, error) {
-	if env.JS == nil || st == nil || scorer == nil || env.Log == nil || m == nil {
-		return nil, errors.New("worker: js, store, scorer, metrics and log are required")
+// Options are what a Worker needs.
+type Options struct {
+	Store   Reader
+	Facts   *factstore.Store // records content dropped under privacy.mode metadata_only
+	Scorer  *scoring.Scorer
+	Metrics *metrics.Pipeline
+
+	Privacy config.Privacy
+	Limits  config.Limits
+	Audio   config.Audio
+	// AudioThresholds are the scoring model's audio settings (scoring.audio).
+	AudioThresholds scoring.AudioConfig
+	// AgentResults publishes every scorecard by agent too (pipeline.agent_results).
+	AgentResults bool
+}
+
+// New scores with o.Scorer what o.Store holds, as o says.
+func New(env broker.Env, o Options) (*Worker, error) {
+	if err := broker.Require("worker", map[string]bool{"js": env.JS == nil, "log": env.Log == nil, "store": o.Store == nil,
+		"scorer": o.Scorer == nil, "metrics": o.Metrics == nil}); err != nil {
+		return nil, err
 	}
 	if env.Timeouts.Publish <= 0 {
 		return nil, errors.New("worker: the publish timeout must be positive")
 	}
-	return &Worker{Env: env, privacy: cfg.Privacy, facts: fs, deleted: m.RecordingsDeleted, store: st, scorer: scorer,
-		lim: cfg.Limits.Parser(), maxUpload: cfg.Limits.UploadBytes(), audioCfg: cfg.Audio, audioBytes: cfg.Limits.AudioBytes,
-		analysis: audio.ForScoring(cfg.Scoring.Audio, cfg.Audio.MaxDuration), quality: m.Quality,
-		agentResults: cfg.Pipeline.AgentResults, steps: m.Steps}, nil
+	return &Worker{Env: env, privacy: o.Privacy, facts: o.Facts, deleted: o.Metrics.RecordingsDeleted, store: o.Store, scorer: o.Scorer,
+		lim: o.Limits.Parser(), maxUpload: o.Limits.UploadBytes(), audioCfg: o.Audio, audioBytes: o.Limits.AudioBytes,
+		analysis: audio.ForScoring(o.AudioThresholds, o.Audio.MaxDuration), quality: o.Metrics.Quality,
+		agentResults: o.AgentResults, steps: o.Metrics.Steps}, nil
 }
 
 // Handle scores one work item; the caller acks only when it returns nil.

@@ -81,13 +81,28 @@ func selectedReasons(cfg config.Pipeline) map[string]bool {
 	return selected
 }
 
-// NewSettler publishes the sessions of fs as cfg says (settle_window,
-// recording_deadline, close_reasons); nc, when not nil, tells it of
-// reconnects.
-func NewSettler(env broker.Env, nc *nats.Conn, fs *factstore.Store, cfg config.Pipeline, m *metrics.Pipeline) *Settler {
-	return &Settler{Env: env, nc: nc, facts: fs, window: cfg.SettleWindow, tick: min(250*time.Millisecond, cfg.SettleWindow),
-		noReport: cfg.RecordingDeadline, roomFinishedWait: cfg.RoomFinishedWait, selected: selectedReasons(cfg), metrics: m,
-		publishers: settlePublishers}
+// Options are what a Settler needs.
+type Options struct {
+	Facts *factstore.Store
+	// Conn, when not nil, tells the settler of reconnects (it re-watches).
+	Conn     *nats.Conn
+	Metrics  *metrics.Pipeline
+	Pipeline config.Pipeline // settle_window, recording_deadline, room_finished_wait, close_reasons
+}
+
+// New publishes the sessions of o.Facts as o.Pipeline says.
+func New(env broker.Env, o Options) (*Settler, error) {
+	if err := broker.Require("settler", map[string]bool{"js": env.JS == nil, "log": env.Log == nil, "now": env.Now == nil,
+		"facts": o.Facts == nil, "metrics": o.Metrics == nil}); err != nil {
+		return nil, err
+	}
+	cfg := o.Pipeline
+	if cfg.SettleWindow <= 0 {
+		return nil, errors.New("settler: pipeline.settle_window must be positive")
+	}
+	return &Settler{Env: env, nc: o.Conn, facts: o.Facts, window: cfg.SettleWindow, tick: min(250*time.Millisecond, cfg.SettleWindow),
+		noReport: cfg.RecordingDeadline, roomFinishedWait: cfg.RoomFinishedWait, selected: selectedReasons(cfg), metrics: o.Metrics,
+		publishers: settlePublishers}, nil
 }
 
 // publishJob is one session to publish: its entry when the caller has it

@@ -46,7 +46,10 @@ func BenchmarkSettlerComplete(b *testing.B) {
 				b.Fatal(err)
 			}
 			env := broker.Env{JS: js, Subjects: subj, Timeouts: broker.TimeoutsFrom(cfg.NATS), Now: time.Now, Log: log}
-			s := NewSettler(env, nil, fs, cfg.Pipeline, metrics.NewPipeline(prometheus.NewRegistry()))
+			s, err := New(env, Options{Facts: fs, Pipeline: cfg.Pipeline, Metrics: metrics.NewPipeline(prometheus.NewRegistry())})
+			if err != nil {
+				b.Fatal(err)
+			}
 			s.publishers = publishers
 			stream, err := js.Stream(ctx, subj.SessionStream())
 			if err != nil {

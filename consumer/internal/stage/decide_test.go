@@ -124,7 +124,8 @@ func TestDecide(t *testing.T) {
 			env := broker.Env{JS: js, Subjects: wire.NewSubjects("lkscore.", "LKSCORE"), Timeouts: broker.Timeouts{Publish: time.Second},
 				Now: func() time.Time { return now }, Log: log}
 			probed := 0
-			health := NewHealth(nil, func(context.Context) error { probed++; return nil }, time.Second, time.Second, m.DependencyUp, log)
+			health := mustHealth(t, HealthOptions{Probe: func(context.Context) error { probed++; return nil }, Interval: time.Second,
+				ProbeTimeout: time.Second, Up: m.DependencyUp, Log: log})
 			s := New(Spec{Name: wire.StageLocate, Consumer: jetstream.ConsumerConfig{Durable: "locate"}, OnGiveUp: tc.giveUp}, nil,
 				Pacing{Concurrency: 1, Deadline: deadline, RetryBase: base},
 				Deps{Metrics: m, Log: log, Health: health, DLQ: NewDeadLetters(env, m), Now: func() time.Time { return now }})

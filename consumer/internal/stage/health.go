@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/lkscore/lkscore/consumer/broker"
 	"github.com/lkscore/lkscore/store"
 )
 
@@ -37,13 +38,32 @@ type Health struct {
 	wake      chan struct{}
 }
 
-func NewHealth(nc *nats.Conn, probe func(context.Context) error, interval, probeTimeout time.Duration, up *prometheus.GaugeVec,
-	log *slog.Logger) *Health {
-	h := &Health{nc: nc, probe: probe, interval: interval, probeTimeout: probeTimeout, upEvery: max(5*time.Second, interval), up: up, log: log,
-		wake: make(chan struct{}, 1)}
+// HealthOptions are what Health needs.
+type HealthOptions struct {
+	Conn  *nats.Conn                      // nil: NATS is not watched
+	Probe func(ctx context.Context) error // reads the store once; nil: the store is always up
+	// Interval is the probe interval while the store is down
+	// (pipeline.health_interval); ProbeTimeout bounds one probe
+	// (s3.request_timeout).
+	Interval, ProbeTimeout time.Duration
+	Up                     *prometheus.GaugeVec // lkscore_dependency_up
+	Log                    *slog.Logger
+}
+
+// NewHealth watches the dependencies as o says.
+func NewHealth(o HealthOptions) (*Health, error) {
+	if err := broker.Require("health", map[string]bool{"metrics": o.Up == nil, "log": o.Log == nil}); err != nil {
+		return nil, err
+	}
+	if o.Probe != nil && (o.Interval <= 0 || o.ProbeTimeout <= 0) {
+		return nil, errors.New("health: pipeline.health_interval and the probe timeout must be positive")
+	}
+	up := o.Up
+	h := &Health{nc: o.Conn, probe: o.Probe, interval: o.Interval, probeTimeout: o.ProbeTimeout, upEvery: max(5*time.Second, o.Interval),
+		up: up, log: o.Log, wake: make(chan struct{}, 1)}
 	up.WithLabelValues("store").Set(1)
 	up.WithLabelValues("nats").Set(1)
-	return h
+	return h, nil
 }
 
 // Run probes the store until ctx ends.

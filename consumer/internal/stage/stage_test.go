@@ -23,7 +23,8 @@ func TestWatchdogNamesTheStall(t *testing.T) {
 	now := time.Now()
 	spec := Spec{Name: wire.StageScore, Consumer: jetstream.ConsumerConfig{Durable: "score-default"}}
 	s := New(spec, nil, Pacing{Concurrency: 4}, Deps{Metrics: m, Log: log,
-		Health: NewHealth(nil, nil, time.Second, time.Second, m.DependencyUp, log), Now: func() time.Time { return now }})
+		Health: mustHealth(t, HealthOptions{Interval: time.Second, ProbeTimeout: time.Second, Up: m.DependencyUp, Log: log}),
+		Now:    func() time.Time { return now }})
 	s.progress.Store(now.Add(-2 * time.Minute).UnixNano())
 	info := &jetstream.ConsumerInfo{NumPending: 7, NumAckPending: 10, Config: jetstream.ConsumerConfig{MaxAckPending: 10}}
 	s.checkStall(info, time.Minute)
@@ -44,4 +45,13 @@ func TestWatchdogNamesTheStall(t *testing.T) {
 	if v := testutil.ToFloat64(m.Stalled.WithLabelValues(wire.StageScore, "score-default")); v != 0 {
 		t.Errorf("stalled gauge = %v after progress, want 0", v)
 	}
+}
+
+func mustHealth(t *testing.T, o HealthOptions) *Health {
+	t.Helper()
+	h, err := NewHealth(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
 }
