@@ -95,13 +95,13 @@ func (b KV[T]) Modify(ctx context.Context, key string, from *Entry[T], change fu
 		attempts = DefaultAttempts
 	}
 	for attempt := range attempts {
-		if attempt > 1 {
-			// Writers that keep colliding spread out: a random pause of up
-			// to one millisecond per lost round (at most 8), so four
-			// writers adding to one session in a tight loop do not lose 16
-			// rounds in a row (factstore's TestConcurrentAddsKeepEverything
-			// did without it).
-			pause := time.Duration(rand.Int64N(int64(min(attempt, 8)) * int64(time.Millisecond)))
+		if attempt > 0 {
+			// Writers that keep colliding spread out: a random pause up to
+			// 2^attempt ms, at most 32 ms ("full jitter"). Without it four
+			// writers adding to one session in a tight loop lost 16 rounds
+			// in a row (factstore's TestConcurrentAddsKeepEverything); with
+			// a pause of at most 8 ms they still did under -race.
+			pause := time.Duration(rand.Int64N(int64(min(time.Millisecond<<attempt, 32*time.Millisecond))))
 			select {
 			case <-ctx.Done():
 				return Entry[T]{}, false, fmt.Errorf("write %s: %w", key, ctx.Err())
