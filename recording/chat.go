@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 )
 
 // Chat history limits (docs/formats.md, "Chat history": 32 MiB).
@@ -92,7 +93,12 @@ type Metrics struct {
 // reader gives its own error, wrapped: a store hiccup is not bad input.
 func ParseChatHistory(r io.Reader, lim ChatLimits) (*ChatHistory, error) {
 	lim = lim.withDefaults()
-	data, err := readCapped(r, lim.MaxBytes)
+	buf := readBuffers.Get().(*[]byte)
+	defer readBuffers.Put(buf)
+	data, err := readCapped(r, lim.MaxBytes, (*buf)[:0])
+	if cap(data) <= maxPooledRead {
+		*buf = data[:0] // the history holds no view of it (TestChatHistoryKeepsNoViewOfItsBytes)
+	}
 	if errors.Is(err, ErrLimit) {
 		return nil, limitErr(PartChatHistory, -1, lim.MaxBytes, fmt.Sprintf("max_bytes=%d", lim.MaxBytes))
 	}
@@ -140,17 +146,28 @@ func matchesItems(key string) bool {
 // object reader): SizeHint returns it, or -1 when unknown.
 type SizeHinter interface{ SizeHint() int64 }
 
-// readCapped reads r whole, failing with ErrLimit past max bytes. A reader
-// that knows its length (bytes.Reader, a store's SizeHinter) is read into
-// one allocation of that size.
-func readCapped(r io.Reader, max int64) ([]byte, error) {
+// readBuffers keeps the buffers chat histories are read into, up to
+// maxPooledRead bytes each: a fresh 300 KB buffer per session cost its page
+// faults again on every read (on the CI's virtual machines a page fault is
+// a hypervisor exit), and nothing the parsers return points into the bytes
+// they read.
+var readBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+const maxPooledRead = 4 << 20
+
+// readCapped reads r whole into buf (grown as needed), failing with
+// ErrLimit past max bytes. A reader that knows its length (bytes.Reader, a
+// store's SizeHinter) is read into one allocation of that size.
+func readCapped(r io.Reader, max int64, buf []byte) ([]byte, error) {
 	size := 64 << 10
 	if l, ok := r.(interface{ Len() int }); ok && int64(l.Len()) <= max {
 		size = l.Len() + 1 // +1: room for the read that sees EOF
 	} else if h, ok := r.(SizeHinter); ok && h.SizeHint() >= 0 && h.SizeHint() <= max {
 		size = int(h.SizeHint()) + 1
 	}
-	buf := make([]byte, 0, size)
+	if cap(buf) < size {
+		buf = make([]byte, 0, size)
+	}
 	cr := &capReader{r: r, left: max}
 	for {
 		if len(buf) == cap(buf) {

@@ -109,3 +109,45 @@ func TestChatKeysGenerated(t *testing.T) {
 		t.Fatal("chat_keys_gen.go is out of date with chat_item.go's struct tags: run go generate ./recording")
 	}
 }
+
+// TestChatHistoryKeepsNoViewOfItsBytes: ParseChatHistory reads into pooled
+// buffers, which is safe only if nothing a parse returns points into the
+// bytes it parsed. Every fixture and field history is parsed on both paths,
+// its bytes overwritten, and the result compared with a parse of a copy.
+func TestChatHistoryKeepsNoViewOfItsBytes(t *testing.T) {
+	t.Parallel()
+	paths, err := filepath.Glob(fieldDir + "*.json")
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no field histories in %s: %v", fieldDir, err)
+	}
+	paths = append(paths, "testdata/chat_python.json", "testdata/chat_js.json", "testdata/chat_js_camel.json")
+	docs := [][]byte{[]byte(`{"items": [{"id": "a", "type": "message", "role": "user", "content": ["hi", {"type": "image"}],` +
+		` "metrics": {"e2e_latency": 1.5}}, {"id": "b", "type": "agent_handoff", "new_agent_id": "x", "instructions": {"a": [1]}}]}`)}
+	for _, p := range paths {
+		docs = append(docs, mustRead(t, p))
+	}
+	lim := ChatLimits{}.withDefaults()
+	parsers := map[string]func([]byte) (*ChatHistory, error){
+		"fast path or fallback": func(b []byte) (*ChatHistory, error) { return ParseChatHistoryBytes(b, lim) },
+		"stream":                func(b []byte) (*ChatHistory, error) { return streamChat(bytes.NewReader(b), lim) },
+	}
+	for i, doc := range docs {
+		for name, parse := range parsers {
+			want, err := parse(bytes.Clone(doc))
+			if err != nil {
+				t.Fatalf("doc %d (%s): %v", i, name, err)
+			}
+			data := bytes.Clone(doc)
+			got, err := parse(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for j := range data {
+				data[j] = 'x'
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("doc %d (%s): the history changed when the bytes it was parsed from did", i, name)
+			}
+		}
+	}
+}
