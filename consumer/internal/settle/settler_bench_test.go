@@ -27,7 +27,7 @@ import (
 // publisher (the settle step as it was: in the watch loop, two round trips
 // in line per session) against the default, side by side:
 //
-//	go test ./consumer/internal/locate -run '^$' -bench SettlerComplete -benchtime 2000x -count 3
+//	go test ./consumer/internal/settle -run '^$' -bench SettlerComplete -benchtime 2000x -count 3
 func BenchmarkSettlerComplete(b *testing.B) {
 	for _, publishers := range []int{1, settlePublishers} {
 		b.Run(fmt.Sprintf("publishers=%d", publishers), func(b *testing.B) {
