@@ -4,7 +4,9 @@
 // SDK's own log record "AgentSession closed" through its pino OTLP exporter.
 // lkscore's consumer/agentsjs_test.go runs it; LKSCORE_URL, ROOM_ID, JOB_ID,
 // LIVEKIT_API_KEY and LIVEKIT_API_SECRET come from there.
-import { llm, telemetry, voice } from '@livekit/agents';
+// AGENTS_PKG picks another release of the SDK (package.json installs each
+// under an npm alias: agents-1.8.0, agents-1.8.1) for the version matrix.
+const { llm, telemetry, voice } = await import(process.env.AGENTS_PKG || '@livekit/agents');
 
 const url = process.env.LKSCORE_URL;
 const roomId = process.env.ROOM_ID;

@@ -14,7 +14,9 @@
 // RECORD=on turns the transcript on: the same call, and the SDK uploads its
 // chat history as a recording too.
 import { context, trace } from '@opentelemetry/api';
-import { telemetry, voice, llm } from '@livekit/agents';
+// AGENTS_PKG picks another release of the SDK (package.json installs each
+// under an npm alias) for the version matrix.
+const { telemetry, voice, llm } = await import(process.env.AGENTS_PKG || '@livekit/agents');
 
 const url = process.env.LKSCORE_URL;
 const roomId = process.env.ROOM_ID;
