@@ -19,6 +19,7 @@ import (
 	"github.com/lkscore/lkscore/consumer/broker"
 	"github.com/lkscore/lkscore/consumer/internal/facts"
 	"github.com/lkscore/lkscore/consumer/internal/failure"
+	"github.com/lkscore/lkscore/scoring"
 	"github.com/lkscore/lkscore/wire"
 )
 
@@ -171,37 +172,40 @@ func (s *Store) Get(ctx context.Context, key string) (*facts.SessionFacts, uint6
 	return s.kv.Get(ctx, key)
 }
 
-// RoomObservations returns the observations of every session of a room but
-// skip: an upload without a job id (SDKs before 1.6.6) borrows what other
-// signals said about its room.
+// RoomSignals returns the observations and the spans of every session of a
+// room but skip: an upload without a job id (SDKs before 1.6.6) borrows what
+// other signals said about its room, its spans included (the agents-py
+// 1.5.17 fixture's spans were lost without them: TestAgentsPyVersions).
 //
 // The room's entry lists its sessions (joinRoom). Only a room whose entry
 // lists none (entries written before sessions joined their room) is listed
 // with ListKeysFiltered, which under concurrent writes was seen to return
 // no keys although they existed.
-func (s *Store) RoomObservations(ctx context.Context, roomID, skip string) ([]facts.Observation, error) {
+func (s *Store) RoomSignals(ctx context.Context, roomID, skip string) ([]facts.Observation, []scoring.Span, error) {
 	room, _, err := s.Get(ctx, facts.RoomKey(roomID))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	keys := room.Sessions
 	if len(keys) == 0 {
 		if keys, err = s.roomKeys(ctx, roomID); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	var out []facts.Observation
+	var spans []scoring.Span
 	for _, k := range keys {
 		if k == skip {
 			continue
 		}
 		f, _, err := s.Get(ctx, k)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		out = append(out, f.Observations...)
+		spans, _ = facts.MergeSpans(spans, f.Spans)
 	}
-	return out, nil
+	return out, spans, nil
 }
 
 // Open creates or updates the session facts bucket. Entries live as

@@ -420,12 +420,17 @@ func (s *Settler) publishKey(ctx context.Context, key string, f *facts.SessionFa
 	obs := f.Observations
 	if f.JobID == "" {
 		// No job id in the header (SDKs before 1.6.6): what other signals
-		// said about the room is all there is.
-		more, err := s.facts.RoomObservations(ctx, f.RoomID, key)
+		// said about the room is all there is, its spans included.
+		more, spans, err := s.facts.RoomSignals(ctx, f.RoomID, key)
 		if err != nil {
 			return false, err
 		}
 		obs = append(append([]facts.Observation(nil), obs...), more...)
+		if len(spans) > 0 {
+			merged := *f
+			merged.Spans, _ = facts.MergeSpans(slices.Clone(f.Spans), spans)
+			f = &merged
+		}
 	}
 	r := facts.Resolve(obs)
 	item := workItemFrom(f, r, s.Now())
