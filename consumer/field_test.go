@@ -4,15 +4,21 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/consumer/internal/facts"
@@ -111,56 +117,7 @@ func TestFieldSessionsReplayed(t *testing.T) {
 		t.Fatalf("sdk-http.jsonl names %d sessions, want 6", len(sessions))
 	}
 
-	f, err := os.Open(filepath.Join(fieldDir, "recv.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 4<<20)
-	sent := map[string]int{}
-	for sc.Scan() {
-		var r fieldRequest
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			t.Fatal(err)
-		}
-		if r.Method != http.MethodPost {
-			continue
-		}
-		body := r.body(t)
-		auth := testenv.Bearer(testenv.PythonToken(t, testenv.Key, testenv.Secret, true))
-		if r.Path == "/webhook" {
-			auth = testenv.SignWebhook(t, testenv.Key, testenv.Secret, body, 5*time.Minute)
-		}
-		req, _ := http.NewRequest(http.MethodPost, "http://"+d.IngestAddr()+r.Path, bytes.NewReader(body))
-		req.Header.Set("Authorization", auth)
-		req.Header.Set("Content-Type", r.ContentType)
-		if r.ContentEncoding == "gzip" {
-			// The recorder saved bodies decoded: compress them again, as
-			// the SDK's exporter sent them.
-			var zb bytes.Buffer
-			zw := gzip.NewWriter(&zb)
-			_, _ = zw.Write(body)
-			_ = zw.Close()
-			req.Body = io.NopCloser(&zb)
-			req.ContentLength = int64(zb.Len())
-			req.Header.Set("Content-Encoding", "gzip")
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var msg bytes.Buffer
-		_, _ = msg.ReadFrom(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			t.Fatalf("request %d %s: %d %s", r.Seq, r.Path, resp.StatusCode, msg.String())
-		}
-		sent[r.Path]++
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
+	sent := replayField(t, d)
 	if sent["/webhook"] != 60 || sent["/observability/recordings/v0"] != 6 {
 		t.Fatalf("replayed %v; want 60 webhooks and 6 uploads", sent)
 	}
@@ -211,5 +168,130 @@ func TestFieldSessionsReplayed(t *testing.T) {
 		if on.Completion.CloseReason != off.Completion.CloseReason {
 			t.Errorf("%s: %s with the agent's logs, %s without", mode, on.Completion.CloseReason, off.Completion.CloseReason)
 		}
+	}
+}
+
+// replayField posts every request of the recorded traffic to d's ingest, as
+// the server and the SDK sent it (bodies the recorder saved decoded are
+// gzipped again), and fails on any answer but 200. It returns how many
+// requests went to each path.
+func replayField(t *testing.T, d *Daemon) map[string]int {
+	t.Helper()
+	f, err := os.Open(filepath.Join(fieldDir, "recv.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 4<<20)
+	sent := map[string]int{}
+	for sc.Scan() {
+		var r fieldRequest
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatal(err)
+		}
+		if r.Method != http.MethodPost {
+			continue
+		}
+		body := r.body(t)
+		auth := testenv.Bearer(testenv.PythonToken(t, testenv.Key, testenv.Secret, true))
+		if r.Path == "/webhook" {
+			auth = testenv.SignWebhook(t, testenv.Key, testenv.Secret, body, 5*time.Minute)
+		}
+		req, _ := http.NewRequest(http.MethodPost, "http://"+d.IngestAddr()+r.Path, bytes.NewReader(body))
+		req.Header.Set("Authorization", auth)
+		req.Header.Set("Content-Type", r.ContentType)
+		if r.ContentEncoding == "gzip" {
+			// The recorder saved bodies decoded: compress them again, as
+			// the SDK's exporter sent them.
+			var zb bytes.Buffer
+			zw := gzip.NewWriter(&zb)
+			_, _ = zw.Write(body)
+			_ = zw.Close()
+			req.Body = io.NopCloser(&zb)
+			req.ContentLength = int64(zb.Len())
+			req.Header.Set("Content-Encoding", "gzip")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var msg bytes.Buffer
+		_, _ = msg.ReadFrom(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("request %d %s: %d %s", r.Seq, r.Path, resp.StatusCode, msg.String())
+		}
+		sent[r.Path]++
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return sent
+}
+
+// fieldPIIValues are the values of every lk.pii.* span attribute in the
+// recorded traces (agents-js 1.9.0 puts transcripts, the chat context, the
+// LLM's responses and tool payloads there), at least 8 bytes long.
+func fieldPIIValues(t *testing.T) []string {
+	t.Helper()
+	paths, err := filepath.Glob(filepath.Join(fieldDir, "bodies", "*_observability_traces_otlp_v0.bin"))
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no recorded traces: %v", err)
+	}
+	seen := map[string]bool{}
+	for _, p := range paths {
+		var req coltrace.ExportTraceServiceRequest
+		if err := proto.Unmarshal(mustReadFile(t, p), &req); err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		for _, rs := range req.GetResourceSpans() {
+			for _, ss := range rs.GetScopeSpans() {
+				for _, sp := range ss.GetSpans() {
+					for _, kv := range sp.GetAttributes() {
+						if v := kv.GetValue().GetStringValue(); strings.HasPrefix(kv.GetKey(), "lk.pii.") && len(v) >= 8 {
+							seen[v] = true
+						}
+					}
+				}
+			}
+		}
+	}
+	return slices.Sorted(maps.Keys(seen))
+}
+
+// TestFieldPIISpansKeptNowhere: the real agents-js sessions' spans carry
+// their transcripts and the LLM's text under lk.pii.*; replayed with every
+// session redacted (privacy.redaction: always) and privacy.mode
+// metadata_only, none of that text is in any stream or bucket message, nor,
+// once the daemon has stopped, in any byte under its data directory (the
+// NATS store and the recording store).
+func TestFieldPIISpansKeptNowhere(t *testing.T) {
+	t.Parallel()
+	pii := fieldPIIValues(t)
+	if len(pii) < 5 {
+		t.Fatalf("only %d lk.pii.* values in the recorded traces: the scan would prove little", len(pii))
+	}
+	cfg := pipelineConfig(t, "")
+	def := config.Default().Pipeline
+	cfg.Pipeline.CloseReasons, cfg.Pipeline.SettleWindow, cfg.Pipeline.RoomFinishedWait = def.CloseReasons, def.SettleWindow, def.RoomFinishedWait
+	cfg.Privacy.Redaction, cfg.Privacy.Mode = "always", "metadata_only"
+	d, _ := startDaemon(t, cfg)
+	replayField(t, d)
+	url := d.NATSURL()
+	testenv.WaitFor(t, settleWait+def.RoomFinishedWait, "six scorecards", func() bool { return len(streamMsgs(t, url, "LKSCORE_RESULTS")) >= 6 })
+	quiesce(t, url, defaultConsumers)
+	stored := storedMessages(t, url)
+	if !strings.Contains(stored, "AgentSession closed") && !strings.Contains(stored, "CR_") {
+		t.Fatal("the streams hold nothing recognisable: the scan proves nothing")
+	}
+	for _, l := range leaked(stored, pii) {
+		t.Errorf("a stream message keeps span text: %s", l)
+	}
+	if err := d.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range leaked(string(rawBytes(t, cfg.DataDir)), pii) {
+		t.Errorf("the data directory keeps span text: %s", l)
 	}
 }

@@ -337,6 +337,13 @@ func TestOTLPRenamedSessionAttributes(t *testing.T) {
 		if r, msg := postOTLP(t, d, "logs", "application/json", []byte(logs), nil); r.StatusCode != 200 {
 			t.Fatalf("otlp: %d %s", r.StatusCode, msg)
 		}
+		// And a span, its session named on the resource the same way.
+		roomKey, jobKey := "room_id", "job_id"
+		if s.renamed {
+			roomKey, jobKey = "lk.room_id", "lk.job_id"
+		}
+		sendSpans(t, d, []attribute.KeyValue{attribute.String(roomKey, s.room), attribute.String(jobKey, s.job)},
+			"agent_turn", attribute.Float64("lk.e2e_latency", 0.912), attribute.Bool("lk.interrupted", false))
 	}
 	testenv.WaitFor(t, settleWait, "both scorecards", func() bool { return len(results(t, d.NATSURL())) == 2 })
 	cards := map[string]scoring.Scorecard{}
@@ -344,7 +351,8 @@ func TestOTLPRenamedSessionAttributes(t *testing.T) {
 		cards[c.Session.RoomID] = c
 	}
 	oldC, newC := cards["RM_OldNames"], cards["RM_NewNames"]
-	if newC.Completion.CloseReason != "CR_USER_INITIATED" || newC.Session.AgentName != "names-agent" {
+	if newC.Completion.CloseReason != "CR_USER_INITIATED" || newC.Session.AgentName != "names-agent" || newC.Spans == nil ||
+		!newC.Spans.E2ELatencyP50.Set {
 		t.Errorf("renamed attributes: close reason %s, agent %q", newC.Completion.CloseReason, newC.Session.AgentName)
 	}
 	strip := func(c scoring.Scorecard) string { // the same card but for the session's ids
@@ -353,5 +361,27 @@ func TestOTLPRenamedSessionAttributes(t *testing.T) {
 	}
 	if strip(oldC) != strip(newC) {
 		t.Errorf("the scorecards differ beyond the session:\nold %s\nnew %s", strip(oldC), strip(newC))
+	}
+}
+
+// sendSpans exports one span named name, with attrs, through the official
+// OpenTelemetry Go exporter (protobuf, gzip, as the Python SDK sends), its
+// resource carrying session (the session's room and job attributes).
+func sendSpans(t *testing.T, d *Daemon, session []attribute.KeyValue, name string, attrs ...attribute.KeyValue) {
+	t.Helper()
+	ctx := context.Background()
+	exp, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL("http://"+d.IngestAddr()+"/observability/traces/otlp/v0"),
+		otlptracehttp.WithCompression(otlptracehttp.GzipCompression),
+		otlptracehttp.WithHeaders(map[string]string{"Authorization": testenv.Bearer(testenv.PythonToken(t, testenv.Key, testenv.Secret, true))}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := resource.NewWithAttributes(semconv.SchemaURL, append(session, semconv.ServiceName("livekit-agents"), semconv.TelemetrySDKLanguagePython)...)
+	tp := sdktrace.NewTracerProvider(sdktrace.WithResource(res), sdktrace.WithSyncer(exp))
+	_, span := tp.Tracer("livekit-agents").Start(ctx, name)
+	span.SetAttributes(attrs...)
+	span.End()
+	if err := tp.Shutdown(ctx); err != nil {
+		t.Fatalf("trace export: %v", err)
 	}
 }
