@@ -28,6 +28,11 @@ func (s *Session) ScoringInput(source, agentName string) scoring.Session {
 			CallID: it.CallID, Name: it.Name, Arguments: it.Arguments, Output: it.Output, IsError: it.IsError,
 			OldAgentID: it.OldAgentID, NewAgentID: it.NewAgentID,
 		}
+		if it.Role == scoring.RoleAssistant {
+			// What was said, for the transcript measures: the SDK's
+			// expressive markup is for the TTS, not words.
+			out.Text = StripExprMarkup(out.Text)
+		}
 		if m := it.Metrics; m != nil {
 			out.HasMetrics = true
 			out.StartedSpeakingAt, out.StoppedSpeakingAt = m.StartedSpeakingAt, m.StoppedSpeakingAt
