@@ -30,6 +30,7 @@ import (
 	"github.com/lkscore/lkscore/consumer/internal/ingest"
 	"github.com/lkscore/lkscore/consumer/internal/metrics"
 	"github.com/lkscore/lkscore/consumer/internal/ops"
+	"github.com/lkscore/lkscore/consumer/internal/spool"
 	"github.com/lkscore/lkscore/dashboard"
 	"github.com/lkscore/lkscore/store"
 	"github.com/lkscore/lkscore/wire"
@@ -61,6 +62,8 @@ type Daemon struct {
 	opsLn         net.Listener
 	serveErr      chan error
 	stopOnce      sync.Once
+	// spoolStop ends the ingest role's spool drain and waits for it.
+	spoolStop func()
 }
 
 // New validates the config and builds a Daemon; Start brings it up.
@@ -152,11 +155,23 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	}
 	listen := ""
 	if d.cfg.Runs(config.RoleIngest) {
-		h, err := ingest.Handler(ingest.Options{Config: d.cfg, JS: js, Store: st, Facts: fs, Connected: d.nc.IsConnected,
+		sp, err := spool.New(spool.Options{Store: st, Sink: fs, Connected: d.nc.IsConnected, Spooled: d.metrics.OTLPSpooled,
+			Drained: d.metrics.OTLPUnspooled, Log: d.log})
+		if err != nil {
+			return err
+		}
+		h, err := ingest.Handler(ingest.Options{Config: d.cfg, JS: js, Store: st, Facts: fs, Connected: d.nc.IsConnected, Spool: sp,
 			Metrics: d.metrics, Log: d.log})
 		if err != nil {
 			return err
 		}
+		sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			sp.Run(sctx)
+		}()
+		d.spoolStop = func() { cancel(); <-done }
 		if d.ingestLn, err = net.Listen("tcp", d.cfg.Listen); err != nil {
 			return fmt.Errorf("listen %s: %w (set listen, LKSCORE_LISTEN or --listen to a free address)", d.cfg.Listen, err)
 		}
@@ -210,6 +225,9 @@ func (d *Daemon) Shutdown(ctx context.Context) error {
 			if err := d.ingest.Shutdown(ctx); err != nil {
 				errs = append(errs, fmt.Errorf("ingest server: %w", err))
 			}
+		}
+		if d.spoolStop != nil {
+			d.spoolStop() // what is still spooled stays in the store for the next start
 		}
 		if d.pipeline != nil {
 			errs = append(errs, d.pipeline.stop(ctx))

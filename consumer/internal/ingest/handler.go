@@ -25,6 +25,9 @@ type Options struct {
 	Store     uploadStore
 	Facts     factSink
 	Connected func() bool // whether NATS is connected: 503 at once when not (nil: always)
+	// Spool keeps the facts of OTLP logs and traces while NATS is down (nil:
+	// they get 503 then).
+	Spool spooler
 	Metrics   *metrics.Ingest
 	Log       *slog.Logger
 }
@@ -48,7 +51,7 @@ func Handler(o Options) (http.Handler, error) {
 	mux.Handle("/observability/recordings/v0", col)
 	otlpSlots, otlpBufs := newSlots(cfg.HTTP.MaxInflightOTLP), &bodyBuffers{} // shared by the three signals: decoding is what costs
 	for _, sig := range []string{"traces", "logs", "metrics"} {
-		rcv := &otlpReceiver{signal: sig, keys: keys, facts: o.Facts, maxBody: cfg.Limits.OTLPBytes,
+		rcv := &otlpReceiver{signal: sig, keys: keys, facts: o.Facts, connected: connectedOrAlways(o.Connected), spool: o.Spool, maxBody: cfg.Limits.OTLPBytes,
 			maxElements: cfg.Limits.OTLPElements, inflight: otlpSlots, bufs: otlpBufs, metrics: o.Metrics, log: o.Log}
 		if sig == "metrics" {
 			rcv.facts = nil // metrics carry no session facts lkscore uses
@@ -72,11 +75,7 @@ type plumbing struct {
 
 // plumbing is o's, NATS taken as always connected when o.Connected is nil.
 func (o Options) plumbing() plumbing {
-	connected := o.Connected
-	if connected == nil {
-		connected = func() bool { return true }
-	}
-	return plumbing{pub: o.JS, connected: connected, subjects: wire.NewSubjects(o.Config.NATS.SubjectPrefix, o.Config.NATS.StreamPrefix),
+	return plumbing{pub: o.JS, connected: connectedOrAlways(o.Connected), subjects: wire.NewSubjects(o.Config.NATS.SubjectPrefix, o.Config.NATS.StreamPrefix),
 		timeout: o.Config.NATS.PublishTimeout, metrics: o.Metrics, log: o.Log}
 }
 
@@ -93,4 +92,13 @@ func collapseSlashes(h http.Handler) http.Handler {
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// connectedOrAlways is connected, or NATS taken as always connected when it
+// is nil.
+func connectedOrAlways(connected func() bool) func() bool {
+	if connected == nil {
+		return func() bool { return true }
+	}
+	return connected
 }

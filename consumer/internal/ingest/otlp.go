@@ -47,6 +47,11 @@ const otlpRecursionLimit = 32
 // http.max_inflight_otlp decoders before its 503.
 const otlpSlotWait = 5 * time.Second
 
+// spooler keeps facts while NATS is down (spool.Spool).
+type spooler interface {
+	Put(ctx context.Context, signal string, updates []facts.Update) error
+}
+
 // factSink is where the receiver puts what it learned.
 type factSink interface {
 	Add(ctx context.Context, u facts.Update) error
@@ -56,6 +61,11 @@ type factSink interface {
 type otlpReceiver struct {
 	signal  string // logs, traces, metrics
 	keys    auth.KeyProvider
+	// connected says whether NATS is. When it is not, the facts a logs or
+	// traces request carries go to spool (the recording store), or, with no
+	// spool, the request gets 503 at once, before its body is read.
+	connected func() bool
+	spool     spooler
 	facts   factSink // nil for metrics
 	maxBody int64    // both compressed and decompressed
 	// maxElements caps the messages a body decodes into (limits.otlp_elements),
@@ -100,6 +110,12 @@ func (o *otlpReceiver) serve(w http.ResponseWriter, r *http.Request) error {
 		o.log.Debug("otlp refused", "err", err)
 		return failure.Refuse(http.StatusUnauthorized, "invalid token")
 	}
+	if o.facts != nil && o.spool == nil && !o.connected() {
+		// Without NATS the facts cannot be stored, and waiting out the KV's
+		// request timeout outlasted the SDK exporters' own 10 s. 503 at
+		// once is the answer the OTLP exporters retry.
+		return errors.New("nats not connected")
+	}
 	if err := o.inflight.takeWithin(r.Context(), otlpSlotWait, nil); err != nil {
 		return failure.Refuse(http.StatusServiceUnavailable, "%w", errBusy)
 	}
@@ -133,7 +149,22 @@ func (o *otlpReceiver) serve(w http.ResponseWriter, r *http.Request) error {
 	} else {
 		updates = traceFacts(&traces)
 	}
-	for _, u := range sortedUpdates(updates) {
+	sorted := sortedUpdates(updates)
+	if o.spool != nil && !o.connected() {
+		// agents-js sends a session's report logs once, and gives its
+		// recording upload up when they are refused: keep the facts in the
+		// store until NATS is back (package spool).
+		kept := make([]facts.Update, len(sorted))
+		for i, u := range sorted {
+			kept[i] = *u
+		}
+		if err := o.spool.Put(r.Context(), o.signal, kept); err != nil {
+			return err
+		}
+		o.log.Warn("otlp facts spooled: NATS is down", "signal", o.signal, "sessions", len(kept))
+		sorted = nil
+	}
+	for _, u := range sorted {
 		if err := o.facts.Add(r.Context(), *u); err != nil {
 			return err
 		}

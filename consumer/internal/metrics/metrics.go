@@ -20,7 +20,10 @@ type Ingest struct {
 	BytesStored    *prometheus.CounterVec
 	OTLPDiscarded  *prometheus.CounterVec
 	OTLPFacts      *prometheus.CounterVec
-	UploadsWaiting prometheus.Gauge
+	// OTLPSpooled and OTLPUnspooled count OTLP requests whose facts were
+	// kept in the recording store while NATS was down, and added later.
+	OTLPSpooled, OTLPUnspooled *prometheus.CounterVec
+	UploadsWaiting             prometheus.Gauge
 }
 
 func NewIngest(reg prometheus.Registerer) *Ingest {
@@ -54,6 +57,14 @@ func NewIngest(reg prometheus.Registerer) *Ingest {
 		OTLPFacts: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "lkscore_otlp_facts_total",
 			Help: "Session facts read from OTLP logs and traces (before deduplication), by signal.",
+		}, []string{"signal"}),
+		OTLPSpooled: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "lkscore_otlp_spooled_total",
+			Help: "OTLP logs and traces requests whose session facts were kept in the recording store while NATS was down, by signal.",
+		}, []string{"signal"}),
+		OTLPUnspooled: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "lkscore_otlp_spool_drained_total",
+			Help: "Spooled OTLP requests whose session facts were added once NATS was back, by signal.",
 		}, []string{"signal"}),
 		UploadsWaiting: f.NewGauge(prometheus.GaugeOpts{
 			Name: "lkscore_collector_uploads_waiting",

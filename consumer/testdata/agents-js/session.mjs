@@ -6,7 +6,10 @@
 // LIVEKIT_API_KEY and LIVEKIT_API_SECRET come from there.
 // AGENTS_PKG picks another release of the SDK (package.json installs each
 // under an npm alias: agents-1.8.0, agents-1.8.1) for the version matrix.
-const { llm, telemetry, voice } = await import(process.env.AGENTS_PKG || '@livekit/agents');
+const { initializeLogger, llm, telemetry, voice } = await import(process.env.AGENTS_PKG || '@livekit/agents');
+// The SDK's logger, as a worker sets it up: the upload's retry path logs
+// through it ("recording upload failed; retrying").
+initializeLogger({ pretty: false, level: 'info' });
 
 const url = process.env.LKSCORE_URL;
 const roomId = process.env.ROOM_ID;
