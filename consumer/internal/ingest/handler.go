@@ -27,9 +27,9 @@ type Options struct {
 	Connected func() bool // whether NATS is connected: 503 at once when not (nil: always)
 	// Spool keeps the facts of OTLP logs and traces while NATS is down (nil:
 	// they get 503 then).
-	Spool spooler
-	Metrics   *metrics.Ingest
-	Log       *slog.Logger
+	Spool   spooler
+	Metrics *metrics.Ingest
+	Log     *slog.Logger
 }
 
 // Handler serves the ingest endpoints: LiveKit's webhooks (/webhook), the

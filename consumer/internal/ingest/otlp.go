@@ -59,15 +59,15 @@ type factSink interface {
 
 // otlpReceiver serves one OTLP signal.
 type otlpReceiver struct {
-	signal  string // logs, traces, metrics
-	keys    auth.KeyProvider
+	signal string // logs, traces, metrics
+	keys   auth.KeyProvider
 	// connected says whether NATS is. When it is not, the facts a logs or
 	// traces request carries go to spool (the recording store), or, with no
 	// spool, the request gets 503 at once, before its body is read.
 	connected func() bool
 	spool     spooler
-	facts   factSink // nil for metrics
-	maxBody int64    // both compressed and decompressed
+	facts     factSink // nil for metrics
+	maxBody   int64    // both compressed and decompressed
 	// maxElements caps the messages a body decodes into (limits.otlp_elements),
 	// counted as it is read (readCounted).
 	maxElements int
