@@ -2,13 +2,20 @@ package consumer
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/lkscore/lkscore/dashboard"
 	"github.com/lkscore/lkscore/internal/testenv"
+	"github.com/lkscore/lkscore/scoring"
 )
 
 // agentsJSVersions are the agents-js releases the version matrix runs: every
@@ -34,7 +41,7 @@ func TestAgentsJSVersions(t *testing.T) {
 	}
 	dir, node := agentsJS(t)
 	ns := startNATS(t)
-	d, _ := startDaemon(t, pipelineConfig(t, ns.URL()))
+	d, reg := startDaemon(t, pipelineConfig(t, ns.URL()))
 	var rooms []string
 	for _, v := range agentsJSVersions {
 		room, job := "RM_JSv"+strings.ReplaceAll(v.version, ".", ""), "AJ_JSv"+strings.ReplaceAll(v.version, ".", "")
@@ -65,6 +72,61 @@ func TestAgentsJSVersions(t *testing.T) {
 		}
 		if c.Spans == nil || !c.Spans.TTFTP50Ms.Set || c.Spans.ToolErrors != 1 || c.Metrics.UserTurns != 4 || c.Overall.Verdict == "" {
 			t.Errorf("%s: spans %+v, user turns %d, verdict %q", v.version, c.Spans, c.Metrics.UserTurns, c.Overall.Verdict)
+		}
+	}
+	var versions []string
+	for _, v := range agentsJSVersions {
+		versions = append(versions, v.version)
+	}
+	checkCoverage(t, d, reg, "nodejs", versions, "otlp_log",
+		scoring.SignalRecording, scoring.SignalLogs, scoring.SignalTraces, scoring.SignalCloseReason)
+}
+
+// checkCoverage reads the dashboard's signal coverage (/ui/signals, JSON)
+// and /metrics once the index holds every room's scorecard: one row per
+// release of sdk in versions, each with every signal in want at 100% and
+// the close reason from source, and the same counts on /metrics.
+func checkCoverage(t *testing.T, d *Daemon, reg *prometheus.Registry, sdk string, versions []string, source string, want ...string) {
+	t.Helper()
+	var rows []dashboard.CoverageRow
+	testenv.WaitFor(t, settleWait, "the signal coverage view", func() bool {
+		resp, err := http.Get("http://" + d.OpsAddr() + "/ui/signals?format=json")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		rows = nil
+		if json.NewDecoder(resp.Body).Decode(&rows) != nil {
+			return false
+		}
+		n := 0
+		for _, r := range rows {
+			n += r.Sessions
+		}
+		return n == len(versions)
+	})
+	for _, v := range versions {
+		i := slices.IndexFunc(rows, func(r dashboard.CoverageRow) bool { return r.SDK == sdk && r.Version == v })
+		if i < 0 {
+			t.Errorf("no coverage row for %s %s: %+v", sdk, v, rows)
+			continue
+		}
+		r := rows[i]
+		for _, s := range want {
+			if r.Shares[s] != 1 {
+				t.Errorf("%s %s: %s share %v, want 100%%", sdk, v, s, r.Shares[s])
+			}
+		}
+		if r.Sessions != 1 || len(r.Sources) != 1 || r.Sources[0].Source != source {
+			t.Errorf("%s %s: %d sessions, close reason sources %+v", sdk, v, r.Sessions, r.Sources)
+		}
+		if n := counter(t, reg, "lkscore_sessions_by_sdk_total", map[string]string{"sdk": sdk, "sdk_version": v}); n != 1 {
+			t.Errorf("lkscore_sessions_by_sdk_total{%s,%s} = %v", sdk, v, n)
+		}
+		for _, s := range want {
+			if n := counter(t, reg, "lkscore_session_signals_total", map[string]string{"sdk": sdk, "sdk_version": v, "signal": s}); n != 1 {
+				t.Errorf("lkscore_session_signals_total{%s,%s,%s} = %v", sdk, v, s, n)
+			}
 		}
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/lkscore/lkscore/internal/testenv"
+	"github.com/lkscore/lkscore/scoring"
 )
 
 // pyRelease is one release's fixture (testdata/agents-py/release_<v>.json):
@@ -65,7 +66,7 @@ type pySpan struct {
 func TestAgentsPyVersions(t *testing.T) {
 	t.Parallel()
 	ns := startNATS(t)
-	d, _ := startDaemon(t, pipelineConfig(t, ns.URL()))
+	d, reg := startDaemon(t, pipelineConfig(t, ns.URL()))
 	releases := []string{"1.5.17", "1.6.10", "1.7.0"}
 	var rooms []string
 	for _, rel := range releases {
@@ -99,6 +100,8 @@ func TestAgentsPyVersions(t *testing.T) {
 			t.Errorf("%s: spans %+v, user turns %d, tool calls %d, verdict %q", rel, c.Spans, c.Metrics.UserTurns, c.Metrics.ToolCalls, c.Overall.Verdict)
 		}
 	}
+	checkCoverage(t, d, reg, "python", releases, "otlp_log_implied",
+		scoring.SignalRecording, scoring.SignalLogs, scoring.SignalTraces, scoring.SignalCloseReason)
 }
 
 // sendPyRelease sends what fx's release sends for one call.

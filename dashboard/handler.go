@@ -83,6 +83,7 @@ func NewHandler(index *Index, alerts *AlertIndex, src Sources, access Access, lo
 		"dur":  func(d time.Duration) string { return d.Round(time.Second).String() },
 		"num":  func(f float64) string { return strconv.FormatFloat(f, 'g', 4, 64) },
 		"turn": func(o scoring.Opt[int]) string { return turnID(o) },
+		"share": shareOf,
 	}).ParseFS(templateFS, "templates/*.html")
 	if err != nil {
 		return nil, fmt.Errorf("dashboard templates: %w", err)
@@ -113,6 +114,8 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 		err = h.recording(w, r)
 	case "/ui/alerts":
 		err = h.alertsPage(w, r)
+	case "/ui/signals":
+		err = h.signalsPage(w, r)
 	case "/ui/export":
 		err = h.export(w, r)
 	default:

@@ -47,6 +47,11 @@ type Entry struct {
 	HeardP95 float64 `json:"heard_latency_p95_ms"`
 	// Codes are the finding codes that cost points, once each.
 	Codes []string `json:"finding_codes,omitempty"`
+	// SDK and SDKVersion name the agents SDK that ran the session ("" when
+	// no signal said); Signals are what it sent (SignalRecording, …).
+	SDK        string   `json:"sdk,omitempty"`
+	SDKVersion string   `json:"sdk_version,omitempty"`
+	Signals    []string `json:"signals,omitempty"`
 }
 
 // Missing marks a latency a session did not measure.
@@ -205,6 +210,10 @@ func entryOf(seq uint64, at time.Time, sc *scoring.Scorecard, versionTag string)
 	if a := sc.Audio; a != nil && a.Refused == "" && len(a.Turns) > 0 {
 		e.HeardP50, e.HeardP95 = float64(a.Metrics.HeardLatencyP50Ms), float64(a.Metrics.HeardLatencyP95Ms)
 	}
+	if sdk := sc.Session.SDK; sdk != nil {
+		e.SDK, e.SDKVersion = sdk.Language, sdk.Version
+	}
+	e.Signals = scoring.SignalsOf(sc)
 	return e
 }
 

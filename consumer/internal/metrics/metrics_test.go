@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 
@@ -81,5 +82,50 @@ func TestQualityObserve(t *testing.T) {
 				t.Errorf("e2e histogram: %d sessions, want the 2 that reported e2e_latency", n)
 			}
 		}
+	}
+}
+
+// TestSignalCoverageBounded: each scorecard counts once in its SDK
+// release's sessions, once per signal it had, once for its close reason's
+// source; past maxReleases releases, and for an unknown source, the label
+// value is "other", so an agent cannot grow the series without bound.
+func TestSignalCoverageBounded(t *testing.T) {
+	t.Parallel()
+	q := NewQuality(prometheus.NewRegistry())
+	card := func(lang, version, source string, inputs ...string) *scoring.Scorecard {
+		c := &scoring.Scorecard{Inputs: inputs}
+		if lang != "" {
+			c.Session.SDK = &scoring.SDKRef{Language: lang, Version: version}
+		}
+		c.Completion.CloseReasonSource = source
+		return c
+	}
+	q.Observe(card("nodejs", "1.9.0", "otlp_log", scoring.InputRecording, scoring.InputLogs, scoring.InputTraces))
+	q.Observe(card("nodejs", "1.9.0", "webhook_room", scoring.InputRecording))
+	q.Observe(card("", "", "absent", scoring.InputRecording))
+	q.Observe(card("nodejs", "1.9.0", "made_up_source", scoring.InputRecording))
+	for _, tc := range []struct {
+		vec    *prometheus.CounterVec
+		labels []string
+		want   float64
+	}{
+		{q.sdkSessions, []string{"nodejs", "1.9.0"}, 3},
+		{q.signals, []string{"nodejs", "1.9.0", scoring.SignalRecording}, 3},
+		{q.signals, []string{"nodejs", "1.9.0", scoring.SignalLogs}, 1},
+		{q.signals, []string{"nodejs", "1.9.0", scoring.SignalCloseReason}, 3},
+		{q.sources, []string{"nodejs", "1.9.0", "otlp_log"}, 1},
+		{q.sources, []string{"nodejs", "1.9.0", "other"}, 1},
+		{q.sdkSessions, []string{"unknown", ""}, 1},
+		{q.signals, []string{"unknown", "", scoring.SignalCloseReason}, 0},
+	} {
+		if v := testutil.ToFloat64(tc.vec.WithLabelValues(tc.labels...)); v != tc.want {
+			t.Errorf("%v = %v, want %v", tc.labels, v, tc.want)
+		}
+	}
+	for i := range 2 * maxReleases {
+		q.Observe(card("python", fmt.Sprintf("1.%d.0", i), "summary", scoring.InputRecording))
+	}
+	if v := testutil.ToFloat64(q.sdkSessions.WithLabelValues("other", "other")); v != maxReleases+2 {
+		t.Errorf("releases past the bound: %v counted as other, want %d", v, maxReleases+2)
 	}
 }

@@ -17,9 +17,24 @@ type Quality struct {
 	score prometheus.Histogram
 	e2e   prometheus.Histogram // the session's agent-reported e2e latency p50
 	heard prometheus.Histogram // the session's heard latency p50 (stereo recording)
+	// Signal coverage, per SDK language and release: sessions, the
+	// signals they had, where their close reason came from.
+	sdkSessions *prometheus.CounterVec // sdk, sdk_version
+	signals     *prometheus.CounterVec // sdk, sdk_version, signal
+	sources     *prometheus.CounterVec // sdk, sdk_version, source
 
-	agents *LabelCap
+	agents   *LabelCap
+	releases *LabelCap // (sdk, sdk_version) pairs with a series of their own
 }
+
+// maxReleases bounds the SDK releases with a series of their own per
+// process; later ones count as "other".
+const maxReleases = 24
+
+// closeReasonSources are the close reason sources with a label value of
+// their own (facts' Source* constants that resolve a close reason).
+var closeReasonSources = map[string]bool{"summary": true, "otlp_span": true, "otlp_log": true, "otlp_log_implied": true,
+	"job_status": true, "webhook_room": true, "absent": true}
 
 func NewQuality(reg prometheus.Registerer) *Quality {
 	f := promauto.With(reg)
@@ -41,13 +56,52 @@ func NewQuality(reg prometheus.Registerer) *Quality {
 			Name: "lkscore_session_heard_latency_seconds", Help: "Each scored session's median heard response latency, from the stereo recording.",
 			Buckets: latency,
 		}),
-		agents: NewLabelCap(0),
+		sdkSessions: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "lkscore_sessions_by_sdk_total",
+			Help: "Scorecards by the agents SDK's language (python, nodejs, unknown) and release (24 per process, then other).",
+		}, []string{"sdk", "sdk_version"}),
+		signals: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "lkscore_session_signals_total",
+			Help: "Scorecards whose session had a signal (recording, logs, traces, audio, close_reason), by SDK and release: " +
+				"divided by lkscore_sessions_by_sdk_total, the share of sessions that had it.",
+		}, []string{"sdk", "sdk_version", "signal"}),
+		sources: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "lkscore_session_close_reason_sources_total",
+			Help: "Scorecards by where their close reason came from (summary, otlp_span, otlp_log, otlp_log_implied, job_status, webhook_room, absent, other), by SDK and release.",
+		}, []string{"sdk", "sdk_version", "source"}),
+		agents:   NewLabelCap(0),
+		releases: NewLabelCap(maxReleases),
 	}
+}
+
+// observeSignals counts card in the signal coverage metrics.
+func (q *Quality) observeSignals(card *scoring.Scorecard) {
+	sdk, version := "unknown", ""
+	if s := card.Session.SDK; s != nil {
+		switch s.Language {
+		case "python", "nodejs":
+			sdk, version = s.Language, s.Version
+		case "":
+		default:
+			sdk, version = "other", s.Version
+		}
+	}
+	labels := q.releases.Values(sdk, version)
+	q.sdkSessions.WithLabelValues(labels...).Inc()
+	for _, sig := range scoring.SignalsOf(card) {
+		q.signals.WithLabelValues(labels[0], labels[1], sig).Inc()
+	}
+	src := card.Completion.CloseReasonSource
+	if !closeReasonSources[src] {
+		src = "other"
+	}
+	q.sources.WithLabelValues(labels[0], labels[1], src).Inc()
 }
 
 // Observe counts one published scorecard.
 func (q *Quality) Observe(card *scoring.Scorecard) {
 	q.cards.WithLabelValues(card.Overall.Verdict, card.Completion.CloseReason, q.agentLabel(card.Session.AgentName)).Inc()
+	q.observeSignals(card)
 	if card.Comparable() { // no score to observe
 		q.score.Observe(card.Overall.Score)
 	}
