@@ -79,10 +79,10 @@ func NewHandler(index *Index, alerts *AlertIndex, src Sources, access Access, lo
 			}
 			return fmt.Sprintf("%.0f", v)
 		},
-		"pct":  func(f float64) string { return fmt.Sprintf("%.0f%%", 100*f) },
-		"dur":  func(d time.Duration) string { return d.Round(time.Second).String() },
-		"num":  func(f float64) string { return strconv.FormatFloat(f, 'g', 4, 64) },
-		"turn": func(o scoring.Opt[int]) string { return turnID(o) },
+		"pct":   func(f float64) string { return fmt.Sprintf("%.0f%%", 100*f) },
+		"dur":   func(d time.Duration) string { return d.Round(time.Second).String() },
+		"num":   func(f float64) string { return strconv.FormatFloat(f, 'g', 4, 64) },
+		"turn":  func(o scoring.Opt[int]) string { return turnID(o) },
 		"share": shareOf,
 	}).ParseFS(templateFS, "templates/*.html")
 	if err != nil {
