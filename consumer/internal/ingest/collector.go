@@ -160,8 +160,10 @@ func (c *collector) authorize(w http.ResponseWriter, r *http.Request) (string, e
 	}
 	apiKey, err := verifyObservabilityToken(r.Header.Get("Authorization"), c.keys)
 	if err != nil {
-		c.log.Debug("upload refused", "err", err)
-		return "", failure.Refuse(http.StatusUnauthorized, "invalid token")
+		reason, key := authReason(err)
+		c.refusals.refused("upload", reason, "upload refused: "+err.Error(), "path", cleanPath(r.URL.Path), "api_key", key,
+			"hint", tokenHint(reason))
+		return "", failure.Refuse(http.StatusUnauthorized, "%s", "upload refused: "+err.Error())
 	}
 	return apiKey, nil
 }
@@ -171,22 +173,22 @@ func (c *collector) authorize(w http.ResponseWriter, r *http.Request) (string, e
 func verifyObservabilityToken(header string, keys auth.KeyProvider) (string, error) {
 	token, ok := strings.CutPrefix(header, "Bearer ")
 	if !ok || token == "" {
-		return "", errors.New("missing bearer token")
+		return "", &authError{reason: refusedNoToken, err: errors.New("missing bearer token")}
 	}
 	v, err := auth.ParseAPIToken(token)
 	if err != nil {
-		return "", fmt.Errorf("parse token: %w", err)
+		return "", &authError{reason: refusedBadToken, err: err}
 	}
 	secret := keys.GetSecret(v.APIKey())
 	if secret == "" {
-		return "", fmt.Errorf("unknown api key %q", v.APIKey())
+		return "", &authError{reason: refusedUnknownKey, key: v.APIKey()}
 	}
 	_, grants, err := v.Verify(secret)
 	if err != nil {
-		return "", fmt.Errorf("verify token: %w", err)
+		return "", &authError{reason: refusedBadSignature, key: v.APIKey(), err: err}
 	}
 	if grants.Observability == nil || !grants.Observability.Write {
-		return "", errors.New("token lacks the observability write grant")
+		return "", &authError{reason: refusedNoGrant, key: v.APIKey()}
 	}
 	return v.APIKey(), nil
 }
@@ -377,6 +379,9 @@ func (c *collector) fail(w http.ResponseWriter, err error) string {
 	reason := failure.HTTPReason(f.Status)
 	c.metrics.Rejected.WithLabelValues("recordings", reason).Inc()
 	if f.Status != http.StatusServiceUnavailable {
+		if f.Status != http.StatusUnauthorized && f.Status != http.StatusMethodNotAllowed { // those are logged where found
+			c.refusals.refused("upload", refusedBadUpload, "upload refused", "status", f.Status, "err", err)
+		}
 		// Never mention "disabled" here: the Python SDK stops uploading for good on it.
 		http.Error(w, err.Error(), f.Status)
 		return reason

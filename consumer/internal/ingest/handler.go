@@ -30,6 +30,10 @@ type Options struct {
 	Spool   spooler
 	Metrics *metrics.Ingest
 	Log     *slog.Logger
+
+	// refusals is the one rate-limited log of refused requests every
+	// endpoint shares (Handler sets it).
+	refusals *refusalLog
 }
 
 // Handler serves the ingest endpoints: LiveKit's webhooks (/webhook), the
@@ -38,6 +42,7 @@ type Options struct {
 func Handler(o Options) (http.Handler, error) {
 	cfg := o.Config
 	keys := auth.NewFileBasedKeyProviderFromMap(cfg.LiveKit.Keys)
+	o.refusals = newRefusalLog(o.Log, nil)
 	wh, err := newWebhookHandler(o, keys)
 	if err != nil {
 		return nil, err
@@ -51,14 +56,26 @@ func Handler(o Options) (http.Handler, error) {
 	mux.Handle("/observability/recordings/v0", col)
 	otlpSlots, otlpBufs := newSlots(cfg.HTTP.MaxInflightOTLP), &bodyBuffers{} // shared by the three signals: decoding is what costs
 	for _, sig := range []string{"traces", "logs", "metrics"} {
-		rcv := &otlpReceiver{signal: sig, keys: keys, facts: o.Facts, connected: connectedOrAlways(o.Connected), spool: o.Spool, maxBody: cfg.Limits.OTLPBytes,
+		rcv := &otlpReceiver{signal: sig, keys: keys, facts: o.Facts, connected: connectedOrAlways(o.Connected), spool: o.Spool, refusals: o.refusals, maxBody: cfg.Limits.OTLPBytes,
 			maxElements: cfg.Limits.OTLPElements, inflight: otlpSlots, bufs: otlpBufs, metrics: o.Metrics, log: o.Log}
 		if sig == "metrics" {
 			rcv.facts = nil // metrics carry no session facts lkscore uses
 		}
 		mux.Handle("/observability/"+sig+"/otlp/v0", rcv)
 	}
+	mux.Handle("/", unknownPath{o.refusals})
 	return withBodyDeadline(collapseSlashes(mux), cfg.HTTP.BodyTimeout), nil
+}
+
+// unknownPath answers a request to a path lkscore does not serve: 404, and a
+// warn line (rate-limited) naming the path, since a webhook or an SDK
+// pointed at the wrong URL is a common first-hour mistake.
+type unknownPath struct{ refusals *refusalLog }
+
+func (u unknownPath) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	u.refusals.refused("ingest", refusedUnknownPath, "request to a path lkscore does not serve", "method", r.Method,
+		"path", cleanPath(r.URL.Path), "hint", "LiveKit webhooks go to /webhook; LIVEKIT_OBSERVABILITY_URL is this server's base URL (the SDK adds /observability/…)")
+	http.Error(w, "not found: LiveKit webhooks go to /webhook, agents SDK uploads and OTLP to /observability/…", http.StatusNotFound)
 }
 
 // plumbing is what the endpoints that publish share: the publisher and
@@ -67,6 +84,7 @@ func Handler(o Options) (http.Handler, error) {
 type plumbing struct {
 	pub       publisher
 	connected func() bool
+	refusals  *refusalLog
 	subjects  wire.Subjects
 	timeout   time.Duration // one acknowledged publish (nats.publish_timeout)
 	metrics   *metrics.Ingest
@@ -75,7 +93,7 @@ type plumbing struct {
 
 // plumbing is o's, NATS taken as always connected when o.Connected is nil.
 func (o Options) plumbing() plumbing {
-	return plumbing{pub: o.JS, connected: connectedOrAlways(o.Connected), subjects: wire.NewSubjects(o.Config.NATS.SubjectPrefix, o.Config.NATS.StreamPrefix),
+	return plumbing{pub: o.JS, connected: connectedOrAlways(o.Connected), refusals: o.refusals, subjects: wire.NewSubjects(o.Config.NATS.SubjectPrefix, o.Config.NATS.StreamPrefix),
 		timeout: o.Config.NATS.PublishTimeout, metrics: o.Metrics, log: o.Log}
 }
 

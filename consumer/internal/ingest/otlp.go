@@ -66,6 +66,7 @@ type otlpReceiver struct {
 	// spool, the request gets 503 at once, before its body is read.
 	connected func() bool
 	spool     spooler
+	refusals  *refusalLog
 	facts     factSink // nil for metrics
 	maxBody   int64    // both compressed and decompressed
 	// maxElements caps the messages a body decodes into (limits.otlp_elements),
@@ -107,8 +108,10 @@ func (o *otlpReceiver) serve(w http.ResponseWriter, r *http.Request) error {
 		return failure.Refuse(http.StatusMethodNotAllowed, "use POST")
 	}
 	if _, err := verifyObservabilityToken(r.Header.Get("Authorization"), o.keys); err != nil {
-		o.log.Debug("otlp refused", "err", err)
-		return failure.Refuse(http.StatusUnauthorized, "invalid token")
+		reason, key := authReason(err)
+		o.refusals.refused("otlp", reason, "OTLP "+o.signal+" refused: "+err.Error(), "path", cleanPath(r.URL.Path), "api_key", key,
+			"hint", tokenHint(reason))
+		return failure.Refuse(http.StatusUnauthorized, "%s", "refused: "+err.Error())
 	}
 	if o.facts != nil && o.spool == nil && !o.connected() {
 		// Without NATS the facts cannot be stored, and waiting out the KV's

@@ -6,7 +6,6 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -127,8 +126,10 @@ func (h *webhookHandler) serve(w http.ResponseWriter, r *http.Request) string {
 	// unauthenticated request costs its headers only.
 	apiKey, sum, err := verifyWebhookToken(token, h.keys)
 	if err != nil {
-		h.log.Debug("webhook refused", "err", err)
-		return h.reject(w, http.StatusUnauthorized, "invalid or missing signature")
+		reason, key := authReason(err)
+		h.refusals.refused("webhook", reason, "webhook refused: "+err.Error(), "path", cleanPath(r.URL.Path), "api_key", key,
+			"hint", tokenHint(reason))
+		return h.reject(w, http.StatusUnauthorized, "webhook refused: "+err.Error())
 	}
 	if !h.inflight.take() {
 		w.Header().Set("Retry-After", "1")
@@ -147,8 +148,9 @@ func (h *webhookHandler) serve(w http.ResponseWriter, r *http.Request) string {
 	// The token signs the body's hash, as livekit/protocol's webhook.Receive checks it.
 	got := sha256.Sum256(body)
 	if subtle.ConstantTimeCompare([]byte(base64.StdEncoding.EncodeToString(got[:])), []byte(sum)) != 1 {
-		h.log.Debug("webhook refused", "err", webhook.ErrInvalidChecksum)
-		return h.reject(w, http.StatusUnauthorized, "invalid or missing signature")
+		err := &authError{reason: refusedBadChecksum, key: apiKey, err: webhook.ErrInvalidChecksum}
+		h.refusals.refused("webhook", refusedBadChecksum, "webhook refused: "+err.Error(), "path", cleanPath(r.URL.Path), "api_key", apiKey)
+		return h.reject(w, http.StatusUnauthorized, "webhook refused: "+err.Error())
 	}
 	var ev livekit.WebhookEvent
 	if err := countJSONElements(body, ev.ProtoReflect().Descriptor(), maxWebhookElements); err != nil {
@@ -178,22 +180,22 @@ func (h *webhookHandler) serve(w http.ResponseWriter, r *http.Request) string {
 // body's sha256 the token vouches for.
 func verifyWebhookToken(token string, keys auth.KeyProvider) (apiKey, sha string, err error) {
 	if token == "" {
-		return "", "", webhook.ErrNoAuthHeader
+		return "", "", &authError{reason: refusedNoToken, err: webhook.ErrNoAuthHeader}
 	}
 	v, err := auth.ParseAPIToken(token)
 	if err != nil {
-		return "", "", fmt.Errorf("parse token: %w", err)
+		return "", "", &authError{reason: refusedBadToken, err: err}
 	}
 	secret := keys.GetSecret(v.APIKey())
 	if secret == "" {
-		return "", "", webhook.ErrSecretNotFound
+		return "", "", &authError{reason: refusedUnknownKey, key: v.APIKey(), err: webhook.ErrSecretNotFound}
 	}
 	_, claims, err := v.Verify(secret)
 	if err != nil {
-		return "", "", fmt.Errorf("verify token: %w", err)
+		return "", "", &authError{reason: refusedBadSignature, key: v.APIKey(), err: err}
 	}
 	if claims.Sha256 == "" {
-		return "", "", webhook.ErrInvalidChecksum
+		return "", "", &authError{reason: refusedBadChecksum, key: v.APIKey(), err: webhook.ErrInvalidChecksum}
 	}
 	return v.APIKey(), claims.Sha256, nil
 }
