@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -19,7 +21,13 @@ import (
 )
 
 func dlqCommand(getenv func(string) string, stdout io.Writer) *cli.Command {
-	flags := append(toolFlags(), &cli.StringFlag{Name: "stage", Usage: "only dead letters of this stage (locate, score)"})
+	flags := append(toolFlags(), &cli.StringFlag{Name: "stage", Usage: "only dead letters of this stage (" + strings.Join(dlqStages, ", ") + ")",
+		Validator: func(s string) error {
+			if s != "" && !slices.Contains(dlqStages, s) {
+				return fmt.Errorf("--stage %q is not one of %s", s, strings.Join(dlqStages, ", "))
+			}
+			return nil
+		}})
 	return &cli.Command{
 		Name:  "dlq",
 		Usage: "inspect and re-drive dead letters",
@@ -79,6 +87,9 @@ func dlqCommand(getenv func(string) string, stdout io.Writer) *cli.Command {
 		},
 	}
 }
+
+// dlqStages are the stages that dead-letter (wire.Stage*).
+var dlqStages = []string{wire.StageLocate, wire.StageScore, wire.StageRegress, wire.StageNotify}
 
 // dlqAdmin connects to NATS as the daemon's config says.
 func dlqAdmin(ctx context.Context, c *cli.Command, getenv func(string) string) (*broker.DeadLetterAdmin, func(), error) {

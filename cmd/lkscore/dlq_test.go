@@ -51,6 +51,9 @@ func TestDLQListAndReplay(t *testing.T) {
 	if code, out, _ := dlq("list", "--stage", "locate"); code != 0 || strings.Contains(out, "RM_a/AJ_b") {
 		t.Fatalf("stage filter: %d\n%s", code, out)
 	}
+	if code, _, stderr := dlq("replay", "--seq", "999"); code != 1 || !strings.Contains(stderr, "no dead letter 999") {
+		t.Errorf("replay of a missing dead letter: exit %d %s", code, stderr)
+	}
 	if code, _, stderr := dlq("replay"); code != 2 {
 		t.Fatalf("replay without --seq or --all: exit %d %s", code, stderr)
 	}

@@ -130,7 +130,7 @@ func serveCommand(getenv func(string) string, stderr io.Writer) *cli.Command {
 			&cli.StringFlag{Name: "log-level", Usage: "debug, info, warn or error (env LKSCORE_LOG_LEVEL)"},
 			&cli.StringFlag{Name: "role",
 				Usage: "all, ingest (webhook and collector) or worker (locator and scoring) (env LKSCORE_ROLE, default all)"},
-			&cli.IntFlag{Name: "concurrency", Usage: "sessions a worker handles at once (env LKSCORE_CONCURRENCY, default 8 per core)"},
+			&cli.IntFlag{Name: "concurrency", HideDefault: true, Usage: "sessions a worker handles at once (env LKSCORE_CONCURRENCY, default 8 per core)"},
 		},
 		Action: func(ctx context.Context, c *cli.Command) error {
 			cfg, err := loadConfig(c, getenv)

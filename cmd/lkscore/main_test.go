@@ -90,11 +90,22 @@ func TestUsageErrorsOneLine(t *testing.T) {
 	}
 }
 
+// TestEnumFlagsRefused: an unknown --stage is a usage error naming the
+// allowed values, notify included.
+func TestEnumFlagsRefused(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"lkscore", "dlq", "list", "--stage", "nosuch"}, func(string) string { return "" }, &stdout, &stderr)
+	if code != 2 || !strings.Contains(stderr.String(), "locate, score, regress, notify") {
+		t.Errorf("dlq list --stage nosuch: exit %d, stderr %q", code, stderr.String())
+	}
+}
+
 // TestFormatFlags: every reporting command takes --format json|table and
 // refuses another value, or --json with --format table, as a usage error.
 func TestFormatFlags(t *testing.T) {
 	for _, args := range [][]string{{"tail", "--format", "xml"}, {"dlq", "list", "--format", "xml"}, {"bench", "--json", "--format", "table"},
-		{"forget", "--session", "RM_a/AJ_b", "--format", "csv"}, {"check", "--baseline", "b.json", "--format", "yaml", "dir"}} {
+		{"forget", "--session", "RM_a/AJ_b", "--format", "csv"}, {"check", "--baseline", "b.json", "--format", "yaml", "dir"},
+		{"score", "--json", "--format", "table", "dir"}} {
 		var stdout, stderr bytes.Buffer
 		code := run(context.Background(), append([]string{"lkscore"}, args...), func(string) string { return "" }, &stdout, &stderr)
 		if code != 2 || !strings.Contains(stderr.String(), "--format") || strings.Count(stderr.String(), "\n") != 1 {

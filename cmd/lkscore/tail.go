@@ -43,7 +43,7 @@ func tailCommand(getenv func(string) string, stdout, stderr io.Writer) *cli.Comm
 				return err
 			}
 			defer closeFn()
-			f.hint = quietHint(cfg, subj, f)
+			f.hint = quietHint(cfg, f)
 			f.hintOut = stderr
 			if err := tail(ctx, js, subj, f, stdout); err != nil && !errors.Is(err, context.Canceled) {
 				return exitError{code: 1, err: err}
@@ -73,17 +73,35 @@ const quietAfter = 5 * time.Second
 
 // quietHint says what tail is waiting on and how to get a session into
 // the daemon it follows.
-func quietHint(cfg config.Config, subj wire.Subjects, f tailFilter) string {
-	what, stream := "scorecards", subj.ResultStream()
-	if f.alerts {
-		what, stream = "alerts", subj.AlertStream()
-	}
+func quietHint(cfg config.Config, f tailFilter) string {
 	url := "http://127.0.0.1" + cfg.Listen
 	if !strings.HasPrefix(cfg.Listen, ":") {
 		url = "http://" + cfg.Listen
 	}
-	return fmt.Sprintf("tail: no %s in %s yet, waiting (filters: close reasons %v, verdicts %v, agent %q). To score five test "+
-		"sessions on this daemon: lkscore bench --sessions 5 --url %s", what, stream, f.reasons, f.verdicts, f.agent, url)
+	return fmt.Sprintf("waiting (filters: close reasons %v, verdicts %v, agent %q). To score five test "+
+		"sessions on this daemon, with its LiveKit keys (the same --config, or LKSCORE_LIVEKIT_KEYS): "+
+		"lkscore bench --sessions 5 --url %s", f.reasons, f.verdicts, f.agent, url)
+}
+
+// quietStatus is what tail says after a silence: whether the stream holds
+// anything at all, or only what the filter or --since left out.
+func quietStatus(ctx context.Context, js jetstream.JetStream, stream, what string, f tailFilter) string {
+	var held uint64
+	var first time.Time
+	if s, err := js.Stream(ctx, stream); err == nil {
+		if info, err := s.Info(ctx); err == nil {
+			held, first = info.State.Msgs, info.State.FirstTime
+		}
+	}
+	switch {
+	case held == 0:
+		return fmt.Sprintf("tail: no %s in %s yet", what, stream)
+	case !f.since.IsZero():
+		return fmt.Sprintf("tail: nothing matched since %s; %s holds %d %s, the oldest from %s", f.since.Format(time.RFC3339), stream, held,
+			what, first.Format(time.RFC3339))
+	default:
+		return fmt.Sprintf("tail: no new %s matched yet; %s holds %d older ones (--since 24h replays them)", what, stream, held)
+	}
 }
 
 func tailFilterFrom(c *cli.Command) (tailFilter, error) {
@@ -142,6 +160,7 @@ func tail(ctx context.Context, js jetstream.JetStream, subj wire.Subjects, f tai
 	}
 	shown := 0
 	started, hinted := time.Now(), f.hint == ""
+	caughtUp := false // the --since replay reached the stream's end
 	for f.limit == 0 || shown < f.limit {
 		// Wait a second at a time, to notice a long silence.
 		wctx, cancel := context.WithTimeout(ctx, time.Second)
@@ -154,7 +173,15 @@ func tail(ctx context.Context, js jetstream.JetStream, subj wire.Subjects, f tai
 			if errors.Is(err, nats.ErrTimeout) || errors.Is(err, jetstream.ErrNoMessages) || errors.Is(err, context.DeadlineExceeded) {
 				if !hinted && shown == 0 && time.Since(started) >= quietAfter {
 					hinted = true
-					fmt.Fprintln(f.hintOut, f.hint)
+					what := "scorecards"
+					if f.alerts {
+						what = "alerts"
+					}
+					fmt.Fprintln(f.hintOut, quietStatus(ctx, js, stream, what, f)+", "+f.hint)
+				}
+				if !caughtUp && !f.since.IsZero() && f.hintOut != nil {
+					caughtUp = true
+					fmt.Fprintf(f.hintOut, "tail: replayed %d since %s; following new ones\n", shown, f.since.Format(time.RFC3339))
 				}
 				continue // a quiet stream: keep following
 			}

@@ -16,10 +16,12 @@ import (
 
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/consumer"
+	"github.com/lkscore/lkscore/internal/population"
 	"github.com/lkscore/lkscore/internal/sdkclient"
 	"github.com/lkscore/lkscore/internal/testenv"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/scenarios"
+	"github.com/lkscore/lkscore/scoring"
 	"github.com/lkscore/lkscore/wire"
 )
 
@@ -178,5 +180,36 @@ func TestTailAlerts(t *testing.T) {
 	code, out, errs := runCLI(t, "tail", "--alerts", "--since", "1h", "--limit", "1", "--agent", "booking", "--nats-url", d.NATSURL())
 	if code != 0 || !strings.Contains(out, "firing") || !strings.Contains(out, "booking@2") || !strings.Contains(out, "e2e_latency_p50_ms: 950 → 1400") {
 		t.Fatalf("exit %d\n%s%s", code, out, errs)
+	}
+}
+
+// TestTailSinceSaysWhatItReplayed: tail --since says how many scorecards it
+// replayed before following new ones; when nothing is newer than --since,
+// its quiet message says how many older ones the stream holds instead of
+// "no scorecards yet".
+func TestTailSinceSaysWhatItReplayed(t *testing.T) {
+	d, _ := startTestDaemon(t)
+	js := testenv.JetStream(t, d.NATSURL())
+	scorer, err := scoring.NewScorer(scoring.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.PublishCards(t, js, population.Generate(scorer, population.Baseline("since-agent", "1"), 3, 2), 0)
+	run := func(args ...string) (int, string, string) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		stop := time.AfterFunc(quietAfter+2*time.Second, cancel)
+		defer stop.Stop()
+		return runTail(ctx, d.NATSURL(), args...)
+	}
+	code, out, stderr := run("--since", "1h")
+	if code != 0 || strings.Count(out, "\n") != 2 || !strings.Contains(stderr, "tail: replayed 2 since") {
+		t.Errorf("--since 1h: exit %d, stdout %q, stderr %q", code, out, stderr)
+	}
+	later := time.Now().Add(time.Second).UTC().Format(time.RFC3339)
+	code, out, stderr = run("--since", later)
+	if code != 0 || out != "" || !strings.Contains(stderr, "nothing matched since") || !strings.Contains(stderr, "holds 2 scorecards") ||
+		strings.Contains(stderr, "no scorecards in") {
+		t.Errorf("--since %s: exit %d, stdout %q, stderr %q", later, code, out, stderr)
 	}
 }

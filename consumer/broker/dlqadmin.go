@@ -62,6 +62,9 @@ func (a *DeadLetterAdmin) Replay(ctx context.Context, seq uint64) error {
 		return fmt.Errorf("dead-letter stream: %w", err)
 	}
 	raw, err := s.GetMsg(ctx, seq)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return fmt.Errorf("no dead letter %d (lkscore dlq list shows them)", seq)
+	}
 	if err != nil {
 		return fmt.Errorf("get dead letter %d: %w", seq, err)
 	}

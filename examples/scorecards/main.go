@@ -66,6 +66,11 @@ func parse(args []string) (options, error) {
 	fs.BoolVar(&o.all, "all", false, "start with the oldest scorecard kept, not the next new one")
 	fs.IntVar(&o.limit, "limit", 0, "stop after this many scorecards (0: run until interrupted)")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(os.Stderr)
+			fmt.Fprintln(os.Stderr, "usage: scorecards [flags]: print lkscore's scorecards as they are published")
+			fs.PrintDefaults()
+		}
 		return o, fmt.Errorf("%w: %v", errUsage, err)
 	}
 	if fs.NArg() > 0 {

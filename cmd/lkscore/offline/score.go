@@ -30,6 +30,7 @@ func Score(getenv func(string) string, stdout io.Writer) *cli.Command {
 			"2 bad usage or config, 3 a scorecard tripped --fail-on.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "format", Value: "json", Usage: "json (one scorecard per line) or table"},
+			&cli.BoolFlag{Name: "json", Usage: "one scorecard per line as JSON (the same as --format json, the default)"},
 			&cli.StringFlag{Name: "fail-on", Usage: "warn or fail: exit 3 when any verdict is at least this bad"},
 			&cli.StringFlag{Name: "config", Usage: "config file whose scoring section sets weights and thresholds (env LKSCORE_CONFIG)"},
 			&cli.StringFlag{Name: "agent", Aliases: []string{"agent-name"}, Usage: "agent name to put in the scorecards (--agent-name is the same)"},
@@ -120,6 +121,9 @@ func score(ctx context.Context, c *cli.Command, getenv func(string) string, stdo
 	format, failOn := c.String("format"), c.String("fail-on")
 	if format != "json" && format != "table" {
 		return ExitError{Code: 2, Err: fmt.Errorf("score: --format %q is not json or table", format)}
+	}
+	if c.Bool("json") && format != "json" {
+		return ExitError{Code: 2, Err: fmt.Errorf("score: --json and --format %s disagree", format)}
 	}
 	if failOn != "" && failOn != scoring.Warn && failOn != scoring.Fail {
 		return ExitError{Code: 2, Err: fmt.Errorf("score: --fail-on %q is not warn or fail", failOn)}
