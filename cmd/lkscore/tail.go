@@ -79,7 +79,7 @@ func quietHint(cfg config.Config, f tailFilter) string {
 		url = "http://" + cfg.Listen
 	}
 	return fmt.Sprintf("waiting (filters: close reasons %v, verdicts %v, agent %q). To score five test "+
-		"sessions on this daemon, with its LiveKit keys (the same --config, or LKSCORE_LIVEKIT_KEYS): "+
+		"sessions on this daemon, with its LiveKit keys (the same --config, or LIVEKIT_API_KEY and LIVEKIT_API_SECRET): "+
 		"lkscore bench --sessions 5 --url %s", f.reasons, f.verdicts, f.agent, url)
 }
 

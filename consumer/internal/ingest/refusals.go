@@ -134,7 +134,7 @@ func (l *refusalLog) refused(endpoint, reason, msg string, attrs ...any) {
 func tokenHint(reason string) string {
 	switch reason {
 	case refusedUnknownKey:
-		return "add the key and its secret to livekit.keys (LKSCORE_LIVEKIT_KEYS or livekit.keys_file), as the server or the agent has it"
+		return "add the key and its secret (LIVEKIT_API_KEY and LIVEKIT_API_SECRET, or livekit.keys_file), as the server or the agent has it"
 	case refusedBadSignature:
 		return "the secret configured for this key differs from the server's or the agent's, or their clocks differ by more than a minute"
 	case refusedNoToken:
