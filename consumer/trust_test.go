@@ -475,7 +475,14 @@ func TestFieldWebhooksReplayed(t *testing.T) {
 		}
 		if p := ev.GetParticipant(); p != nil {
 			identities[p.GetIdentity()] = true
-			secrets[`"`+p.GetIdentity()+`"`], secrets[`"`+p.GetName()+`"`] = true, true
+			// Quoted, so a name is found only as a whole JSON string; an
+			// empty one is no marker ("" turns up in binary block files by
+			// chance: a CI run failed on it).
+			for _, v := range []string{p.GetIdentity(), p.GetName()} {
+				if v != "" {
+					secrets[`"`+v+`"`] = true
+				}
+			}
 		}
 		if resp, msg := post(t, "http://"+d.IngestAddr()+"/webhook", testenv.SignWebhook(t, testenv.Key, testenv.Secret, []byte(line), 5*time.Minute),
 			"application/webhook+json", strings.NewReader(line)); resp.StatusCode != 200 {
