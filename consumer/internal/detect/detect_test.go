@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -14,10 +12,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
-	"github.com/lkscore/lkscore/config"
-	"github.com/lkscore/lkscore/consumer/broker"
 	"github.com/lkscore/lkscore/consumer/internal/detect"
 	"github.com/lkscore/lkscore/consumer/internal/metrics"
+	"github.com/lkscore/lkscore/consumer/internal/stagetest"
 	"github.com/lkscore/lkscore/internal/population"
 	"github.com/lkscore/lkscore/internal/testenv"
 	"github.com/lkscore/lkscore/regress"
@@ -33,20 +30,13 @@ import (
 func TestReplicasAlertOnce(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	ns := testenv.StartNATS(t)
-	js := testenv.JetStream(t, ns.URL())
-	cfg := config.Default()
+	set := stagetest.Start(t)
+	js, cfg, env, subj := set.JS, set.Cfg, set.Env, set.Env.Subjects
 	cfg.Regression.MinFiring = 0
-	subj := wire.Default()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if err := broker.EnsureStreams(ctx, js, subj, cfg, log); err != nil {
-		t.Fatal(err)
-	}
 	kv, err := detect.OpenBucket(ctx, js, subj, cfg.NATS)
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := broker.Env{JS: js, Subjects: subj, Timeouts: broker.TimeoutsFrom(cfg.NATS), Now: time.Now, Log: log}
 	var replicas []*detect.Detector
 	for range 2 {
 		d, err := detect.New(env, detect.Options{Bucket: kv, Metrics: metrics.NewPipeline(prometheus.NewRegistry()), Regression: cfg.Regression})

@@ -3,16 +3,11 @@ package factstore_test
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"sync"
 	"testing"
 
-	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/consumer/internal/facts"
-	"github.com/lkscore/lkscore/consumer/internal/factstore"
-	"github.com/lkscore/lkscore/internal/testenv"
-	"github.com/lkscore/lkscore/wire"
+	"github.com/lkscore/lkscore/consumer/internal/stagetest"
 )
 
 // TestConcurrentAddsKeepEverything: four writers (as a session's webhook,
@@ -24,12 +19,7 @@ import (
 func TestConcurrentAddsKeepEverything(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	ns := testenv.StartNATS(t)
-	js := testenv.JetStream(t, ns.URL())
-	s, err := factstore.Open(ctx, js, wire.Default(), config.Default().NATS, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := stagetest.Start(t).Facts(t)
 	const writers, each = 4, 32
 	var wg sync.WaitGroup
 	errs := make(chan error, writers*each+1)

@@ -9,14 +9,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/consumer/internal/facts"
-	"github.com/lkscore/lkscore/consumer/internal/factstore"
 	"github.com/lkscore/lkscore/consumer/internal/metrics"
+	"github.com/lkscore/lkscore/consumer/internal/stagetest"
 	"github.com/lkscore/lkscore/internal/testenv"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/store"
-	"github.com/lkscore/lkscore/wire"
 )
 
 // TestRetentionDeletesOldKeepsFresh: under a fake clock, an upload older
@@ -24,13 +22,8 @@ import (
 // an old one whose session is not scored yet are kept.
 func TestRetentionDeletesOldKeepsFresh(t *testing.T) {
 	t.Parallel()
-	ns := testenv.StartNATS(t)
-	js := testenv.JetStream(t, ns.URL())
-	cfg := config.Default()
-	fs, err := factstore.Open(context.Background(), js, wire.NewSubjects("lkscore.", "LKSCORE"), cfg.NATS, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	set := stagetest.Start(t)
+	cfg, fs := set.Cfg, set.Facts(t)
 	root := t.TempDir()
 	st, err := store.NewLocal(root)
 	if err != nil {

@@ -3,8 +3,6 @@ package settle
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"strconv"
 	"testing"
 	"time"
@@ -12,13 +10,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/lkscore/lkscore/config"
-	"github.com/lkscore/lkscore/consumer/broker"
 	"github.com/lkscore/lkscore/consumer/internal/facts"
-	"github.com/lkscore/lkscore/consumer/internal/factstore"
 	"github.com/lkscore/lkscore/consumer/internal/metrics"
+	"github.com/lkscore/lkscore/consumer/internal/stagetest"
 	"github.com/lkscore/lkscore/internal/testenv"
-	"github.com/lkscore/lkscore/wire"
 )
 
 // TestSettlerResumesFromMark: a settler publishes two complete sessions and
@@ -29,20 +24,9 @@ import (
 // TestSettlerResumesFromLowWater.)
 func TestSettlerResumesFromMark(t *testing.T) {
 	t.Parallel()
-	ns := testenv.StartNATS(t)
-	js := testenv.JetStream(t, ns.URL())
-	cfg := config.Default()
-	subj := wire.Default()
+	set := stagetest.Start(t)
+	js, cfg, env, subj, fs := set.JS, set.Cfg, set.Env, set.Env.Subjects, set.Facts(t)
 	ctx := context.Background()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if err := broker.EnsureStreams(ctx, js, subj, cfg, log); err != nil {
-		t.Fatal(err)
-	}
-	fs, err := factstore.Open(ctx, js, subj, cfg.NATS, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := broker.Env{JS: js, Subjects: subj, Timeouts: broker.TimeoutsFrom(cfg.NATS), Now: time.Now, Log: log}
 	complete := func(i int) {
 		room, job := fmt.Sprintf("RM_r%d", i), fmt.Sprintf("AJ_r%d", i)
 		if err := fs.Add(ctx, facts.Update{RoomID: room, JobID: job, JobEnded: true,

@@ -3,20 +3,14 @@ package settle
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/lkscore/lkscore/config"
-	"github.com/lkscore/lkscore/consumer/broker"
 	"github.com/lkscore/lkscore/consumer/internal/facts"
-	"github.com/lkscore/lkscore/consumer/internal/factstore"
 	"github.com/lkscore/lkscore/consumer/internal/metrics"
-	"github.com/lkscore/lkscore/internal/testenv"
-	"github.com/lkscore/lkscore/wire"
+	"github.com/lkscore/lkscore/consumer/internal/stagetest"
 )
 
 // BenchmarkSettlerComplete: how fast one settler publishes sessions whose
@@ -31,21 +25,10 @@ import (
 func BenchmarkSettlerComplete(b *testing.B) {
 	for _, publishers := range []int{1, settlePublishers} {
 		b.Run(fmt.Sprintf("publishers=%d", publishers), func(b *testing.B) {
-			ns := testenv.StartNATS(b)
-			js := testenv.JetStream(b, ns.URL())
-			cfg := config.Default()
-			subj := wire.NewSubjects("lkscore.", "LKSCORE")
+			set := stagetest.Start(b)
+			js, cfg, env, subj, fs := set.JS, set.Cfg, set.Env, set.Env.Subjects, set.Facts(b)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			log := slog.New(slog.NewTextHandler(io.Discard, nil))
-			if err := broker.EnsureStreams(ctx, js, subj, cfg, log); err != nil {
-				b.Fatal(err)
-			}
-			fs, err := factstore.Open(ctx, js, subj, cfg.NATS, log)
-			if err != nil {
-				b.Fatal(err)
-			}
-			env := broker.Env{JS: js, Subjects: subj, Timeouts: broker.TimeoutsFrom(cfg.NATS), Now: time.Now, Log: log}
 			s, err := New(env, Options{Facts: fs, Pipeline: cfg.Pipeline, Metrics: metrics.NewPipeline(prometheus.NewRegistry())})
 			if err != nil {
 				b.Fatal(err)

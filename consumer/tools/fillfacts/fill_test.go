@@ -3,22 +3,17 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/lkscore/lkscore/config"
-	"github.com/lkscore/lkscore/consumer/broker"
 	"github.com/lkscore/lkscore/consumer/internal/facts"
-	"github.com/lkscore/lkscore/consumer/internal/factstore"
 	"github.com/lkscore/lkscore/consumer/internal/metrics"
 	"github.com/lkscore/lkscore/consumer/internal/settle"
+	"github.com/lkscore/lkscore/consumer/internal/stagetest"
 	"github.com/lkscore/lkscore/internal/testenv"
-	"github.com/lkscore/lkscore/wire"
 )
 
 // TestFillLeavesAWeekOfHistory: the entries fillfacts writes decode as the
@@ -26,20 +21,10 @@ import (
 // low-water mark, so a settler started on the bucket watches from past them
 // and publishes none: what start-up with a large history is measured on.
 func TestFillLeavesAWeekOfHistory(t *testing.T) {
-	ns := testenv.StartNATS(t)
-	js := testenv.JetStream(t, ns.URL())
+	set := stagetest.Start(t)
+	js, cfg, env, subj, fs := set.JS, set.Cfg, set.Env, set.Env.Subjects, set.Facts(t)
 	ctx := context.Background()
-	cfg := config.Default()
-	subj := wire.Default()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if err := broker.EnsureStreams(ctx, js, subj, cfg, log); err != nil {
-		t.Fatal(err)
-	}
-	fs, err := factstore.Open(ctx, js, subj, cfg.NATS, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := fill(ns.URL(), "LKSCORE", 200); err != nil {
+	if err := fill(set.NATS.URL(), "LKSCORE", 200); err != nil {
 		t.Fatal(err)
 	}
 	keys, err := fs.Bucket().ListKeys(ctx)
@@ -70,7 +55,6 @@ func TestFillLeavesAWeekOfHistory(t *testing.T) {
 	}
 	low, _ := strconv.ParseUint(string(mark.Value()), 10, 64)
 
-	env := broker.Env{JS: js, Subjects: subj, Timeouts: broker.TimeoutsFrom(cfg.NATS), Now: time.Now, Log: log}
 	s, err := settle.New(env, settle.Options{Facts: fs, Metrics: metrics.NewPipeline(prometheus.NewRegistry()), Pipeline: cfg.Pipeline})
 	if err != nil {
 		t.Fatal(err)
