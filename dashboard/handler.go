@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/lkscore/lkscore/config"
+	"github.com/lkscore/lkscore/regress"
 	"github.com/lkscore/lkscore/scoring"
 )
 
@@ -375,12 +376,15 @@ func writeCSV(w io.Writer, rows []Entry) error {
 func (h *Handler) alertsPage(w http.ResponseWriter, r *http.Request) error {
 	agent := r.URL.Query().Get("agent")
 	firing, resolved := h.alerts.Alerts(agent, 50, h.now())
+	entries, _ := h.index.Select(Filter{Agent: agent})
 	return h.render(w, "alerts.html", struct {
 		page
 		Agent     string
 		FiringNow []AlertEntry
 		Resolved  []AlertEntry
-	}{page: h.page(r, "Alerts", Filter{Agent: agent}, 0), Agent: agent, FiringNow: firing, Resolved: resolved})
+		Readiness readiness
+	}{page: h.page(r, "Alerts", Filter{Agent: agent}, 0), Agent: agent, FiringNow: firing, Resolved: resolved,
+		Readiness: readinessOf(entries, h.index.versionTag)})
 }
 
 func (h *Handler) session(w http.ResponseWriter, r *http.Request) error {
@@ -552,4 +556,30 @@ func findings(sc scoring.Scorecard) []findingRow {
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Deduction > out[j].Deduction })
 	return out
+}
+
+// readiness is what the alerts page says while nothing has fired: alerts
+// compare an agent's versions, so they need sessions that name their
+// version, and enough of them per version.
+type readiness struct {
+	Sessions, Versioned int
+	VersionTag          string
+	MostPerVersion      int    // the most sessions any one agent version has in view
+	Busiest             string // that agent version
+}
+
+func readinessOf(entries []Entry, versionTag string) readiness {
+	r := readiness{Sessions: len(entries), VersionTag: versionTag}
+	per := map[string]int{}
+	for _, e := range entries {
+		if e.Version == "" || e.Version == regress.Unknown {
+			continue
+		}
+		r.Versioned++
+		k := e.AgentName + " " + e.Version
+		if per[k]++; per[k] > r.MostPerVersion || (per[k] == r.MostPerVersion && k < r.Busiest) {
+			r.MostPerVersion, r.Busiest = per[k], k
+		}
+	}
+	return r
 }

@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -72,5 +73,29 @@ func TestSignalsOf(t *testing.T) {
 	c.Inputs = nil
 	if got := strings.Join(scoring.SignalsOf(&c), ","); got != "recording" {
 		t.Errorf("signals %q", got)
+	}
+}
+
+// TestAlertsPageSaysWhatItNeeds: with no alert yet, the alerts page says
+// what alerts need (a version tag, enough sessions per version) and how far
+// the sessions in view are from it.
+func TestAlertsPageSaysWhatItNeeds(t *testing.T) {
+	h := testHandler(t, "")
+	h.index.window = 20
+	for i := range 3 {
+		h.index.add(Entry{Seq: uint64(30 + i), At: time.Now(), Key: fmt.Sprintf("RM_v%d/AJ", i), AgentName: "booking", Version: "1.4.2"})
+	}
+	body := get(h, "127.0.0.1:1", "/ui/alerts", nil).Body.String()
+	i := strings.Index(body, `id="alerts-readiness"`)
+	if i < 0 {
+		t.Fatalf("no readiness hint on an alerts page without alerts: %s", body)
+	}
+	hint := body[i:min(len(body), i+900)]
+	all, _ := h.index.Select(Filter{})
+	for _, want := range []string{"version:&lt;version&gt;", "regression.min_sessions", fmt.Sprintf("Of the %d sessions in view, 3 name a version", len(all)),
+		"the most for one version: 3 (booking 1.4.2)"} {
+		if !strings.Contains(hint, want) {
+			t.Errorf("hint lacks %q: %s", want, hint)
+		}
 	}
 }
