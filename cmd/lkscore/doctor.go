@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -55,17 +56,17 @@ func doctorCommand(getenv func(string) string, stdout io.Writer) *cli.Command {
 	}
 }
 
-// baseURL is addr (":8080", "0.0.0.0:8080", "host:8080") as a URL a local
-// client can reach.
+// baseURL is a listen address (":8080", "0.0.0.0:8080", "[::]:8080",
+// "host:8080") as a URL a client on this host can reach.
 func baseURL(addr string) string {
-	host, port, ok := strings.Cut(addr, ":")
-	if !ok {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
 		return "http://" + addr
 	}
 	if host == "" || host == "0.0.0.0" || host == "::" {
 		host = "127.0.0.1"
 	}
-	return "http://" + host + ":" + port
+	return "http://" + net.JoinHostPort(host, port)
 }
 
 func doctor(ctx context.Context, c *cli.Command, getenv func(string) string) []check {

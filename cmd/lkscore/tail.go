@@ -74,10 +74,7 @@ const quietAfter = 5 * time.Second
 // quietHint says what tail is waiting on and how to get a session into
 // the daemon it follows.
 func quietHint(cfg config.Config, f tailFilter) string {
-	url := "http://127.0.0.1" + cfg.Listen
-	if !strings.HasPrefix(cfg.Listen, ":") {
-		url = "http://" + cfg.Listen
-	}
+	url := baseURL(cfg.Listen)
 	return fmt.Sprintf("waiting (filters: close reasons %v, verdicts %v, agent %q). To score five test "+
 		"sessions on this daemon, with its LiveKit keys (the same --config, or LIVEKIT_API_KEY and LIVEKIT_API_SECRET): "+
 		"lkscore bench --sessions 5 --url %s", f.reasons, f.verdicts, f.agent, url)

@@ -161,7 +161,7 @@ func (c *collector) authorize(w http.ResponseWriter, r *http.Request) (string, e
 	apiKey, err := verifyObservabilityToken(r.Header.Get("Authorization"), c.keys)
 	if err != nil {
 		reason, key := authReason(err)
-		c.refusals.refused("upload", reason, "upload refused: "+err.Error(), "path", cleanPath(r.URL.Path), "api_key", key,
+		c.refusals.refused("upload", reason, "upload refused: "+err.Error(), "path", cleanPath(r.URL.Path), "api_key", cleanPath(key),
 			"hint", tokenHint(reason))
 		return "", failure.Refuse(http.StatusUnauthorized, "%s", "upload refused: "+err.Error())
 	}

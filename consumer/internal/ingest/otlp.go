@@ -109,7 +109,7 @@ func (o *otlpReceiver) serve(w http.ResponseWriter, r *http.Request) error {
 	}
 	if _, err := verifyObservabilityToken(r.Header.Get("Authorization"), o.keys); err != nil {
 		reason, key := authReason(err)
-		o.refusals.refused("otlp", reason, "OTLP "+o.signal+" refused: "+err.Error(), "path", cleanPath(r.URL.Path), "api_key", key,
+		o.refusals.refused("otlp", reason, "OTLP "+o.signal+" refused: "+err.Error(), "path", cleanPath(r.URL.Path), "api_key", cleanPath(key),
 			"hint", tokenHint(reason))
 		return failure.Refuse(http.StatusUnauthorized, "%s", "refused: "+err.Error())
 	}

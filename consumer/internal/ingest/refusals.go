@@ -34,17 +34,18 @@ type authError struct {
 }
 
 func (e *authError) Error() string {
+	key := cleanPath(e.key) // the token's own claim, unverified: bounded before it is echoed
 	switch e.reason {
 	case refusedNoToken:
 		return "no token in the Authorization header"
 	case refusedUnknownKey:
-		return fmt.Sprintf("API key %q is not one of livekit.keys", e.key)
+		return fmt.Sprintf("API key %q is not one of livekit.keys", key)
 	case refusedBadSignature:
-		return fmt.Sprintf("the token does not verify with the secret of API key %q (the secret differs, or the token expired)", e.key)
+		return fmt.Sprintf("the token does not verify with the secret of API key %q (the secret differs, or the token expired)", key)
 	case refusedBadChecksum:
 		return "the body does not match the token's sha256"
 	case refusedNoGrant:
-		return fmt.Sprintf("the token of API key %q lacks the observability write grant", e.key)
+		return fmt.Sprintf("the token of API key %q lacks the observability write grant", key)
 	}
 	return fmt.Sprintf("the token does not parse: %v", e.err)
 }

@@ -127,7 +127,7 @@ func (h *webhookHandler) serve(w http.ResponseWriter, r *http.Request) string {
 	apiKey, sum, err := verifyWebhookToken(token, h.keys)
 	if err != nil {
 		reason, key := authReason(err)
-		h.refusals.refused("webhook", reason, "webhook refused: "+err.Error(), "path", cleanPath(r.URL.Path), "api_key", key,
+		h.refusals.refused("webhook", reason, "webhook refused: "+err.Error(), "path", cleanPath(r.URL.Path), "api_key", cleanPath(key),
 			"hint", tokenHint(reason))
 		return h.reject(w, http.StatusUnauthorized, "webhook refused: "+err.Error())
 	}

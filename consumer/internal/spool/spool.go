@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -61,15 +62,30 @@ type Options struct {
 	Sink  Sink
 	// Connected says whether NATS is; Run drains only while it is.
 	Connected func() bool
-	// Interval is how often Run looks for spooled entries (1 s if zero).
+	// Interval is how often Run checks for work (1 s if zero). It lists
+	// the store only when this process spooled something since its last
+	// drain, at start, and every sweepEvery (entries another replica left).
 	Interval time.Duration
+	// MaxBytes bounds what this process keeps spooled at once (256 MiB if
+	// zero); past it Put fails and the request gets 503, as without a spool.
+	MaxBytes int64
 	// Spooled and Drained count entries by signal; nil: not counted.
 	Spooled, Drained *prometheus.CounterVec
 	Log              *slog.Logger
 }
 
 // Spool keeps facts for later.
-type Spool struct{ o Options }
+type Spool struct {
+	o Options
+	// pending: this process spooled something not drained yet (or has not
+	// drained since it started); held: the bytes it spooled since then.
+	pending atomic.Bool
+	held    atomic.Int64
+}
+
+// sweepEvery is how often Run lists the spool with nothing of its own in
+// it: entries a replica that stopped left behind.
+const sweepEvery = 5 * time.Minute
 
 // New spools into o.Store and drains into o.Sink.
 func New(o Options) (*Spool, error) {
@@ -80,7 +96,12 @@ func New(o Options) (*Spool, error) {
 	if o.Interval <= 0 {
 		o.Interval = time.Second
 	}
-	return &Spool{o: o}, nil
+	if o.MaxBytes <= 0 {
+		o.MaxBytes = 256 << 20
+	}
+	s := &Spool{o: o}
+	s.pending.Store(true) // what an earlier run left
+	return s, nil
 }
 
 // Put stores updates (what one request of signal carried) durably.
@@ -88,6 +109,10 @@ func (s *Spool) Put(ctx context.Context, signal string, updates []facts.Update) 
 	data, err := json.Marshal(updates)
 	if err != nil {
 		return fmt.Errorf("spool %s: %w", signal, err)
+	}
+	if s.held.Add(int64(len(data))) > s.o.MaxBytes {
+		s.held.Add(-int64(len(data)))
+		return fmt.Errorf("spool %s: %d bytes kept already while NATS is down, the most this process keeps", signal, s.o.MaxBytes)
 	}
 	var rnd [6]byte
 	_, _ = rand.Read(rnd[:])
@@ -98,12 +123,15 @@ func (s *Spool) Put(ctx context.Context, signal string, updates []facts.Update) 
 	}
 	if _, err := up.Write(ctx, object, bytes.NewReader(data), int64(len(data))+1); err != nil {
 		_ = up.Abort(ctx)
+		s.held.Add(-int64(len(data)))
 		return fmt.Errorf("spool %s: %w", signal, err)
 	}
 	if err := up.Commit(ctx); err != nil {
 		_ = up.Abort(ctx)
+		s.held.Add(-int64(len(data)))
 		return fmt.Errorf("spool %s: %w", signal, err)
 	}
+	s.pending.Store(true)
 	count(s.o.Spooled, signal)
 	return nil
 }
@@ -113,16 +141,26 @@ func (s *Spool) Put(ctx context.Context, signal string, updates []facts.Update) 
 func (s *Spool) Run(ctx context.Context) {
 	t := time.NewTicker(s.o.Interval)
 	defer t.Stop()
+	var swept time.Time
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		if !s.o.Connected() {
-			continue
+		if !s.o.Connected() || (!s.pending.Load() && time.Since(swept) < sweepEvery) {
+			continue // nothing of ours to drain: no store listing every second
 		}
-		if n, err := s.Drain(ctx); err != nil && ctx.Err() == nil {
+		swept = time.Now()
+		s.pending.Store(false) // a Put from here on sets it again
+		held := s.held.Load()
+		n, err := s.Drain(ctx)
+		if err != nil {
+			s.pending.Store(true)
+		} else {
+			s.held.Add(-held)
+		}
+		if err != nil && ctx.Err() == nil {
 			s.o.Log.Warn("spool: facts not added yet", "added", n, "err", err)
 		} else if n > 0 {
 			s.o.Log.Info("spool: facts kept during a NATS outage added", "entries", n)

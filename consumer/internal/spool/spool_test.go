@@ -7,7 +7,10 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/lkscore/lkscore/consumer/internal/facts"
 	"github.com/lkscore/lkscore/store"
@@ -79,5 +82,57 @@ func TestPutThenDrain(t *testing.T) {
 	left, err := st.List(ctx, Prefix)
 	if err != nil || len(left) != 1 {
 		t.Fatalf("left in the store: %+v (%v); want only the damaged entry", left, err)
+	}
+}
+
+type countingStore struct {
+	Store
+	lists atomic.Int32
+}
+
+func (c *countingStore) List(ctx context.Context, prefix string) ([]store.ObjectInfo, error) {
+	c.lists.Add(1)
+	return c.Store.List(ctx, prefix)
+}
+
+// TestRunListsOnlyWhenItMust: Run lists the store once at start, then
+// only after a Put (not every interval), and Put refuses past MaxBytes
+// until a drain frees them.
+func TestRunListsOnlyWhenItMust(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	local, err := store.NewLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &countingStore{Store: local}
+	k := &sink{}
+	sp, err := New(Options{Store: st, Sink: k, Connected: func() bool { return true }, Interval: 5 * time.Millisecond, MaxBytes: 300,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := []facts.Update{{RoomID: strings.Repeat("r", 200)}}
+	if err := sp.Put(ctx, "logs", big); err != nil {
+		t.Fatal(err)
+	}
+	if err := sp.Put(ctx, "logs", big); err == nil {
+		t.Fatal("a Put past MaxBytes was kept")
+	}
+	done := make(chan struct{})
+	go func() { defer close(done); sp.Run(ctx) }()
+	time.Sleep(200 * time.Millisecond)
+	if n := st.lists.Load(); n != 1 || len(k.got) != 1 {
+		t.Fatalf("%d listings and %d drained in 200 ms with one entry: want 1 and 1", n, len(k.got))
+	}
+	if err := sp.Put(ctx, "logs", big); err != nil {
+		t.Fatalf("the drain did not free the bytes: %v", err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	cancel()
+	<-done
+	if n := st.lists.Load(); n != 2 || len(k.got) != 2 {
+		t.Errorf("after a second Put: %d listings, %d drained; want 2 and 2", n, len(k.got))
 	}
 }
