@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -17,16 +18,25 @@ import (
 )
 
 type sink struct {
+	mu   sync.Mutex // Run adds from its own goroutine
 	got  []facts.Update
 	fail error
 }
 
 func (s *sink) Add(_ context.Context, u facts.Update) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.fail != nil {
 		return s.fail
 	}
 	s.got = append(s.got, u)
 	return nil
+}
+
+func (s *sink) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.got)
 }
 
 // TestPutThenDrain: facts spooled in a local store come back in order,
@@ -123,8 +133,8 @@ func TestRunListsOnlyWhenItMust(t *testing.T) {
 	done := make(chan struct{})
 	go func() { defer close(done); sp.Run(ctx) }()
 	time.Sleep(200 * time.Millisecond)
-	if n := st.lists.Load(); n != 1 || len(k.got) != 1 {
-		t.Fatalf("%d listings and %d drained in 200 ms with one entry: want 1 and 1", n, len(k.got))
+	if n := st.lists.Load(); n != 1 || k.count() != 1 {
+		t.Fatalf("%d listings and %d drained in 200 ms with one entry: want 1 and 1", n, k.count())
 	}
 	if err := sp.Put(ctx, "logs", big); err != nil {
 		t.Fatalf("the drain did not free the bytes: %v", err)
@@ -132,7 +142,7 @@ func TestRunListsOnlyWhenItMust(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	cancel()
 	<-done
-	if n := st.lists.Load(); n != 2 || len(k.got) != 2 {
-		t.Errorf("after a second Put: %d listings, %d drained; want 2 and 2", n, len(k.got))
+	if n := st.lists.Load(); n != 2 || k.count() != 2 {
+		t.Errorf("after a second Put: %d listings, %d drained; want 2 and 2", n, k.count())
 	}
 }
