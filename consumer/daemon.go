@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -30,6 +31,7 @@ import (
 	"github.com/lkscore/lkscore/consumer/internal/ingest"
 	"github.com/lkscore/lkscore/consumer/internal/metrics"
 	"github.com/lkscore/lkscore/consumer/internal/ops"
+	"github.com/lkscore/lkscore/consumer/internal/seen"
 	"github.com/lkscore/lkscore/consumer/internal/spool"
 	"github.com/lkscore/lkscore/dashboard"
 	"github.com/lkscore/lkscore/store"
@@ -64,6 +66,10 @@ type Daemon struct {
 	stopOnce      sync.Once
 	// spoolStop ends the ingest role's spool drain and waits for it.
 	spoolStop func()
+	// seen counts what ingest accepted and refused; seenSub answers the
+	// dashboard's ingestion view with it.
+	seen    *seen.Tracker
+	seenSub *nats.Subscription
 }
 
 // New validates the config and builds a Daemon; Start brings it up.
@@ -78,6 +84,7 @@ func New(cfg config.Config, log *slog.Logger, reg prometheus.Registerer, gathere
 		cfg: cfg, log: log, reg: reg, gatherer: gatherer,
 		metrics:  metrics.NewIngest(reg),
 		pmetrics: metrics.NewPipeline(reg),
+		seen:     seen.NewTracker(reg, nil),
 		subjects: wire.NewSubjects(cfg.NATS.SubjectPrefix, cfg.NATS.StreamPrefix),
 		serveErr: make(chan error, 2),
 	}, nil
@@ -149,6 +156,12 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 		if err != nil {
 			return err
 		}
+		settler := d.pipeline.settler
+		d.seen.WatchWaiting(func() ([]wire.IngestWaiting, int) { return settler.Waiting(20) })
+	}
+	process := fmt.Sprintf("%s/%d", hostname(), os.Getpid())
+	if d.seenSub, err = seen.Serve(d.nc, d.subjects.Ingestion(), func() wire.IngestionReport { return d.seen.Report(process, d.cfg.Role) }); err != nil {
+		return err
 	}
 	if err := d.ui.Start(ctx, d.cfg, js, d.subjects, fs, st, d.gatherer, d.log); err != nil {
 		return err
@@ -161,7 +174,7 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 			return err
 		}
 		h, err := ingest.Handler(ingest.Options{Config: d.cfg, JS: js, Store: st, Facts: fs, Connected: d.nc.IsConnected, Spool: sp,
-			Metrics: d.metrics, Log: d.log})
+			Metrics: d.metrics, Log: d.log, Seen: d.seen})
 		if err != nil {
 			return err
 		}
@@ -233,6 +246,9 @@ func (d *Daemon) Shutdown(ctx context.Context) error {
 			errs = append(errs, d.pipeline.stop(ctx))
 		}
 		d.ui.Stop()
+		if d.seenSub != nil {
+			_ = d.seenSub.Unsubscribe()
+		}
 		if d.nc != nil {
 			errs = append(errs, drain(ctx, d.nc))
 		}
@@ -314,4 +330,10 @@ func (d *Daemon) notReady() string {
 		return cmp.Or(d.pipeline.health.Status(), d.pipeline.shared.Status())
 	}
 	return ""
+}
+
+// hostname names this process's host in its ingestion reports ("" when unknown).
+func hostname() string {
+	h, _ := os.Hostname()
+	return h
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/regress"
 	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/wire"
 )
 
 //go:embed templates/*.html
@@ -48,6 +49,22 @@ type Sources struct {
 	// Audio says whether the session's recording.ogg can be played here,
 	// and if not, why (redacted, dropped, never recorded).
 	Audio func(ctx context.Context, sessionKey string) (ok bool, why string)
+	// SearchDeadLetters finds dead letters by session key (or subject,
+	// stage, error), newest first; nil: not searchable here.
+	SearchDeadLetters func(ctx context.Context, query string) (DeadLetterResult, error)
+	// Ingestion asks every running process what its ingest saw; nil: not
+	// shown. APIKeys are the configured keys' ids, so that one never seen
+	// shows as such.
+	Ingestion func(ctx context.Context) ([]wire.IngestionReport, error)
+	APIKeys   []string
+}
+
+// DeadLetterResult is a dead-letter search: what it found, how many it
+// looked at, and whether older ones were left unread.
+type DeadLetterResult struct {
+	Letters []wire.DeadLetter
+	Looked  int
+	More    bool
 }
 
 // Handler serves /ui, /ui/sessions, /ui/session, /ui/alerts, /ui/export
@@ -117,6 +134,10 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 		err = h.alertsPage(w, r)
 	case "/ui/signals":
 		err = h.signalsPage(w, r)
+	case "/ui/ingestion":
+		err = h.ingestionPage(w, r)
+	case "/ui/deadletters":
+		err = h.deadLettersPage(w, r)
 	case "/ui/export":
 		err = h.export(w, r)
 	default:
@@ -304,12 +325,21 @@ func (h *Handler) sessions(w http.ResponseWriter, r *http.Request) error {
 	if sortBy == "newest" {
 		rows = newest(entries, limit)
 	}
-	return h.render(w, "sessions.html", struct {
+	data := struct {
 		page
 		Matching int
 		Sort     string
 		Worst    []Entry
-	}{page: h.page(r, "Sessions", f, held), Matching: len(entries), Sort: sortBy, Worst: rows})
+		// DeadLetters are the search's matches among the dead letters,
+		// when no scorecard matched: a session that was never scored.
+		DeadLetters []wire.DeadLetter
+	}{page: h.page(r, "Sessions", f, held), Matching: len(entries), Sort: sortBy, Worst: rows}
+	if f.Query != "" && len(entries) == 0 && h.src.SearchDeadLetters != nil {
+		if found, err := h.src.SearchDeadLetters(r.Context(), f.Query); err == nil {
+			data.DeadLetters = found.Letters
+		}
+	}
+	return h.render(w, "sessions.html", data)
 }
 
 // export writes the filtered sessions, newest first, as CSV or JSON.
@@ -391,7 +421,8 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) error {
 	key := r.URL.Query().Get("key")
 	e, ok := h.index.Lookup(key)
 	if !ok {
-		http.Error(w, fmt.Sprintf("session %q is not among the last %d scorecards", key, h.index.window), http.StatusNotFound)
+		http.Error(w, fmt.Sprintf("session %q is not among the last %d scorecards; if it was dead-lettered, /ui/deadletters?q=%s finds it",
+			key, h.index.window, url.QueryEscape(key)), http.StatusNotFound)
 		return nil
 	}
 	sc, err := h.src.Scorecard(r.Context(), e.Seq)
@@ -412,6 +443,7 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) error {
 		Entry      Entry
 		Card       scoring.Scorecard
 		Findings   []findingRow
+		Groups     []findingGroup
 		Timeline   Timeline
 		Heard      Timeline
 		Transcript []transcriptRow
@@ -431,6 +463,7 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) error {
 		}
 		data.Findings[i].Anchor = anchor(data.Findings[i].Finding, items, tl)
 	}
+	data.Groups = groupFindings(data.Findings)
 	if ierr != nil {
 		data.NoItems = ierr.Error()
 	}

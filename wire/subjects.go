@@ -87,6 +87,11 @@ func (s Subjects) AlertAll() string { return s.prefix + "alert.>" }
 // session key). No stream stores it.
 func (s Subjects) Forget() string { return s.prefix + "control.forget" }
 
+// Ingestion is where the dashboard asks every running process what its
+// ingest saw (core NATS, one request, every process answers with a JSON
+// report; docs/operations.md, "Is my webhook arriving?"). No stream stores it.
+func (s Subjects) Ingestion() string { return s.prefix + "control.ingestion" }
+
 // WebhookStream holds received webhooks.
 func (s Subjects) WebhookStream() string { return s.streamPrefix + "_WEBHOOKS" }
 

@@ -17,11 +17,14 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/livekit/protocol/livekit"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/internal/population"
+	"github.com/lkscore/lkscore/internal/sdkclient"
 	"github.com/lkscore/lkscore/internal/testenv"
 	"github.com/lkscore/lkscore/regress"
 	"github.com/lkscore/lkscore/scoring"
@@ -305,6 +308,89 @@ func TestDashboardInBrowser(t *testing.T) {
 		_ = resp.Body.Close()
 	}
 
+	// Findings grouped by code: each row's count is the scorecard's own
+	// count of that code (read from the JSON the page embeds).
+	navigate(t, ctx, base+"/ui/session?key=RM_ToolTrouble04/AJ_ToolTrouble04")
+	grouped := eval[map[string]int](t, ctx, `Object.fromEntries(Array.from(document.querySelectorAll("#findings tr.finding")).map(r => [r.dataset.code, +r.querySelector(".count").textContent]))`)
+	var card scoring.Scorecard
+	if err := json.Unmarshal([]byte(eval[string](t, ctx, `document.querySelector("details pre").textContent`)), &card); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int{}
+	for _, c := range card.Components {
+		for _, f := range c.Findings {
+			want[f.Code]++
+		}
+	}
+	if fmt.Sprint(grouped) != fmt.Sprint(want) || len(want) == 0 {
+		t.Errorf("grouped findings %v, the scorecard has %v", grouped, want)
+	}
+
+	// A session that could not be scored (its chat history is cut short):
+	// found by its key among the dead letters, with its reason and the
+	// replay command, from the header's search.
+	brokenHeader, err := proto.Marshal(&livekit.MetricsRecordingHeader{RoomId: "RM_Broken07", JobId: "AJ_Broken07"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bctx := context.Background()
+	if err := snd.Upload(bctx, brokenHeader, []byte(`{"items": [{"id": "x", "type": "message", "role": "user", "content": ["hi"]}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := snd.Webhook(bctx, &livekit.WebhookEvent{Event: "agent_job_ended", Id: "EV_broken", Job: &livekit.Job{Id: "AJ_Broken07", AgentName: "tail-agent",
+		Room: &livekit.Room{Sid: "RM_Broken07"}, State: &livekit.JobState{Status: livekit.JobStatus_JS_SUCCESS}}}); err != nil {
+		t.Fatal(err)
+	}
+	waitPage("/ui/deadletters?q=RM_Broken07", `class="dead-letter-row"`)
+	navigate(t, ctx, base+"/ui")
+	if err := chromedp.Do(ctx, chromedp.SendKeys(`#search`, "RM_Broken07/AJ_Broken07\n")); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if !strings.Contains(text(t, ctx, "#search-dead-letters"), "not scored") {
+		t.Errorf("searching a dead-lettered session's key: %q", text(t, ctx, "#search-dead-letters"))
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(`#search-dead-letters a`)); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if rows, key, reason, replay := count(t, ctx, "tr.dead-letter-row"), text(t, ctx, "tr.dead-letter-row .dl-key"), text(t, ctx, "tr.dead-letter-row .dl-reason"),
+		text(t, ctx, "tr.dead-letter-row .dl-replay"); rows != 1 || !strings.HasPrefix(key, "RM_Broken07/AJ_Broken07") ||
+		!strings.Contains(reason, "chat_history") || !strings.HasPrefix(replay, "lkscore dlq replay --seq ") {
+		t.Errorf("dead letter found by key: %d rows, key %q, reason %q, replay %q", rows, key, reason, replay)
+	}
+	screenshot(t, ctx, "dashboard-deadletters.png")
+
+	// The ingestion view: the webhooks, uploads and logs the scenarios sent,
+	// under their key; a webhook signed with the wrong secret, refused by
+	// reason; a job whose recording never came, waiting.
+	if err := sdkclient.New("http://"+d.IngestAddr(), "APItail", "not-the-secret-0123456789").Webhook(bctx, &livekit.WebhookEvent{Event: "room_started", Id: "EV_wrong"}); err == nil {
+		t.Fatal("a webhook with the wrong secret was accepted")
+	}
+	if err := snd.Webhook(bctx, &livekit.WebhookEvent{Event: "agent_job_ended", Id: "EV_norec", Job: &livekit.Job{Id: "AJ_NoRecording08", AgentName: "tail-agent",
+		Room: &livekit.Room{Sid: "RM_NoRecording08"}, State: &livekit.JobState{Status: livekit.JobStatus_JS_SUCCESS}}}); err != nil {
+		t.Fatal(err)
+	}
+	waitPage("/ui/ingestion", "RM_NoRecording08")
+	navigate(t, ctx, base+"/ui")
+	if err := chromedp.Do(ctx, chromedp.Click(`#nav-ingestion`)); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	acceptedCount := func(endpoint string) int {
+		return eval[int](t, ctx, fmt.Sprintf(`+((document.querySelector('tr.accepted-row[data-endpoint=%q][data-key="APItail"] td.num') || {textContent: "-1"}).textContent)`, endpoint))
+	}
+	if wh, up, logs := acceptedCount("webhook"), acceptedCount("upload"), acceptedCount("otlp_logs"); wh < 7 || up != 7 || logs < 6 {
+		t.Errorf("ingestion view: %d webhooks, %d uploads, %d log requests accepted from APItail", wh, up, logs)
+	}
+	if refused := text(t, ctx, `tr.refused-row[data-reason="bad_signature"]`); !strings.Contains(refused, "webhook") || !strings.Contains(refused, "APItail") {
+		t.Errorf("ingestion view: the wrong secret's refusal %q", refused)
+	}
+	if waiting := text(t, ctx, "#ingest-waiting"); !strings.Contains(waiting, "RM_NoRecording08") {
+		t.Errorf("ingestion view: waiting %q", waiting)
+	}
+	screenshot(t, ctx, "dashboard-ingestion.png")
+
 	// Two agents' histories: booking 3 drifts and stays; support 5 drifts and recovers.
 	scorer, err := scoring.NewScorer(scoring.DefaultConfig())
 	if err != nil {
@@ -361,7 +447,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	screenshot(t, ctx, "dashboard-overview.png")
 
 	for _, width := range []int64{1280, 1920} {
-		for _, page := range []string{"/ui", "/ui/sessions", "/ui/alerts", "/ui/session?key=RM_BargeIn03/AJ_BargeIn03", "/ui/session?key=RM_ToolTrouble04/AJ_ToolTrouble04"} {
+		for _, page := range []string{"/ui", "/ui/sessions", "/ui/alerts", "/ui/ingestion", "/ui/deadletters", "/ui/session?key=RM_BargeIn03/AJ_BargeIn03", "/ui/session?key=RM_ToolTrouble04/AJ_ToolTrouble04"} {
 			fitsWidth(t, ctx, base+page, width)
 		}
 	}

@@ -51,6 +51,40 @@ func (a *DeadLetterAdmin) List(ctx context.Context, stage string, limit int) ([]
 	return out, nil
 }
 
+// Search returns up to limit dead letters whose session key, subject,
+// stage or error contains query (case-insensitive; "" matches all), newest
+// first, looking at the newest scan of them at most. It reports how many
+// it looked at and whether older ones were left unread.
+func (a *DeadLetterAdmin) Search(ctx context.Context, query string, scan, limit int) (found []wire.DeadLetter, looked int, more bool, err error) {
+	s, err := a.js.Stream(ctx, a.subjects.DLQStream())
+	if err != nil {
+		return nil, 0, false, fmt.Errorf("dead-letter stream: %w", err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		return nil, 0, false, fmt.Errorf("dead-letter stream: %w", err)
+	}
+	q := strings.ToLower(query)
+	for seq := info.State.LastSeq; info.State.Msgs > 0 && seq >= info.State.FirstSeq && seq > 0 && len(found) < limit; seq-- {
+		if looked == scan {
+			return found, looked, true, nil
+		}
+		raw, err := s.GetMsg(ctx, seq)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue // replayed and deleted
+		}
+		if err != nil {
+			return nil, looked, false, fmt.Errorf("get dead letter %d: %w", seq, err)
+		}
+		looked++
+		dl := wire.DeadLetterFrom(raw.Sequence, raw.Header.Get, len(raw.Data))
+		if q == "" || strings.Contains(strings.ToLower(dl.SessionKey+"\x00"+dl.Subject+"\x00"+dl.Stage+"\x00"+dl.Error), q) {
+			found = append(found, dl)
+		}
+	}
+	return found, looked, false, nil
+}
+
 // Replay re-publishes dead letter seq to its original subject, then deletes
 // it from the dead-letter stream. The copy gets a fresh msg id: the old one
 // may still be inside the dedup window. Work that already produced a

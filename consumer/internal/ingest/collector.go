@@ -147,6 +147,7 @@ func (c *collector) serve(w http.ResponseWriter, r *http.Request, apiKey string,
 	if err := c.announce(r.Context(), notice); err != nil {
 		return err
 	}
+	c.seen.Accept("upload", apiKey)
 	c.log.Info("upload stored", "session_key", notice.SessionKey, "objects", len(notice.Objects))
 	w.WriteHeader(http.StatusOK)
 	return nil

@@ -15,6 +15,7 @@ import (
 
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/consumer/internal/metrics"
+	"github.com/lkscore/lkscore/consumer/internal/seen"
 	"github.com/lkscore/lkscore/wire"
 )
 
@@ -30,6 +31,9 @@ type Options struct {
 	Spool   spooler
 	Metrics *metrics.Ingest
 	Log     *slog.Logger
+	// Seen counts what was accepted and refused, for the ingestion view
+	// (nil: not counted).
+	Seen *seen.Tracker
 
 	// refusals is the one rate-limited log of refused requests every
 	// endpoint shares (Handler sets it).
@@ -43,6 +47,7 @@ func Handler(o Options) (http.Handler, error) {
 	cfg := o.Config
 	keys := auth.NewFileBasedKeyProviderFromMap(cfg.LiveKit.Keys)
 	o.refusals = newRefusalLog(o.Log, nil)
+	o.refusals.seen = o.Seen
 	wh, err := newWebhookHandler(o, keys)
 	if err != nil {
 		return nil, err
@@ -56,7 +61,7 @@ func Handler(o Options) (http.Handler, error) {
 	mux.Handle("/observability/recordings/v0", col)
 	otlpSlots, otlpBufs := newSlots(cfg.HTTP.MaxInflightOTLP), &bodyBuffers{} // shared by the three signals: decoding is what costs
 	for _, sig := range []string{"traces", "logs", "metrics"} {
-		rcv := &otlpReceiver{signal: sig, keys: keys, facts: o.Facts, connected: connectedOrAlways(o.Connected), spool: o.Spool, refusals: o.refusals, maxBody: cfg.Limits.OTLPBytes,
+		rcv := &otlpReceiver{signal: sig, seen: o.Seen, keys: keys, facts: o.Facts, connected: connectedOrAlways(o.Connected), spool: o.Spool, refusals: o.refusals, maxBody: cfg.Limits.OTLPBytes,
 			maxElements: cfg.Limits.OTLPElements, inflight: otlpSlots, bufs: otlpBufs, metrics: o.Metrics, log: o.Log}
 		if sig == "metrics" {
 			rcv.facts = nil // metrics carry no session facts lkscore uses
@@ -89,12 +94,13 @@ type plumbing struct {
 	timeout   time.Duration // one acknowledged publish (nats.publish_timeout)
 	metrics   *metrics.Ingest
 	log       *slog.Logger
+	seen      *seen.Tracker
 }
 
 // plumbing is o's, NATS taken as always connected when o.Connected is nil.
 func (o Options) plumbing() plumbing {
 	return plumbing{pub: o.JS, connected: connectedOrAlways(o.Connected), refusals: o.refusals, subjects: wire.NewSubjects(o.Config.NATS.SubjectPrefix, o.Config.NATS.StreamPrefix),
-		timeout: o.Config.NATS.PublishTimeout, metrics: o.Metrics, log: o.Log}
+		timeout: o.Config.NATS.PublishTimeout, metrics: o.Metrics, log: o.Log, seen: o.Seen}
 }
 
 // collapseSlashes tolerates a doubled slash ("//observability/…"): the SDK

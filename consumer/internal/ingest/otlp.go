@@ -29,6 +29,7 @@ import (
 	"github.com/lkscore/lkscore/consumer/internal/facts"
 	"github.com/lkscore/lkscore/consumer/internal/failure"
 	"github.com/lkscore/lkscore/consumer/internal/metrics"
+	"github.com/lkscore/lkscore/consumer/internal/seen"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/scoring"
 )
@@ -78,6 +79,7 @@ type otlpReceiver struct {
 	bufs     *bodyBuffers // shared by the signals, like inflight
 	metrics  *metrics.Ingest
 	log      *slog.Logger
+	seen     *seen.Tracker
 }
 
 func (o *otlpReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -107,7 +109,8 @@ func (o *otlpReceiver) serve(w http.ResponseWriter, r *http.Request) error {
 		w.Header().Set("Allow", http.MethodPost)
 		return failure.Refuse(http.StatusMethodNotAllowed, "use POST")
 	}
-	if _, err := verifyObservabilityToken(r.Header.Get("Authorization"), o.keys); err != nil {
+	apiKey, err := verifyObservabilityToken(r.Header.Get("Authorization"), o.keys)
+	if err != nil {
 		reason, key := authReason(err)
 		o.refusals.refused("otlp", reason, "OTLP "+o.signal+" refused: "+err.Error(), "path", cleanPath(r.URL.Path), "api_key", cleanPath(key),
 			"hint", tokenHint(reason))
@@ -128,6 +131,7 @@ func (o *otlpReceiver) serve(w http.ResponseWriter, r *http.Request) error {
 			return failure.Refuse(http.StatusRequestEntityTooLarge, "body exceeds %d bytes", o.maxBody)
 		}
 		o.metrics.OTLPDiscarded.WithLabelValues(o.signal).Inc()
+		o.seen.Accept("otlp_"+o.signal, apiKey)
 		w.WriteHeader(http.StatusOK)
 		return nil
 	}
@@ -173,6 +177,7 @@ func (o *otlpReceiver) serve(w http.ResponseWriter, r *http.Request) error {
 		}
 		o.metrics.OTLPFacts.WithLabelValues(o.signal).Add(float64(len(u.Observations)))
 	}
+	o.seen.Accept("otlp_"+o.signal, apiKey)
 	if isJSON {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte("{}"))

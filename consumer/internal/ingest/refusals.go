@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/livekit/protocol/webhook"
+
+	"github.com/lkscore/lkscore/consumer/internal/seen"
 )
 
 // Why a request was refused before anything was stored, as the warn log and
@@ -71,6 +73,7 @@ type refusalLog struct {
 	log       *slog.Logger
 	now       func() time.Time
 	perMinute int
+	seen      *seen.Tracker // counts every refusal, logged or not (nil: none)
 
 	mu      sync.Mutex
 	windows map[string]*refusalWindow
@@ -95,7 +98,11 @@ func newRefusalLog(log *slog.Logger, now func() time.Time) *refusalLog {
 // refused logs one refusal of endpoint for reason; attrs say the rest (the
 // path, the API key, the error).
 func (l *refusalLog) refused(endpoint, reason, msg string, attrs ...any) {
-	if l == nil || l.log == nil {
+	if l == nil {
+		return
+	}
+	l.seen.Refuse(endpoint, reason, attrValue(attrs, "api_key"))
+	if l.log == nil {
 		return
 	}
 	key := endpoint + "\x00" + reason
@@ -152,4 +159,15 @@ func cleanPath(p string) string {
 		p = p[:120] + "…"
 	}
 	return strings.ToValidUTF8(p, "?")
+}
+
+// attrValue is the string value of key among slog's alternating attrs.
+func attrValue(attrs []any, key string) string {
+	for i := 0; i+1 < len(attrs); i += 2 {
+		if k, ok := attrs[i].(string); ok && k == key {
+			v, _ := attrs[i+1].(string)
+			return v
+		}
+	}
+	return ""
 }

@@ -167,6 +167,7 @@ func (h *webhookHandler) serve(w http.ResponseWriter, r *http.Request) string {
 		return h.reject(w, http.StatusBadRequest, "webhook event lacks id or event")
 	}
 	if !h.events[ev.Event] {
+		h.seen.Accept("webhook", apiKey)
 		h.metrics.WebhookEvents.WithLabelValues(metrics.EventLabel(ev.Event), "ignored").Inc()
 		w.WriteHeader(http.StatusOK)
 		return "ignored"
@@ -235,7 +236,8 @@ func (h *webhookHandler) store(w http.ResponseWriter, ctx context.Context, ev *l
 		outcome = "duplicate"
 	}
 	h.stored[eventOutcome{ev.Event, outcome}].Inc() // pre-resolved: kept events only reach here
-	if h.log.Enabled(ctx, slog.LevelDebug) {        // skip boxing the attributes on the hot path
+	h.seen.Accept("webhook", apiKey)
+	if h.log.Enabled(ctx, slog.LevelDebug) { // skip boxing the attributes on the hot path
 		h.log.Debug("webhook stored", "event_id", ev.Id, "event", ev.Event, "seq", ack.Sequence, "duplicate", ack.Duplicate)
 	}
 	w.WriteHeader(http.StatusOK)

@@ -94,6 +94,8 @@ type Pipeline struct {
 	Queued            *prometheus.HistogramVec // stage: a message's first wait in its stream
 	SettlerBacklog    prometheus.Gauge         // sessions due and not yet published
 	SettlerBacklogAge prometheus.Gauge         // how long the oldest of them is overdue
+	Waiting           prometheus.Gauge         // sessions whose job ended, waiting for their recording
+	WaitingAge        prometheus.Gauge         // how long the longest of them has waited
 	Pending           *prometheus.GaugeVec     // consumer
 	AckPending        *prometheus.GaugeVec     // consumer
 	RecoveryRuns      *prometheus.CounterVec   // kind: sweep, reconcile
@@ -164,6 +166,13 @@ func NewPipeline(reg prometheus.Registerer) *Pipeline {
 		}),
 		SettlerBacklogAge: f.NewGauge(prometheus.GaugeOpts{
 			Name: "lkscore_settler_backlog_age_seconds", Help: "How long the oldest of them has been ready, at the settler's last pass.",
+		}),
+		Waiting: f.NewGauge(prometheus.GaugeOpts{
+			Name: "lkscore_sessions_waiting_for_recording", Help: "Sessions whose job ended and whose recording upload has not come, " +
+				"as this process's settler saw them since it started.",
+		}),
+		WaitingAge: f.NewGauge(prometheus.GaugeOpts{
+			Name: "lkscore_sessions_waiting_for_recording_seconds", Help: "How long the longest waiting of them has waited.",
 		}),
 		Pending: f.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "lkscore_consumer_pending_messages", Help: "Messages not yet delivered to a durable consumer (its lag).",

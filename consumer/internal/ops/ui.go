@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -20,9 +21,11 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/lkscore/lkscore/config"
+	"github.com/lkscore/lkscore/consumer/broker"
 	"github.com/lkscore/lkscore/consumer/internal/facts"
 	"github.com/lkscore/lkscore/consumer/internal/factstore"
 	"github.com/lkscore/lkscore/consumer/internal/score"
+	"github.com/lkscore/lkscore/consumer/internal/seen"
 	"github.com/lkscore/lkscore/dashboard"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/scoring"
@@ -93,7 +96,8 @@ func (u *UI) Start(ctx context.Context, cfg config.Config, js jetstream.JetStrea
 	alerts := dashboard.NewAlertIndex(alertWindow)
 	s := &sources{js: js, subjects: subjects, facts: fs, store: st, limits: cfg.Limits, privacy: cfg.Privacy, selected: cfg.Pipeline.CloseReasons}
 	src := dashboard.Sources{Scorecard: s.scorecard, Items: s.items, Recording: s.recording, Audio: s.audio, DeadLetters: s.deadLetters,
-		NotSelected: s.notSelected, Steps: func() dashboard.PipelineSteps { return pipelineSteps(gatherer) }}
+		NotSelected: s.notSelected, Steps: func() dashboard.PipelineSteps { return pipelineSteps(gatherer) },
+		SearchDeadLetters: s.searchDeadLetters, Ingestion: s.ingestion, APIKeys: slices.Sorted(maps.Keys(cfg.LiveKit.Keys))}
 	access, err := dashboard.NewAccess(cfg.Dashboard.Token, cfg.Dashboard.ExternalURL, cfg.Dashboard.AllowedHosts)
 	if err != nil {
 		return err
@@ -246,6 +250,23 @@ func (s *sources) audio(ctx context.Context, key string) (bool, string) {
 	}
 	_ = rc.Close()
 	return true, ""
+}
+
+// dlSearchScan bounds the dead letters one dashboard search reads, newest first.
+const dlSearchScan = 5000
+
+// searchDeadLetters finds dead letters by session key (or subject, stage, error).
+func (s *sources) searchDeadLetters(ctx context.Context, q string) (dashboard.DeadLetterResult, error) {
+	found, looked, more, err := broker.NewDeadLetterAdmin(s.js, s.subjects).Search(ctx, q, dlSearchScan, 200)
+	return dashboard.DeadLetterResult{Letters: found, Looked: looked, More: more}, err
+}
+
+// ingestionWait is how long the ingestion view waits for the processes' answers.
+const ingestionWait = 400 * time.Millisecond
+
+// ingestion asks every running process what its ingest saw.
+func (s *sources) ingestion(ctx context.Context) ([]wire.IngestionReport, error) {
+	return seen.Gather(ctx, s.js.Conn(), s.subjects.Ingestion(), ingestionWait)
 }
 
 // deadLetters counts the dead letters.

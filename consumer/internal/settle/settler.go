@@ -18,6 +18,7 @@ import (
 	"github.com/lkscore/lkscore/consumer/internal/facts"
 	"github.com/lkscore/lkscore/consumer/internal/factstore"
 	"github.com/lkscore/lkscore/consumer/internal/metrics"
+	"github.com/lkscore/lkscore/consumer/internal/seen"
 	"github.com/lkscore/lkscore/consumer/internal/work"
 	"github.com/lkscore/lkscore/scoring"
 	"github.com/lkscore/lkscore/wire"
@@ -51,10 +52,13 @@ type Settler struct {
 	selected         map[string]bool // close reasons this deployment's pool scores
 	metrics          *metrics.Pipeline
 
-	// mu guards pending and inflight: the watch loop and the publishers
+	// mu guards pending, waiting and inflight: the watch loop and the publishers
 	// share them.
-	mu       sync.Mutex
-	pending  map[string]time.Time // facts key → when to publish at the latest
+	mu      sync.Mutex
+	pending map[string]time.Time // facts key → when to publish at the latest
+	// waiting are the sessions whose job ended with no recording yet (and
+	// no spans to score instead), since when this settler saw them so.
+	waiting  map[string]time.Time
 	inflight map[string]time.Time // facts keys a publisher has now → since when each was ready
 	// work feeds the publishers: sessions are published in parallel, at
 	// most one publication per key at a time, so the watch never waits on
@@ -102,7 +106,7 @@ func New(env broker.Env, o Options) (*Settler, error) {
 	}
 	return &Settler{Env: env, nc: o.Conn, facts: o.Facts, window: cfg.SettleWindow, tick: min(250*time.Millisecond, cfg.SettleWindow),
 		noReport: cfg.RecordingDeadline, roomFinishedWait: cfg.RoomFinishedWait, selected: selectedReasons(cfg), metrics: o.Metrics,
-		publishers: settlePublishers}, nil
+		publishers: settlePublishers, waiting: map[string]time.Time{}}, nil
 }
 
 // publishJob is one session to publish: its entry when the caller has it
@@ -265,6 +269,7 @@ func (s *Settler) consider(ctx context.Context, e jetstream.KeyValueEntry) {
 		return
 	}
 	if e.Operation() != jetstream.KeyValuePut {
+		s.setWaiting(key, false, time.Time{})
 		s.setPending(key, time.Time{})
 		delete(s.revs, key)
 		return
@@ -272,11 +277,13 @@ func (s *Settler) consider(ctx context.Context, e jetstream.KeyValueEntry) {
 	var f facts.SessionFacts
 	if err := factstore.Decode(e.Value(), &f); err != nil {
 		s.Log.Error("settler: session facts are not valid JSON", "key", key, "err", err)
+		s.setWaiting(key, false, time.Time{})
 		s.setPending(key, time.Time{})
 		delete(s.revs, key)
 		return
 	}
 	scoreable := f.Recording != nil || SpansOnly(&f)
+	s.setWaiting(key, f.PublishedAt == nil && f.Recording == nil && f.JobEnded && !SpansOnly(&f), e.Created())
 	if f.PublishedAt != nil || !scoreable {
 		delete(s.revs, key)
 	} else {
@@ -300,6 +307,33 @@ func (s *Settler) consider(ctx context.Context, e jetstream.KeyValueEntry) {
 	default:
 		s.setPending(key, f.LastInputAt.Add(s.window))
 	}
+}
+
+// maxWaiting bounds the sessions kept as waiting for a recording: past it,
+// new ones are not listed (the count of those listed stays exact).
+const maxWaiting = 100_000
+
+// setWaiting records whether key waits for its recording, since at (kept
+// from the first time it was seen waiting).
+func (s *Settler) setWaiting(key string, waiting bool, at time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !waiting {
+		delete(s.waiting, key)
+		return
+	}
+	if _, ok := s.waiting[key]; !ok && len(s.waiting) < maxWaiting {
+		s.waiting[key] = at
+	}
+}
+
+// Waiting are the n sessions waiting longest for a recording (their job
+// ended, no upload came), as this settler saw them since it started, and
+// how many wait.
+func (s *Settler) Waiting(n int) ([]wire.IngestWaiting, int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return seen.Oldest(s.waiting, n)
 }
 
 // setPending sets when key is due (zero: not pending).
@@ -368,10 +402,17 @@ func (s *Settler) publishDue(ctx context.Context) {
 		}
 	}
 	backlog := len(due) + len(s.inflight)
+	var waitedLongest time.Duration
+	for _, at := range s.waiting {
+		waitedLongest = max(waitedLongest, now.Sub(at))
+	}
+	waiting := len(s.waiting)
 	s.mu.Unlock()
 	if s.metrics != nil {
 		s.metrics.SettlerBacklog.Set(float64(backlog))
 		s.metrics.SettlerBacklogAge.Set(oldest.Seconds())
+		s.metrics.Waiting.Set(float64(waiting))
+		s.metrics.WaitingAge.Set(waitedLongest.Seconds())
 	}
 	for _, j := range due {
 		s.dispatch(ctx, j)
