@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -65,6 +66,42 @@ type Config struct {
 	// Alerts configures where regression, drift and failure alerts are
 	// delivered besides NATS (docs/alerts.md).
 	Alerts Alerts `yaml:"alerts"`
+	// Forward relays the agents SDKs' requests lkscore accepted to other
+	// collectors, such as LiveKit Cloud's Agent Insights (docs/forward.md).
+	Forward Forward `yaml:"forward"`
+}
+
+// Forward is the tee: every SDK request (recording upload, OTLP logs,
+// traces, metrics) lkscore accepted is copied durably before its answer and
+// relayed unchanged, with its own Authorization, to each target by the
+// worker role, retried with backoff (pipeline.retry_base, max_deliver).
+type Forward struct {
+	Targets []ForwardTarget `yaml:"targets"`
+	// MaxAge bounds how long a copy waits for its relay: older ones are
+	// dropped (counted) and deleted.
+	MaxAge time.Duration `yaml:"max_age"`
+	// Timeout bounds one relay (one POST, its body included).
+	Timeout time.Duration `yaml:"timeout"`
+}
+
+// ForwardTarget is one collector the SDK requests are relayed to.
+type ForwardTarget struct {
+	// Name labels the target in metrics and logs (unique).
+	Name string `yaml:"name"`
+	// URL is the target's base URL, as LIVEKIT_OBSERVABILITY_URL would be
+	// set for it (https://<project>.livekit.cloud for LiveKit Cloud):
+	// the request's own path (/observability/…) is appended.
+	URL string `yaml:"url"`
+	// Signals are what is relayed: upload, logs, traces, metrics (empty: all).
+	Signals []string `yaml:"signals"`
+}
+
+// ForwardSignals are the requests the tee can relay.
+func ForwardSignals() []string { return []string{"upload", "logs", "traces", "metrics"} }
+
+// Relays reports whether t relays signal.
+func (t ForwardTarget) Relays(signal string) bool {
+	return len(t.Signals) == 0 || slices.Contains(t.Signals, signal)
 }
 
 // Alerts configures alert delivery to Prometheus Alertmanager and chat
@@ -415,6 +452,7 @@ func Default() Config {
 		Audio:      Audio{Enabled: true, MaxDuration: 4 * time.Hour},
 		Regression: Regression{Enabled: true, VersionTag: "version:", EvaluateEvery: 10, MinFiring: 5 * time.Minute, Detect: regress.DefaultConfig()},
 		Alerts:     Alerts{Timeout: 10 * time.Second, Alertmanager: Alertmanager{ResendInterval: time.Minute}},
+		Forward:    Forward{MaxAge: 24 * time.Hour, Timeout: 30 * time.Second},
 		Pipeline: Pipeline{
 			CloseReasons:      DefaultCloseReasons(),
 			Pool:              "default",

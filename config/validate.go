@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 )
@@ -71,6 +72,7 @@ func (c Config) Validate() error {
 		p.add("regression.min_firing: must not be negative, got %s", c.Regression.MinFiring)
 	}
 	c.Alerts.validate(&p)
+	c.Forward.validate(&p)
 	switch c.HTTP.UploadSync {
 	case "group", "each":
 	default:
@@ -339,6 +341,32 @@ func (a Alerts) validate(p *problems) {
 			p.add("%s.name: %q names another webhook too", key, w.Name)
 		}
 		names[w.Name] = true
+	}
+}
+
+func (f Forward) validate(p *problems) {
+	if len(f.Targets) == 0 {
+		return
+	}
+	p.positive("forward.max_age", f.MaxAge)
+	p.positive("forward.timeout", f.Timeout)
+	names := map[string]bool{}
+	for i, t := range f.Targets {
+		key := fmt.Sprintf("forward.targets[%d]", i)
+		if err := httpURL(t.URL); err != nil {
+			p.add("%s.url: %v", key, err)
+		}
+		if t.Name == "" {
+			p.add("%s.name: required (it labels the target's metrics and logs)", key)
+		} else if names[t.Name] {
+			p.add("%s.name: %q names another target too", key, t.Name)
+		}
+		names[t.Name] = true
+		for _, s := range t.Signals {
+			if !slices.Contains(ForwardSignals(), s) {
+				p.add("%s.signals: %q is not one of %s", key, s, strings.Join(ForwardSignals(), ", "))
+			}
+		}
 	}
 }
 

@@ -28,6 +28,7 @@ import (
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/consumer/broker"
 	"github.com/lkscore/lkscore/consumer/internal/factstore"
+	"github.com/lkscore/lkscore/consumer/internal/forward"
 	"github.com/lkscore/lkscore/consumer/internal/ingest"
 	"github.com/lkscore/lkscore/consumer/internal/metrics"
 	"github.com/lkscore/lkscore/consumer/internal/ops"
@@ -70,6 +71,8 @@ type Daemon struct {
 	// dashboard's ingestion view with it.
 	seen    *seen.Tracker
 	seenSub *nats.Subscription
+	// fwd are the tee's and the relays' metrics.
+	fwd forward.Metrics
 }
 
 // New validates the config and builds a Daemon; Start brings it up.
@@ -85,6 +88,7 @@ func New(cfg config.Config, log *slog.Logger, reg prometheus.Registerer, gathere
 		metrics:  metrics.NewIngest(reg),
 		pmetrics: metrics.NewPipeline(reg),
 		seen:     seen.NewTracker(reg, nil),
+		fwd:      forward.NewMetrics(reg),
 		subjects: wire.NewSubjects(cfg.NATS.SubjectPrefix, cfg.NATS.StreamPrefix),
 		serveErr: make(chan error, 2),
 	}, nil
@@ -152,7 +156,7 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	}
 	if d.cfg.Runs(config.RoleWorker) {
 		env := broker.Env{JS: js, Subjects: d.subjects, Timeouts: broker.TimeoutsFrom(d.cfg.NATS), Now: time.Now, Log: d.log}
-		d.pipeline, err = startPipeline(ctx, pipelineDeps{cfg: d.cfg, nc: d.nc, env: env, store: st, facts: fs, metrics: d.pmetrics})
+		d.pipeline, err = startPipeline(ctx, pipelineDeps{cfg: d.cfg, nc: d.nc, env: env, store: st, facts: fs, metrics: d.pmetrics, forward: d.fwd})
 		if err != nil {
 			return err
 		}
@@ -174,7 +178,7 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 			return err
 		}
 		h, err := ingest.Handler(ingest.Options{Config: d.cfg, JS: js, Store: st, Facts: fs, Connected: d.nc.IsConnected, Spool: sp,
-			Metrics: d.metrics, Log: d.log, Seen: d.seen})
+			Metrics: d.metrics, Log: d.log, Seen: d.seen, Tee: forward.NewTee(d.cfg, st, js, d.fwd, d.log)})
 		if err != nil {
 			return err
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/lkscore/lkscore/consumer/internal/facts"
 	"github.com/lkscore/lkscore/consumer/internal/factstore"
+	"github.com/lkscore/lkscore/consumer/internal/forward"
 	"github.com/lkscore/lkscore/consumer/internal/ingest"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/regress"
@@ -33,6 +35,7 @@ type ForgetStep struct {
 
 // forgetStore is what forgetting needs from the recording store.
 type forgetStore interface {
+	recording.ObjectReader
 	store.Lister
 	store.Deleter
 }
@@ -92,6 +95,18 @@ func Forget(ctx context.Context, js jetstream.JetStream, s wire.Subjects, st for
 	step = forgetIn(ctx, js, s.WebhookStream(), events, requestTimeout, webhookOf(room, job))
 	step.Note = "room_finished and egress_ended concern the whole room: stored without free text, kept until nats.max_age"
 	steps = append(steps, step)
+	// The tee's copies of the session's SDK requests waiting for their
+	// relay (forward.targets), and their notices.
+	fstep := ForgetStep{Place: "recording store " + forward.Prefix}
+	if n, ferr := forward.Forget(ctx, st, sessionKey); ferr != nil {
+		fstep.Err = ferr.Error()
+	} else {
+		fstep.Removed = n
+	}
+	steps = append(steps, fstep)
+	steps = append(steps, forgetIn(ctx, js, s.ForwardStream(), nil, requestTimeout, func(m jetstream.Msg) bool {
+		return slices.Contains(strings.Split(m.Headers().Get(wire.HeaderSessions), ","), sessionKey)
+	}))
 	steps = append(steps, forgetSamples(ctx, js, s.RegressionBucket(), sessionKey, requestTimeout))
 	steps = append(steps, forgetInDashboards(ctx, js.Conn(), s.Forget(), sessionKey))
 	steps = append(steps, ForgetStep{Place: "deduplication", Note: "the streams remember the session key for " +
@@ -102,7 +117,10 @@ func Forget(ctx context.Context, js jetstream.JetStream, s wire.Subjects, st for
 
 // forgetUpload deletes the session's stored upload: where its facts say it
 // is (ref, nil when unknown), else the layout's directory for it.
-func forgetUpload(ctx context.Context, st forgetStore, layout recording.Layout, ref *facts.RecordingRef, room, job string) ForgetStep {
+func forgetUpload(ctx context.Context, st interface {
+	store.Lister
+	store.Deleter
+}, layout recording.Layout, ref *facts.RecordingRef, room, job string) ForgetStep {
 	dir := layout.Dir(recording.Vars{RoomID: room, JobID: job})
 	step := ForgetStep{Place: "recording store"}
 	switch {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"sync"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/lkscore/lkscore/consumer/internal/deliver"
 	"github.com/lkscore/lkscore/consumer/internal/detect"
 	"github.com/lkscore/lkscore/consumer/internal/factstore"
+	"github.com/lkscore/lkscore/consumer/internal/forward"
 	"github.com/lkscore/lkscore/consumer/internal/locate"
 	"github.com/lkscore/lkscore/consumer/internal/metrics"
 	"github.com/lkscore/lkscore/consumer/internal/retention"
@@ -111,8 +113,24 @@ func stageTable(s wire.Subjects, p config.Pipeline, h handlers) []stageSpec {
 		table = append(table, worker(stage.Spec{Name: wire.StageNotify, Stream: s.AlertStream(), Handle: t.Handle,
 			Concurrency: 1, Consumer: c}))
 	}
+	// The tee's relays: one consumer per forward target, its own subject
+	// of the work-queue stream; copies are relayed in any order.
+	for _, r := range h.relays {
+		c := with(r.ID(), "lkscore forward relay to "+r.Name(), []string{s.Forward(r.ID())})
+		c.MaxDeliver = -1 // retried until forward.max_age (the stream's max age, and the relay's own check)
+		table = append(table, worker(stage.Spec{Name: wire.StageForward, Stream: s.ForwardStream(), Handle: r.Handle,
+			Concurrency: forwardConcurrency, Consumer: c, MaxBackoff: forwardMaxBackoff}))
+	}
 	return table
 }
+
+// forwardConcurrency is how many relays to one target a process has in
+// flight: relays wait on the target, not on CPU.
+const forwardConcurrency = 8
+
+// forwardMaxBackoff caps the wait between relays to a target that is down:
+// one that comes back gets them within it.
+const forwardMaxBackoff = 30 * time.Second
 
 // pipelineDeps is what the worker role needs from the daemon.
 type pipelineDeps struct {
@@ -122,6 +140,7 @@ type pipelineDeps struct {
 	store   locate.Recordings
 	facts   *factstore.Store
 	metrics *metrics.Pipeline
+	forward forward.Metrics
 }
 
 // handlers are the stages' handlers and what the background loops share
@@ -131,6 +150,7 @@ type handlers struct {
 	score   *score.Worker
 	detect  *detect.Detector // nil unless regression.enabled
 	targets []*deliver.Target
+	relays  []*forward.Relay
 	shared  *locate.StoreCheck
 	// alertClient is one client for every alert target: its transport keeps
 	// connections to each; every POST is bounded by alerts.timeout.
@@ -179,6 +199,7 @@ func newHandlers(ctx context.Context, d pipelineDeps) (handlers, error) {
 			return handlers{}, err
 		}
 	}
+	h.relays = forward.Relays(cfg.Forward, &http.Client{}, d.store, d.forward, env.Log)
 	return h, nil
 }
 
@@ -294,6 +315,9 @@ func (p *pipeline) startLoops(bgCtx context.Context, d pipelineDeps, h handlers)
 		}
 		p.goLoop(func() { rs.Run(bgCtx) })
 	}
+	if f := cfg.Forward; len(f.Targets) > 0 {
+		p.goLoop(func() { sweepForward(bgCtx, d.store, f.MaxAge, env.Log) })
+	}
 	if pc.SweepInterval > 0 {
 		sw, err := locate.NewSweeper(locate.RecoveryOptions{Locator: h.loc, Pipeline: pc})
 		if err != nil {
@@ -359,5 +383,23 @@ func waitCtx(ctx context.Context, wg *sync.WaitGroup, what string) error {
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("wait for %s: %w", what, ctx.Err())
+	}
+}
+
+// sweepForward deletes, every 10 minutes, the tee's copies older than maxAge.
+func sweepForward(ctx context.Context, st forward.RelayStore, maxAge time.Duration, log *slog.Logger) {
+	t := time.NewTicker(10 * time.Minute)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			if n, err := forward.Sweep(ctx, st, maxAge, now); err != nil {
+				log.Warn("forward: sweep of old copies", "err", err)
+			} else if n > 0 {
+				log.Warn("forward: deleted copies older than forward.max_age", "objects", n)
+			}
+		}
 	}
 }

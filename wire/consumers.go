@@ -12,6 +12,8 @@ const (
 	StageScore   = "score"
 	StageRegress = "regress"
 	StageNotify  = "notify"
+	// StageForward relays the SDK requests the tee copied (forward.targets).
+	StageForward = "forward"
 )
 
 // Durable consumers of the pipeline's stages.
@@ -31,4 +33,12 @@ func NotifyConsumer(kind, url string) string {
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(url))
 	return fmt.Sprintf("lkscore-notify-%s-%08x", kind, h.Sum32())
+}
+
+// ForwardConsumer names the durable consumer that relays the tee's copies
+// to one forward target, from its name.
+func ForwardConsumer(name string) string {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(name))
+	return fmt.Sprintf("lkscore-forward-%08x", h.Sum32())
 }

@@ -13,6 +13,9 @@ const (
 	HeaderEvent      = "Lk-Event"
 	HeaderAPIKey     = "Lk-Api-Key"
 	HeaderSessionKey = "Lk-Session-Key"
+	// HeaderSessions lists, comma-separated, the session keys a forwarded
+	// SDK request concerned (an OTLP request may carry several).
+	HeaderSessions = "Lk-Sessions"
 )
 
 // HeaderDLQPrefix starts every header a dead letter adds (HeaderDLQ*).

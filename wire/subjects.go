@@ -92,6 +92,17 @@ func (s Subjects) Forget() string { return s.prefix + "control.forget" }
 // report; docs/operations.md, "Is my webhook arriving?"). No stream stores it.
 func (s Subjects) Ingestion() string { return s.prefix + "control.ingestion" }
 
+// Forward is where the tee announces a copy to relay to one target (its
+// consumer name, ForwardConsumer).
+func (s Subjects) Forward(target string) string { return s.prefix + "forward." + target }
+
+// ForwardAll matches every forward notice.
+func (s Subjects) ForwardAll() string { return s.prefix + "forward.>" }
+
+// ForwardStream holds the tee's notices until each is relayed (created
+// only when forward.targets are configured).
+func (s Subjects) ForwardStream() string { return s.streamPrefix + "_FORWARD" }
+
 // WebhookStream holds received webhooks.
 func (s Subjects) WebhookStream() string { return s.streamPrefix + "_WEBHOOKS" }
 

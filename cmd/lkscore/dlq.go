@@ -89,7 +89,7 @@ func dlqCommand(getenv func(string) string, stdout io.Writer) *cli.Command {
 }
 
 // dlqStages are the stages that dead-letter (wire.Stage*).
-var dlqStages = []string{wire.StageLocate, wire.StageScore, wire.StageRegress, wire.StageNotify}
+var dlqStages = []string{wire.StageLocate, wire.StageScore, wire.StageRegress, wire.StageNotify, wire.StageForward}
 
 // dlqAdmin connects to NATS as the daemon's config says.
 func dlqAdmin(ctx context.Context, c *cli.Command, getenv func(string) string) (*broker.DeadLetterAdmin, func(), error) {

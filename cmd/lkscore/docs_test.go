@@ -59,7 +59,8 @@ func TestDocsMatchCode(t *testing.T) {
 		}
 		// Flags of other tools the README quotes (helm, kubectl, docker, nats, go).
 		foreign := map[string]bool{"set": true, "from-literal": true, "from-file": true, "build-arg": true, "filter": true,
-			"tags": true, "always": true, "namespace": true, "bucket": true, "lifecycle-configuration": true}
+			"tags": true, "always": true, "namespace": true, "bucket": true, "lifecycle-configuration": true,
+			"secrets": true, "secrets-file": true} // lk agent (the LiveKit CLI)
 		for _, m := range regexp.MustCompile(`(?:^|[\s(\x60])--([a-z][a-z0-9-]+)`).FindAllStringSubmatch(readme, -1) {
 			if !flags[m[1]] && !foreign[m[1]] {
 				t.Errorf("README names --%s, which no lkscore command has", m[1])
@@ -83,7 +84,7 @@ func TestDocsMatchCode(t *testing.T) {
 		// Stream and bucket names share the prefix.
 		subj := wire.NewSubjects("lkscore.", "LKSCORE")
 		for _, n := range []string{subj.WebhookStream(), subj.UploadStream(), subj.SessionStream(), subj.ResultStream(),
-			subj.DLQStream(), subj.EgressLinks(), subj.SessionFacts(), subj.AlertStream(), subj.RegressionBucket(), subj.AgentResultStream()} {
+			subj.DLQStream(), subj.EgressLinks(), subj.SessionFacts(), subj.AlertStream(), subj.RegressionBucket(), subj.AgentResultStream(), subj.ForwardStream()} {
 			other[n] = true
 		}
 		for _, m := range regexp.MustCompile(`\b(?:LKSCORE|LIVEKIT)_[A-Z0-9_]+`).FindAllString(readme, -1) {
@@ -163,7 +164,7 @@ func TestDocsNameOnlyWhatExists(t *testing.T) {
 	_, _ = config.Load("", getenv, nil)
 	subj := wire.NewSubjects("lkscore.", "LKSCORE")
 	for _, n := range []string{subj.WebhookStream(), subj.UploadStream(), subj.SessionStream(), subj.ResultStream(),
-		subj.DLQStream(), subj.EgressLinks(), subj.SessionFacts(), subj.AlertStream(), subj.RegressionBucket(), subj.AgentResultStream()} {
+		subj.DLQStream(), subj.EgressLinks(), subj.SessionFacts(), subj.AlertStream(), subj.RegressionBucket(), subj.AgentResultStream(), subj.ForwardStream()} {
 		env[n] = true
 	}
 	rec := &descRecorder{names: map[string]bool{}}

@@ -60,6 +60,18 @@ func streamConfigs(s wire.Subjects, c config.Config) []jetstream.StreamConfig {
 		byAgent.Subjects = []string{s.AgentResultAll()}
 		out = append(out, byAgent)
 	}
+	if len(c.Forward.Targets) > 0 {
+		// The tee's notices, one per copy and target, removed once relayed
+		// (work queue: each target's consumer filters its own subject);
+		// none waits past forward.max_age.
+		fwd := base
+		fwd.Name = s.ForwardStream()
+		fwd.Description = "SDK requests copied by the tee, one notice per target, until relayed (forward.targets)"
+		fwd.Subjects = []string{s.ForwardAll()}
+		fwd.Retention = jetstream.WorkQueuePolicy
+		fwd.MaxAge = c.Forward.MaxAge
+		out = append(out, fwd)
+	}
 	return out
 }
 

@@ -26,6 +26,7 @@ import (
 
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/consumer/internal/failure"
+	"github.com/lkscore/lkscore/consumer/internal/forward"
 	"github.com/lkscore/lkscore/consumer/internal/work"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/store"
@@ -148,6 +149,7 @@ func (c *collector) serve(w http.ResponseWriter, r *http.Request, apiKey string,
 		return err
 	}
 	c.seen.Accept("upload", apiKey)
+	forward.NoteSessions(r.Context(), notice.SessionKey)
 	c.log.Info("upload stored", "session_key", notice.SessionKey, "objects", len(notice.Objects))
 	w.WriteHeader(http.StatusOK)
 	return nil

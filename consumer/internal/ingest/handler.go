@@ -14,6 +14,7 @@ import (
 	"github.com/livekit/protocol/auth"
 
 	"github.com/lkscore/lkscore/config"
+	"github.com/lkscore/lkscore/consumer/internal/forward"
 	"github.com/lkscore/lkscore/consumer/internal/metrics"
 	"github.com/lkscore/lkscore/consumer/internal/seen"
 	"github.com/lkscore/lkscore/wire"
@@ -34,6 +35,8 @@ type Options struct {
 	// Seen counts what was accepted and refused, for the ingestion view
 	// (nil: not counted).
 	Seen *seen.Tracker
+	// Tee copies the SDK requests for forward.targets (nil: none).
+	Tee *forward.Tee
 
 	// refusals is the one rate-limited log of refused requests every
 	// endpoint shares (Handler sets it).
@@ -58,7 +61,7 @@ func Handler(o Options) (http.Handler, error) {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/webhook", wh)
-	mux.Handle("/observability/recordings/v0", col)
+	mux.Handle("/observability/recordings/v0", o.Tee.Wrap("upload", col))
 	otlpSlots, otlpBufs := newSlots(cfg.HTTP.MaxInflightOTLP), &bodyBuffers{} // shared by the three signals: decoding is what costs
 	for _, sig := range []string{"traces", "logs", "metrics"} {
 		rcv := &otlpReceiver{signal: sig, seen: o.Seen, keys: keys, facts: o.Facts, connected: connectedOrAlways(o.Connected), spool: o.Spool, refusals: o.refusals, maxBody: cfg.Limits.OTLPBytes,
@@ -66,7 +69,7 @@ func Handler(o Options) (http.Handler, error) {
 		if sig == "metrics" {
 			rcv.facts = nil // metrics carry no session facts lkscore uses
 		}
-		mux.Handle("/observability/"+sig+"/otlp/v0", rcv)
+		mux.Handle("/observability/"+sig+"/otlp/v0", o.Tee.Wrap(sig, rcv))
 	}
 	mux.Handle("/", unknownPath{o.refusals})
 	return withBodyDeadline(collapseSlashes(mux), cfg.HTTP.BodyTimeout), nil

@@ -28,6 +28,7 @@ import (
 
 	"github.com/lkscore/lkscore/consumer/internal/facts"
 	"github.com/lkscore/lkscore/consumer/internal/failure"
+	"github.com/lkscore/lkscore/consumer/internal/forward"
 	"github.com/lkscore/lkscore/consumer/internal/metrics"
 	"github.com/lkscore/lkscore/consumer/internal/seen"
 	"github.com/lkscore/lkscore/recording"
@@ -157,6 +158,11 @@ func (o *otlpReceiver) serve(w http.ResponseWriter, r *http.Request) error {
 		updates = traceFacts(&traces)
 	}
 	sorted := sortedUpdates(updates)
+	for _, u := range sorted {
+		if u.JobID != "" && u.JobID != facts.RoomKeyJob {
+			forward.NoteSessions(r.Context(), u.RoomID+"/"+u.JobID)
+		}
+	}
 	if o.spool != nil && !o.connected() {
 		// agents-js sends a session's report logs once, and gives its
 		// recording upload up when they are refused: keep the facts in the

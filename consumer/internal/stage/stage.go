@@ -34,6 +34,10 @@ type Spec struct {
 	// (failure.ErrNotYet outlives the deadline): true dead-letters the
 	// message, false acks it (nothing was expected). nil dead-letters.
 	OnGiveUp func(m jetstream.Msg) bool
+	// MaxBackoff caps the delay between retries of a transient failure
+	// (0: failure.Backoff's own cap, 5 minutes); the tee's relays retry a
+	// target that came back within it.
+	MaxBackoff time.Duration
 }
 
 // Pacing is how a stage takes and retries work (config pipeline.*).
@@ -64,6 +68,7 @@ type Stage struct {
 	cons         jetstream.Consumer
 	handle       func(ctx context.Context, m jetstream.Msg) error
 	onGiveUp     func(m jetstream.Msg) bool
+	maxBackoff   time.Duration
 	Pacing
 	health  *Health
 	dlq     *DeadLetters
@@ -84,7 +89,7 @@ func New(spec Spec, cons jetstream.Consumer, p Pacing, d Deps) *Stage {
 	if spec.Concurrency > 0 {
 		p.Concurrency = spec.Concurrency
 	}
-	return &Stage{name: spec.Name, consumerName: spec.Consumer.Durable, cons: cons, handle: spec.Handle, onGiveUp: spec.OnGiveUp,
+	return &Stage{name: spec.Name, consumerName: spec.Consumer.Durable, cons: cons, handle: spec.Handle, onGiveUp: spec.OnGiveUp, maxBackoff: spec.MaxBackoff,
 		Pacing: p, health: d.Health, dlq: d.DLQ, metrics: d.Metrics, log: d.Log, now: d.Now}
 }
 
@@ -291,7 +296,11 @@ func (s *Stage) decide(ctx context.Context, m jetstream.Msg, err error) {
 	default:
 		s.log.Warn("retrying", "stage", s.name, "subject", m.Subject(), "deliveries", delivered, "err", err)
 		s.metrics.Retried.WithLabelValues(s.name, "transient").Inc()
-		_ = m.NakWithDelay(failure.Backoff(s.RetryBase, delivered))
+		d := failure.Backoff(s.RetryBase, delivered)
+		if s.maxBackoff > 0 {
+			d = min(d, s.maxBackoff)
+		}
+		_ = m.NakWithDelay(d)
 	}
 }
 
