@@ -290,6 +290,11 @@ type NATS struct {
 	Token string `yaml:"-"`
 	// EmbeddedPort is the loopback port of the embedded server (-1 = random).
 	EmbeddedPort int `yaml:"embedded_port"`
+	// EmbeddedSync is how often the embedded server fsyncs JetStream's
+	// files: "always" (every write, before its ack) or a duration (nats-
+	// server's own default is 2m: acknowledged writes of the last interval
+	// are lost in an OS crash or power loss; docs/guarantees.md).
+	EmbeddedSync string `yaml:"embedded_sync"`
 	// SubjectPrefix prefixes every subject, e.g. "lkscore." gives lkscore.webhook.room_finished.
 	SubjectPrefix string `yaml:"subject_prefix"`
 	// StreamPrefix prefixes every stream name, e.g. "LKSCORE" gives LKSCORE_WEBHOOKS.
@@ -414,6 +419,7 @@ func Default() Config {
 		ShutdownTimeout: 25 * time.Second,
 		NATS: NATS{
 			EmbeddedPort:    4222,
+			EmbeddedSync:    "always", // docs/performance.md, "JetStream's sync policy"
 			SubjectPrefix:   "lkscore.",
 			StreamPrefix:    "LKSCORE",
 			Replicas:        1,
@@ -574,6 +580,9 @@ func (c *Config) applyEnv(getenv func(string) string) error {
 			errs = append(errs, fmt.Errorf("LKSCORE_NATS_REPLICAS: %q is not an integer", v))
 		}
 		c.NATS.Replicas = n
+	}
+	if v := getenv("LKSCORE_NATS_EMBEDDED_SYNC"); v != "" {
+		c.NATS.EmbeddedSync = v
 	}
 	if v := getenv("LKSCORE_WEBHOOK_EVENTS"); v != "" {
 		c.Webhook.Events = splitList(v)

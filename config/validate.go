@@ -155,6 +155,9 @@ func (c Config) validateServer(p *problems) {
 }
 
 func (n NATS) validate(p *problems) {
+	if _, _, err := n.EmbeddedSyncInterval(); err != nil {
+		p.add("nats.embedded_sync: %v", err)
+	}
 	if !subjectPrefixRE.MatchString(n.SubjectPrefix) {
 		p.add("nats.subject_prefix: %q must be dot-separated tokens ending in a dot, e.g. \"lkscore.\"", n.SubjectPrefix)
 	}
@@ -342,6 +345,22 @@ func (a Alerts) validate(p *problems) {
 		}
 		names[w.Name] = true
 	}
+}
+
+// EmbeddedSyncInterval is nats.embedded_sync as nats-server takes it: the
+// interval (0: the server's default) and whether every write is synced.
+func (n NATS) EmbeddedSyncInterval() (interval time.Duration, always bool, err error) {
+	switch n.EmbeddedSync {
+	case "":
+		return 0, false, nil
+	case "always":
+		return 0, true, nil
+	}
+	d, err := time.ParseDuration(n.EmbeddedSync)
+	if err != nil || d <= 0 {
+		return 0, false, fmt.Errorf("%q is neither \"always\" nor a positive duration", n.EmbeddedSync)
+	}
+	return d, false, nil
 }
 
 func (f Forward) validate(p *problems) {

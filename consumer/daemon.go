@@ -128,7 +128,8 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 		if err != nil {
 			return err
 		}
-		if d.embedded, err = broker.StartEmbedded(d.cfg.DataDir, d.cfg.NATS.EmbeddedPort, d.cfg.NATS.RequestTimeout, token); err != nil {
+		interval, always, _ := d.cfg.NATS.EmbeddedSyncInterval() // validated
+		if d.embedded, err = broker.StartEmbedded(d.cfg.DataDir, d.cfg.NATS.EmbeddedPort, d.cfg.NATS.RequestTimeout, token, interval, always); err != nil {
 			return err
 		}
 		url, natsCfg.Token, d.embeddedToken = d.embedded.ClientURL(), token, token

@@ -72,7 +72,9 @@ func Forget(ctx context.Context, js jetstream.JetStream, s wire.Subjects, st for
 	// The facts. A key-value bucket's stream denies message deletes, so
 	// they are purged, not erased: docs/security.md says what they hold.
 	step := ForgetStep{Place: "bucket " + s.SessionFacts(), Note: kvPurgeNote}
-	if err != nil {
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		step.Note = "no such bucket"
+	} else if err != nil {
 		step.Err = err.Error()
 	} else if perr := kv.Purge(ctx, fkey); perr != nil && !errors.Is(perr, jetstream.ErrKeyNotFound) {
 		step.Err = perr.Error()

@@ -23,6 +23,7 @@ import (
 
 	"github.com/lkscore/lkscore/cmd/lkscore/offline"
 	"github.com/lkscore/lkscore/config"
+	"github.com/lkscore/lkscore/consumer/broker"
 	"github.com/lkscore/lkscore/internal/sdkclient"
 	"github.com/lkscore/lkscore/scenarios"
 	"github.com/lkscore/lkscore/wire"
@@ -353,7 +354,7 @@ func watchCards(ctx context.Context, js jetstream.JetStream, subj wire.Subjects,
 	// An ephemeral consumer from now on: only this run's scorecards count.
 	c, err := js.OrderedConsumer(ctx, subj.ResultStream(), jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverNewPolicy})
 	if err != nil {
-		return nil, fmt.Errorf("follow %s: %w", subj.ResultStream(), err)
+		return nil, broker.Missing("follow stream "+subj.ResultStream(), err)
 	}
 	w := &cardWatch{at: make(map[string]time.Time, n), more: make(chan struct{}, 1)}
 	w.cons, err = c.Consume(func(m jetstream.Msg) {
@@ -372,7 +373,7 @@ func watchCards(ctx context.Context, js jetstream.JetStream, subj wire.Subjects,
 		}
 	})
 	if err != nil {
-		return nil, fmt.Errorf("follow %s: %w", subj.ResultStream(), err)
+		return nil, broker.Missing("follow stream "+subj.ResultStream(), err)
 	}
 	return w, nil
 }

@@ -343,17 +343,15 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 	waitPage("/ui/deadletters?q=RM_Broken07", `class="dead-letter-row"`)
 	navigate(t, ctx, base+"/ui")
-	if err := chromedp.Do(ctx, chromedp.SendKeys(`#search`, "RM_Broken07/AJ_Broken07\n")); err != nil {
+	if err := chromedp.Do(ctx, chromedp.SendKeys(`#search`, "RM_Broken07/AJ_Broken07\n"), chromedp.WaitVisible(`#search-dead-letters`)); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond)
 	if !strings.Contains(text(t, ctx, "#search-dead-letters"), "not scored") {
 		t.Errorf("searching a dead-lettered session's key: %q", text(t, ctx, "#search-dead-letters"))
 	}
-	if err := chromedp.Do(ctx, chromedp.Click(`#search-dead-letters a`)); err != nil {
+	if err := chromedp.Do(ctx, chromedp.Click(`#search-dead-letters a`), chromedp.WaitVisible(`#dead-letter-table`)); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond)
 	if rows, key, reason, replay := count(t, ctx, "tr.dead-letter-row"), text(t, ctx, "tr.dead-letter-row .dl-key"), text(t, ctx, "tr.dead-letter-row .dl-reason"),
 		text(t, ctx, "tr.dead-letter-row .dl-replay"); rows != 1 || !strings.HasPrefix(key, "RM_Broken07/AJ_Broken07") ||
 		!strings.Contains(reason, "chat_history") || !strings.HasPrefix(replay, "lkscore dlq replay --seq ") {
@@ -373,10 +371,9 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 	waitPage("/ui/ingestion", "RM_NoRecording08")
 	navigate(t, ctx, base+"/ui")
-	if err := chromedp.Do(ctx, chromedp.Click(`#nav-ingestion`)); err != nil {
+	if err := chromedp.Do(ctx, chromedp.Click(`#nav-ingestion`), chromedp.WaitVisible(`#ingest-accepted`)); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond)
 	acceptedCount := func(endpoint string) int {
 		return eval[int](t, ctx, fmt.Sprintf(`+((document.querySelector('tr.accepted-row[data-endpoint=%q][data-key="APItail"] td.num') || {textContent: "-1"}).textContent)`, endpoint))
 	}

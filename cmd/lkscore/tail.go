@@ -16,6 +16,7 @@ import (
 
 	"github.com/lkscore/lkscore/cmd/lkscore/offline"
 	"github.com/lkscore/lkscore/config"
+	"github.com/lkscore/lkscore/consumer/broker"
 	"github.com/lkscore/lkscore/scoring"
 	"github.com/lkscore/lkscore/wire"
 )
@@ -153,7 +154,7 @@ func tail(ctx context.Context, js jetstream.JetStream, subj wire.Subjects, f tai
 	}
 	cons, err := js.OrderedConsumer(ctx, stream, cfg)
 	if err != nil {
-		return fmt.Errorf("follow %s: %w", stream, err)
+		return broker.Missing("follow stream "+stream, err)
 	}
 	shown := 0
 	started, hinted := time.Now(), f.hint == ""

@@ -28,7 +28,7 @@ func NewDeadLetterAdmin(js jetstream.JetStream, subjects wire.Subjects) *DeadLet
 func (a *DeadLetterAdmin) List(ctx context.Context, stage string, limit int) ([]wire.DeadLetter, error) {
 	s, err := a.js.Stream(ctx, a.subjects.DLQStream())
 	if err != nil {
-		return nil, fmt.Errorf("dead-letter stream: %w", err)
+		return nil, Missing("dead-letter stream "+a.subjects.DLQStream(), err)
 	}
 	info, err := s.Info(ctx)
 	if err != nil {
@@ -58,7 +58,7 @@ func (a *DeadLetterAdmin) List(ctx context.Context, stage string, limit int) ([]
 func (a *DeadLetterAdmin) Search(ctx context.Context, query string, scan, limit int) (found []wire.DeadLetter, looked int, more bool, err error) {
 	s, err := a.js.Stream(ctx, a.subjects.DLQStream())
 	if err != nil {
-		return nil, 0, false, fmt.Errorf("dead-letter stream: %w", err)
+		return nil, 0, false, Missing("dead-letter stream "+a.subjects.DLQStream(), err)
 	}
 	info, err := s.Info(ctx)
 	if err != nil {
@@ -93,7 +93,7 @@ func (a *DeadLetterAdmin) Search(ctx context.Context, query string, scan, limit 
 func (a *DeadLetterAdmin) Replay(ctx context.Context, seq uint64) error {
 	s, err := a.js.Stream(ctx, a.subjects.DLQStream())
 	if err != nil {
-		return fmt.Errorf("dead-letter stream: %w", err)
+		return Missing("dead-letter stream "+a.subjects.DLQStream(), err)
 	}
 	raw, err := s.GetMsg(ctx, seq)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {

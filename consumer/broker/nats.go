@@ -7,10 +7,12 @@ import (
 	"net"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lkscore/lkscore/config"
 )
@@ -19,7 +21,8 @@ import (
 // storing under dataDir/nats, and waits up to ready for it to accept
 // connections. Clients must present token (EmbeddedToken). Shut it down
 // with Shutdown + WaitForShutdown.
-func StartEmbedded(dataDir string, port int, ready time.Duration, token string) (*server.Server, error) {
+// syncInterval and syncAlways are nats.embedded_sync (config.NATS.EmbeddedSyncInterval).
+func StartEmbedded(dataDir string, port int, ready time.Duration, token string, syncInterval time.Duration, syncAlways bool) (*server.Server, error) {
 	if token == "" {
 		return nil, errors.New("embedded nats: a token is required")
 	}
@@ -32,6 +35,8 @@ func StartEmbedded(dataDir string, port int, ready time.Duration, token string) 
 		StoreDir:      filepath.Join(dataDir, "nats"),
 		NoLog:         true,
 		NoSigs:        true,
+		SyncInterval:  syncInterval,
+		SyncAlways:    syncAlways,
 	}
 	if port > 0 {
 		// A port in use would only show as "not ready" after the whole wait.
@@ -91,7 +96,7 @@ func Connect(url string, n config.NATS, log *slog.Logger) (*nats.Conn, error) {
 	}
 	nc, err := nats.Connect(url, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("connect nats: %w", err)
+		return nil, &ConnectError{URL: redactURL(url), Err: err}
 	}
 	return nc, nil
 }
@@ -104,4 +109,46 @@ type Timeouts struct {
 
 func TimeoutsFrom(n config.NATS) Timeouts {
 	return Timeouts{Publish: n.PublishTimeout, Request: n.RequestTimeout}
+}
+
+// ConnectError is a NATS connection that could not be made: where, and
+// what NATS said, in words a user can act on.
+type ConnectError struct {
+	URL string // without credentials
+	Err error
+}
+
+func (e *ConnectError) Error() string {
+	switch {
+	case errors.Is(e.Err, nats.ErrNoServers):
+		return fmt.Sprintf("cannot reach NATS at %s: nothing answers there", e.URL)
+	case errors.Is(e.Err, nats.ErrAuthorization), errors.Is(e.Err, nats.ErrAuthExpired), errors.Is(e.Err, nats.ErrAuthRevoked):
+		return fmt.Sprintf("NATS at %s refused lkscore's credentials (nats.creds_file, nats.nkey_file, LKSCORE_NATS_TOKEN, or the embedded server's token in <data_dir>/nats.token)", e.URL)
+	}
+	return fmt.Sprintf("connect to NATS at %s: %v", e.URL, e.Err)
+}
+
+func (e *ConnectError) Unwrap() error { return e.Err }
+
+// redactURL drops any user:password from a comma-separated NATS URL list.
+func redactURL(urls string) string {
+	parts := strings.Split(urls, ",")
+	for i, p := range parts {
+		if at := strings.LastIndex(p, "@"); at >= 0 {
+			if scheme := strings.Index(p, "://"); scheme >= 0 && scheme < at {
+				parts[i] = p[:scheme+3] + "***@" + p[at+1:]
+			}
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
+// Missing names a stream or bucket of lkscore that the NATS server does not
+// have, saying why that usually is: err when it is anything else.
+func Missing(name string, err error) error {
+	if errors.Is(err, jetstream.ErrStreamNotFound) || errors.Is(err, jetstream.ErrBucketNotFound) {
+		return fmt.Errorf("%s does not exist on this NATS server: lkscore serve creates it when it starts (is this the NATS "+
+			"lkscore serve uses, with the same nats.stream_prefix, and has it started once?): %w", name, err)
+	}
+	return fmt.Errorf("%s: %w", name, err)
 }

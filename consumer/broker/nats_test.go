@@ -19,7 +19,7 @@ func TestEmbeddedPortInUse(t *testing.T) {
 	defer ln.Close()
 	port := ln.Addr().(*net.TCPAddr).Port
 	start := time.Now()
-	s, err := StartEmbedded(t.TempDir(), port, 10*time.Second, "test-token")
+	s, err := StartEmbedded(t.TempDir(), port, 10*time.Second, "test-token", 0, false)
 	if err == nil {
 		s.Shutdown()
 		t.Fatal("started on a port in use")
