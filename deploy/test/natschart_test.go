@@ -87,8 +87,13 @@ func TestNATSChartValues(t *testing.T) {
 	for _, p := range svc.Spec.Ports {
 		ports[p.Port] = true
 	}
-	if svc.Namespace != "nats" || !ports[4222] || !ports[8222] {
-		t.Errorf("Service nats (namespace %q) ports %v: lkscore's chart defaults to nats.nats.svc.cluster.local:4222 and :8222", svc.Namespace, ports)
+	// Installed with -n nats (the README's line), Service nats is nats.nats.svc.cluster.local.
+	if svc.Name != "nats" || !ports[4222] || !ports[8222] {
+		t.Errorf("Service %q ports %v: lkscore's chart defaults to nats.nats.svc.cluster.local:4222 and :8222", svc.Name, ports)
+	}
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil || !strings.Contains(string(readme), "helm install nats nats/nats --version 2.14.2 -n nats -f deploy/helm/nats-values.yaml") {
+		t.Errorf("the README's install line for the NATS chart is not the one tested here (%v)", err)
 	}
 	if testing.Short() {
 		t.Skip("-short: the rendered cluster is not run")
