@@ -158,6 +158,9 @@ func TestFieldSessionsReplayed(t *testing.T) {
 		if c.Session.RoomEndReason == "" {
 			t.Errorf("%s: no room end reason, although room_finished came", s.Room)
 		}
+		if c.Session.APIKey != testenv.Key {
+			t.Errorf("%s: the card's project (API key) is %q, the key that signed everything is %q", s.Room, c.Session.APIKey, testenv.Key)
+		}
 		if c.Overall.Verdict == scoring.Unscored || c.Session.SDK == nil || c.Session.SDK.Language != facts.SDKNode {
 			t.Errorf("%s: verdict %s, SDK %+v", s.Room, c.Overall.Verdict, c.Session.SDK)
 		}

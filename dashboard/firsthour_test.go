@@ -151,3 +151,36 @@ func TestDeadLetterSearch(t *testing.T) {
 		t.Errorf("searched the dead letters %d times: %q", len(asked), asked)
 	}
 }
+
+// TestProjectDimension: with sessions signed by two API keys (two LiveKit
+// projects), the overview breaks them down per project and the filters
+// offer a project; one project alone shows neither.
+func TestProjectDimension(t *testing.T) {
+	idx := NewIndex(100, "version:")
+	now := time.Now()
+	for i, p := range []string{"APIprod", "APIprod", "APIprod", "APIstaging"} {
+		v := scoring.Pass
+		if i == 1 {
+			v = scoring.Fail
+		}
+		idx.add(Entry{Seq: uint64(i + 1), At: now, Key: fmt.Sprintf("RM_%d/AJ", i), AgentName: "a" + p, Verdict: v, Score: 80, Project: p})
+	}
+	h := testHandler(t, "")
+	h.index = idx
+	body := get(h, "127.0.0.1:1", "/ui", nil).Body.String()
+	if n := strings.Count(body, `<tr class="project">`); n != 2 || !strings.Contains(body, `id="project-filter"`) {
+		t.Fatalf("overview: %d project rows, filter %v", n, strings.Contains(body, `id="project-filter"`))
+	}
+	if !strings.Contains(body, `project=APIprod">APIprod</a></td><td class="num">3</td><td class="num">80.0</td><td class="num">33%</td>`) {
+		t.Errorf("APIprod's row is wrong:\n%s", body[strings.Index(body, `id="projects"`):][:600])
+	}
+	if body := get(h, "127.0.0.1:1", "/ui/sessions?project=APIstaging", nil).Body.String(); !strings.Contains(body, `id="matching">1 sessions`) {
+		t.Errorf("project=APIstaging does not select its one session")
+	}
+	one := NewIndex(100, "version:")
+	one.add(Entry{Seq: 1, At: now, Key: "RM_x/AJ", Verdict: scoring.Pass, Project: "APIprod"})
+	h.index = one
+	if body := get(h, "127.0.0.1:1", "/ui", nil).Body.String(); strings.Contains(body, `id="projects"`) || strings.Contains(body, `id="project-filter"`) {
+		t.Error("one project: no breakdown or filter expected")
+	}
+}

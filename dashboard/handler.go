@@ -153,7 +153,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) filter(r *http.Request) (Filter, error) {
 	q := r.URL.Query()
 	f := Filter{Agent: q.Get("agent"), Version: q.Get("version"), CloseReason: q.Get("close_reason"), Verdict: q.Get("verdict"),
-		Code: q.Get("code"), Query: q.Get("q")}
+		Project: q.Get("project"), Code: q.Get("code"), Query: q.Get("q")}
 	if s := q.Get("since"); s != "" {
 		d, err := time.ParseDuration(s)
 		if err != nil {
@@ -173,6 +173,9 @@ type page struct {
 	Held     int
 	Agents   []string
 	Versions []string
+	// Projects are the API keys that signed the sessions held: a project
+	// filter and breakdown appear when there are several.
+	Projects []string
 	Reasons  []string
 	Verdicts []string
 	Firing   int // alerts firing now, for the header
@@ -183,14 +186,14 @@ type page struct {
 func (h *Handler) page(r *http.Request, title string, f Filter, held int) page {
 	firing, _ := h.alerts.Alerts("", 0, h.now())
 	return page{Title: title, Filter: f, Since: r.URL.Query().Get("since"), Window: h.index.window, Held: held,
-		Agents: h.index.Agents(), Versions: h.index.Versions(), Verdicts: []string{scoring.Pass, scoring.Warn, scoring.Fail, scoring.Unscored},
+		Agents: h.index.Agents(), Versions: h.index.Versions(), Projects: h.index.Projects(), Verdicts: []string{scoring.Pass, scoring.Warn, scoring.Fail, scoring.Unscored},
 		Reasons: config.CloseReasons(), Firing: len(firing), Query: filterQuery(r)}
 }
 
 // filterQuery is the request's filter parameters, re-encoded.
 func filterQuery(r *http.Request) template.URL {
 	q := url.Values{}
-	for _, k := range []string{"agent", "version", "close_reason", "verdict", "code", "q", "since"} {
+	for _, k := range []string{"agent", "version", "close_reason", "verdict", "project", "code", "q", "since"} {
 		if v := r.URL.Query().Get(k); v != "" {
 			q.Set(k, v)
 		}
@@ -248,6 +251,7 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) error {
 		ReasonMix    BarChart
 		Codes        []CodeCount
 		VersionRows  []VersionRow
+		ProjectRows  []ProjectRow
 		FiringAlerts []AlertEntry
 		Worst        []Entry
 		NotSelected  []ReasonCount
@@ -258,7 +262,7 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) error {
 		E2EHist:    histogram(entries, func(e *Entry) float64 { return e.E2EP50 }, 250, 3000, " ms", nil),
 		HeardHist:  histogram(entries, func(e *Entry) float64 { return e.HeardP50 }, 250, 3000, " ms", nil),
 		VerdictMix: verdictMix(entries), ReasonMix: reasonMix(entries), Codes: topCodes(entries, 10),
-		VersionRows: versions(entries), FiringAlerts: firing, Worst: worst(entries, 10)}
+		VersionRows: versions(entries), ProjectRows: projects(entries), FiringAlerts: firing, Worst: worst(entries, 10)}
 	for _, e := range entries {
 		if e.Verdict == scoring.Unscored {
 			data.Unscored++

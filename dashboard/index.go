@@ -52,6 +52,8 @@ type Entry struct {
 	SDK        string   `json:"sdk,omitempty"`
 	SDKVersion string   `json:"sdk_version,omitempty"`
 	Signals    []string `json:"signals,omitempty"`
+	// Project is the LiveKit API key that signed the session's signals ("" when unknown).
+	Project string `json:"project,omitempty"`
 }
 
 // Missing marks a latency a session did not measure.
@@ -182,6 +184,7 @@ func tail(ctx context.Context, js jetstream.JetStream, stream string, start func
 
 func entryOf(seq uint64, at time.Time, sc *scoring.Scorecard, versionTag string) Entry {
 	e := Entry{Seq: seq, At: at, Key: sc.Session.Key, RoomID: sc.Session.RoomID, RoomName: sc.Session.RoomName, JobID: sc.Session.JobID,
+		Project: sc.Session.APIKey,
 		AgentName: sc.Session.AgentName, Version: regress.KeyOf(sc, versionTag).Version, Verdict: sc.Overall.Verdict,
 		Score: sc.Overall.Score, CloseReason: sc.Completion.CloseReason, Source: sc.Completion.CloseReasonSource,
 		E2EP50: Missing, E2EP95: Missing, HeardP50: Missing, HeardP95: Missing}
@@ -254,6 +257,7 @@ type Filter struct {
 	Version     string
 	CloseReason string
 	Verdict     string
+	Project     string // the API key that signed its signals
 	Code        string // a finding code the session has
 	// Query is a search: a session key, room id, job id, room name or agent
 	// name, or a part of one (case-insensitive).
@@ -264,6 +268,7 @@ type Filter struct {
 func (f Filter) match(e Entry) bool {
 	return (f.Agent == "" || e.AgentName == f.Agent) && (f.Version == "" || e.Version == f.Version) &&
 		(f.CloseReason == "" || e.CloseReason == f.CloseReason) && (f.Verdict == "" || e.Verdict == f.Verdict) &&
+		(f.Project == "" || e.Project == f.Project) &&
 		(f.Code == "" || slices.Contains(e.Codes, f.Code)) && (f.Since.IsZero() || !e.At.Before(f.Since)) &&
 		(f.Query == "" || searchMatch(e, f.Query))
 }
@@ -313,6 +318,9 @@ func (x *Index) Agents() []string { return x.distinct(func(e *Entry) string { re
 
 // Versions lists the agent versions in the index.
 func (x *Index) Versions() []string { return x.distinct(func(e *Entry) string { return e.Version }) }
+
+// Projects are the API keys (LiveKit projects) that signed the sessions held.
+func (x *Index) Projects() []string { return x.distinct(func(e *Entry) string { return e.Project }) }
 
 func (x *Index) distinct(of func(*Entry) string) []string {
 	x.mu.RLock()

@@ -301,3 +301,65 @@ func volume(entries []Entry, from, to time.Time) (BarChart, string) {
 	c := barChart(labels, counts, nil, nil)
 	return c, shortDuration(size)
 }
+
+// ProjectRow is one LiveKit project's (API key's) sessions in view.
+type ProjectRow struct {
+	Project             string
+	Sessions            int // scored; unscored ones are left out of the rates
+	ScoreP50, FailShare float64
+	Agents              []string
+}
+
+// projects sums up the sessions per project (API key), busiest first.
+func projects(entries []Entry) []ProjectRow {
+	type acc struct {
+		row    ProjectRow
+		scores []float64
+		fails  int
+		agents map[string]bool
+	}
+	by := map[string]*acc{}
+	for _, e := range entries {
+		a := by[e.Project]
+		if a == nil {
+			a = &acc{row: ProjectRow{Project: e.Project}, agents: map[string]bool{}}
+			by[e.Project] = a
+		}
+		if e.AgentName != "" {
+			a.agents[e.AgentName] = true
+		}
+		if e.Verdict == scoring.Unscored {
+			continue
+		}
+		a.row.Sessions++
+		if e.Score != Missing {
+			a.scores = append(a.scores, e.Score)
+		}
+		if e.Verdict == scoring.Fail {
+			a.fails++
+		}
+	}
+	out := make([]ProjectRow, 0, len(by))
+	for _, a := range by {
+		r := a.row
+		r.ScoreP50 = Missing
+		if len(a.scores) > 0 {
+			r.ScoreP50 = quantile(a.scores, 0.5)
+		}
+		if r.Sessions > 0 {
+			r.FailShare = float64(a.fails) / float64(r.Sessions)
+		}
+		for ag := range a.agents {
+			r.Agents = append(r.Agents, ag)
+		}
+		sort.Strings(r.Agents)
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Sessions != out[j].Sessions {
+			return out[i].Sessions > out[j].Sessions
+		}
+		return out[i].Project < out[j].Project
+	})
+	return out
+}

@@ -101,10 +101,13 @@ func (s Session) hasRecording() bool {
 // Facts are a session's facts beyond the recording, each from its best
 // source (Provenance names it per field).
 type Facts struct {
-	SDKLanguage      string   `json:"sdk_language,omitempty"`
-	SDKVersion       string   `json:"sdk_version,omitempty"`
-	DeploymentID     string   `json:"deployment_id,omitempty"`
-	CloudAgentID     string   `json:"cloud_agent_id,omitempty"`
+	SDKLanguage  string `json:"sdk_language,omitempty"`
+	SDKVersion   string `json:"sdk_version,omitempty"`
+	DeploymentID string `json:"deployment_id,omitempty"`
+	CloudAgentID string `json:"cloud_agent_id,omitempty"`
+	// APIKey is the LiveKit API key that signed the session's signals: its
+	// project, when a deployment takes several projects' keys.
+	APIKey           string   `json:"api_key,omitempty"`
 	Simulated        bool     `json:"simulated,omitempty"`
 	RedactionEnabled bool     `json:"redaction_enabled,omitempty"`
 	Tags             []string `json:"tags,omitempty"`
@@ -224,6 +227,7 @@ type SessionRef struct {
 	CloseReasonEvidence string   `json:"close_reason_evidence,omitempty"`
 	DeploymentID        string   `json:"deployment_id,omitempty"`
 	CloudAgentID        string   `json:"cloud_agent_id,omitempty"`
+	APIKey              string   `json:"api_key,omitempty"` // the LiveKit key (project) that signed its signals
 	Simulated           bool     `json:"simulated,omitempty"`
 	RedactionEnabled    bool     `json:"redaction_enabled,omitempty"`
 	Tags                []string `json:"tags,omitempty"`
@@ -454,6 +458,7 @@ func sessionRef(s Session) SessionRef {
 		r.SDK = &SDKRef{Language: f.SDKLanguage, Version: f.SDKVersion}
 	}
 	r.DeploymentID, r.CloudAgentID, r.Simulated, r.RedactionEnabled = f.DeploymentID, f.CloudAgentID, f.Simulated, f.RedactionEnabled
+	r.APIKey = f.APIKey
 	r.Tags, r.Outcome, r.JobStatus, r.Provenance = f.Tags, f.Outcome, f.JobStatus, f.Provenance
 	r.JobError, r.EndedBy, r.RoomEndReason, r.Departures = f.JobError, f.EndedBy, f.RoomEndReason, f.Departures
 	if r.RoomName == "" {

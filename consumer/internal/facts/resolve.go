@@ -34,6 +34,8 @@ const (
 	// FieldRecordingExpected is the session report's word on whether a
 	// recording upload follows ("true", "false").
 	FieldRecordingExpected = "recording_expected"
+	// FieldAPIKey is the LiveKit API key that signed a signal (its project).
+	FieldAPIKey = "api_key"
 )
 
 // Fact sources, in the order close reasons are trusted (docs/facts.md).
@@ -146,7 +148,7 @@ func Resolve(obs []Observation) Resolved {
 	// Where each single-valued field lands.
 	dst := map[string]*string{FieldAgentName: &r.AgentName, FieldSDKLanguage: &r.SDKLanguage, FieldSDKVersion: &r.SDKVersion,
 		FieldDeploymentID: &r.DeploymentID, FieldCloudAgentID: &r.CloudAgentID, FieldOutcome: &r.Outcome, FieldJobStatus: &r.JobStatus,
-		FieldJobError: &r.JobError, FieldRoomName: &r.RoomName, FieldErrorText: &r.ErrorText}
+		FieldJobError: &r.JobError, FieldRoomName: &r.RoomName, FieldErrorText: &r.ErrorText, FieldAPIKey: &r.APIKey}
 	story := storyOf(obs)
 	story.apply(&r)
 	// The room's story reads as the SDK that ran the session would have

@@ -161,6 +161,8 @@ func (o *otlpReceiver) serve(w http.ResponseWriter, r *http.Request) error {
 	for _, u := range sorted {
 		if u.JobID != "" && u.JobID != facts.RoomKeyJob {
 			forward.NoteSessions(r.Context(), u.RoomID+"/"+u.JobID)
+			u.Observations = append(u.Observations, facts.Observation{Field: facts.FieldAPIKey, Value: apiKey, Source: facts.SourceOTLP,
+				Evidence: "OTLP token"})
 		}
 	}
 	if o.spool != nil && !o.connected() {

@@ -29,6 +29,7 @@ import (
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/regress"
 	"github.com/lkscore/lkscore/store"
+	"github.com/lkscore/lkscore/wire"
 )
 
 // Recordings is what the pipeline needs from the recording store: read
@@ -105,6 +106,8 @@ type located struct {
 	// job is the ended job a webhook announced: its facts go with the
 	// recording's.
 	job *livekit.Job
+	// apiKey signed the upload or the webhook ("" when unknown).
+	apiKey string
 }
 
 // Handle processes one message: it records where each session's recording
@@ -123,7 +126,7 @@ func (l *Locator) Handle(ctx context.Context, m jetstream.Msg) error {
 		if err := l.shared.check(&n); err != nil {
 			return err
 		}
-		return l.record(ctx, located{dir: n.Dir, origin: "upload"})
+		return l.record(ctx, located{dir: n.Dir, origin: "upload", apiKey: n.APIKey})
 	case strings.HasPrefix(subj, l.Subjects.Webhook("")):
 		var ev livekit.WebhookEvent
 		if err := ingest.DecodeEvent(m.Data(), &ev); err != nil {
@@ -131,7 +134,7 @@ func (l *Locator) Handle(ctx context.Context, m jetstream.Msg) error {
 		}
 		switch ev.Event {
 		case "agent_job_ended":
-			return l.jobEnded(ctx, &ev)
+			return l.jobEnded(ctx, &ev, m.Headers().Get(wire.HeaderAPIKey))
 		case "agent_job_started":
 			return l.jobStarted(ctx, &ev)
 		case "participant_left", "participant_connection_aborted":
@@ -146,14 +149,17 @@ func (l *Locator) Handle(ctx context.Context, m jetstream.Msg) error {
 	return failure.Permanent(fmt.Errorf("locator: unexpected subject %s", subj))
 }
 
-func (l *Locator) jobEnded(ctx context.Context, ev *livekit.WebhookEvent) error {
+func (l *Locator) jobEnded(ctx context.Context, ev *livekit.WebhookEvent, apiKey string) error {
 	job, room, err := jobAndRoom(ev)
 	if err != nil {
 		return err
 	}
 	// The job's facts count even before its recording arrives.
-	if err := l.facts.Add(ctx, facts.Update{RoomID: room.GetSid(), JobID: job.GetId(),
-		Observations: withRoomName(room, l.jobObservations(job)...), JobEnded: true}); err != nil {
+	obs := withRoomName(room, l.jobObservations(job)...)
+	if apiKey != "" {
+		obs = append(obs, facts.Observation{Field: facts.FieldAPIKey, Value: facts.Bounded(apiKey, 128), Source: facts.SourceWebhook, Evidence: "webhook token"})
+	}
+	if err := l.facts.Add(ctx, facts.Update{RoomID: room.GetSid(), JobID: job.GetId(), Observations: obs, JobEnded: true}); err != nil {
 		return err
 	}
 	found, err := l.find(ctx, room.GetSid(), room.GetName())
@@ -291,7 +297,12 @@ func (l *Locator) record(ctx context.Context, f located) error {
 	}
 	ref := &facts.RecordingRef{SessionKey: s.Key, RoomName: s.RoomName, Dir: f.dir, Location: l.store.Location(f.dir),
 		Origin: f.origin, Problems: s.Problems}
-	return l.facts.Add(ctx, l.recordingUpdate(s, ref, f.job))
+	u := l.recordingUpdate(s, ref, f.job)
+	if f.apiKey != "" {
+		u.Observations = append(u.Observations, facts.Observation{Field: facts.FieldAPIKey, Value: facts.Bounded(f.apiKey, 128), Source: facts.SourceHeader,
+			Evidence: "upload token"})
+	}
+	return l.facts.Add(ctx, u)
 }
 
 // recordingUpdate is what a located recording adds to its session's facts:
