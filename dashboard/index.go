@@ -184,7 +184,7 @@ func tail(ctx context.Context, js jetstream.JetStream, stream string, start func
 
 func entryOf(seq uint64, at time.Time, sc *scoring.Scorecard, versionTag string) Entry {
 	e := Entry{Seq: seq, At: at, Key: sc.Session.Key, RoomID: sc.Session.RoomID, RoomName: sc.Session.RoomName, JobID: sc.Session.JobID,
-		Project: sc.Session.APIKey,
+		Project:   sc.Session.APIKey,
 		AgentName: sc.Session.AgentName, Version: regress.KeyOf(sc, versionTag).Version, Verdict: sc.Overall.Verdict,
 		Score: sc.Overall.Score, CloseReason: sc.Completion.CloseReason, Source: sc.Completion.CloseReasonSource,
 		E2EP50: Missing, E2EP95: Missing, HeardP50: Missing, HeardP95: Missing}

@@ -120,7 +120,7 @@ func TestNATSChartValues(t *testing.T) {
 		}
 		for from, to := range map[string]string{`"store_dir": "/data"`: fmt.Sprintf("%q: %q", "store_dir", filepath.Join(dir, "data")),
 			`"pid_file": "/var/run/nats/nats.pid"`: fmt.Sprintf("%q: %q", "pid_file", filepath.Join(dir, "nats.pid")),
-			`"port": 4222`: `"port": ` + port(n.client), `"port": 6222`: `"port": ` + port(n.cluster), `"http_port": 8222`: `"http_port": ` + port(n.monitor)} {
+			`"port": 4222`:                         `"port": ` + port(n.client), `"port": 6222`: `"port": ` + port(n.cluster), `"http_port": 8222`: `"http_port": ` + port(n.monitor)} {
 			if !strings.Contains(c, from) {
 				t.Fatalf("nats.conf lacks %s", from)
 			}
