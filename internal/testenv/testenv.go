@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -165,6 +166,14 @@ func (s *S3) Start(t testing.TB) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// Signal sends sig to the running gateway (SIGSTOP, SIGCONT: a paused S3).
+func (s *S3) Signal(sig os.Signal) error {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return errors.New("versitygw is not running")
+	}
+	return s.cmd.Process.Signal(sig)
 }
 
 // Stop kills the gateway; it is a no-op when stopped.
