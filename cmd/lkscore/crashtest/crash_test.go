@@ -124,6 +124,9 @@ func startProc(t *testing.T, name string, cmd *exec.Cmd) *proc {
 		if t.Failed() {
 			t.Logf("--- %s log (last 3000 bytes) ---\n%s", name, lastBytes(p.log.String(), 3000))
 		}
+		if dir := os.Getenv("LKSCORE_CRASH_LOGS"); dir != "" { // every process's whole log, for a post-mortem
+			_ = os.WriteFile(filepath.Join(dir, fmt.Sprintf("%s-%d.log", name, cmd.Process.Pid)), []byte(p.log.String()), 0o644)
+		}
 	})
 	return p
 }

@@ -51,24 +51,28 @@ func (f fault) String() string {
 func schedule(seed int64, total time.Duration) []fault {
 	rng := rand.New(rand.NewSource(seed))
 	var out []fault
-	natsBusyUntil := time.Duration(0)
+	// busy: until when each target is down, and "nats" while any node is
+	// (plus time for a killed process to be ready again).
+	busy := map[string]time.Duration{}
 	for at := 5 * time.Second; at < total; at += time.Duration(3000+rng.Intn(5000)) * time.Millisecond {
 		hold := time.Duration(2000+rng.Intn(4000)) * time.Millisecond
-		kinds := []string{"kill-worker", "kill-ingest", "pause-s3"}
-		if at >= natsBusyUntil {
-			kinds = append(kinds, "kill-nats", "kill-nats", "pause-nats")
+		var choices []fault
+		for _, w := range []string{"worker-a", "worker-b"} {
+			choices = append(choices, fault{Kind: "kill-worker", Target: w})
 		}
-		f := fault{At: at, For: hold, Kind: kinds[rng.Intn(len(kinds))]}
-		switch f.Kind {
-		case "kill-nats", "pause-nats":
-			f.Target = fmt.Sprintf("n%d", 1+rng.Intn(3))
-			natsBusyUntil = at + hold + time.Second
-		case "kill-worker":
-			f.Target = []string{"worker-a", "worker-b"}[rng.Intn(2)]
-		case "kill-ingest":
-			f.Target = "ingest"
-		case "pause-s3":
-			f.Target = "s3"
+		choices = append(choices, fault{Kind: "kill-ingest", Target: "ingest"}, fault{Kind: "pause-s3", Target: "s3"})
+		if at >= busy["nats"] {
+			n := fmt.Sprintf("n%d", 1+rng.Intn(3))
+			choices = append(choices, fault{Kind: "kill-nats", Target: n}, fault{Kind: "kill-nats", Target: n}, fault{Kind: "pause-nats", Target: n})
+		}
+		f := choices[rng.Intn(len(choices))]
+		if at < busy[f.Target] {
+			continue // that one is still down from its last fault
+		}
+		f.At, f.For = at, hold
+		busy[f.Target] = at + hold + 10*time.Second
+		if strings.HasSuffix(f.Kind, "-nats") {
+			busy["nats"] = at + hold + time.Second
 		}
 		out = append(out, f)
 	}
@@ -141,11 +145,20 @@ func TestNemesis(t *testing.T) {
 		}
 	}
 	var wg sync.WaitGroup
+	targets := map[string]*sync.Mutex{}
+	for _, f := range plan {
+		if targets[f.Target] == nil {
+			targets[f.Target] = &sync.Mutex{}
+		}
+	}
 	for _, f := range plan {
 		time.Sleep(time.Until(start.Add(f.At)))
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			// One fault at a time per target: a process is killed only once it is back.
+			targets[f.Target].Lock()
+			defer targets[f.Target].Unlock()
 			switch f.Kind {
 			case "kill-nats":
 				n := byNode[f.Target]
