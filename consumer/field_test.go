@@ -180,22 +180,8 @@ func TestFieldSessionsReplayed(t *testing.T) {
 // requests went to each path.
 func replayField(t *testing.T, d *Daemon) map[string]int {
 	t.Helper()
-	f, err := os.Open(filepath.Join(fieldDir, "recv.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 4<<20)
 	sent := map[string]int{}
-	for sc.Scan() {
-		var r fieldRequest
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			t.Fatal(err)
-		}
-		if r.Method != http.MethodPost {
-			continue
-		}
+	for _, r := range fieldRequests(t) {
 		body := r.body(t)
 		auth := testenv.Bearer(testenv.PythonToken(t, testenv.Key, testenv.Secret, true))
 		if r.Path == "/webhook" {
@@ -227,10 +213,33 @@ func replayField(t *testing.T, d *Daemon) map[string]int {
 		}
 		sent[r.Path]++
 	}
+	return sent
+}
+
+// fieldRequests are the recording's POST requests (recv.jsonl), in arrival order.
+func fieldRequests(t *testing.T) []fieldRequest {
+	t.Helper()
+	f, err := os.Open(filepath.Join(fieldDir, "recv.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 4<<20)
+	var out []fieldRequest
+	for sc.Scan() {
+		var r fieldRequest
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatal(err)
+		}
+		if r.Method == http.MethodPost {
+			out = append(out, r)
+		}
+	}
 	if err := sc.Err(); err != nil {
 		t.Fatal(err)
 	}
-	return sent
+	return out
 }
 
 // fieldPIIValues are the values of every lk.pii.* span attribute in the

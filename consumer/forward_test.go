@@ -1,16 +1,13 @@
 package consumer
 
 import (
-	"bufio"
 	"bytes"
 	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -31,20 +28,9 @@ type relayed struct{ path, auth, contentType, encoding, sum string }
 // order, each as the SDK sent it: a fresh token, traces gzipped again.
 func fieldSDKRequests(t *testing.T) []*http.Request {
 	t.Helper()
-	f, err := os.Open(filepath.Join(fieldDir, "recv.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 4<<20)
 	var out []*http.Request
-	for sc.Scan() {
-		var r fieldRequest
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			t.Fatal(err)
-		}
-		if r.Method != http.MethodPost || r.Path == "/webhook" {
+	for _, r := range fieldRequests(t) {
+		if r.Path == "/webhook" {
 			continue
 		}
 		body := r.body(t)
@@ -61,9 +47,6 @@ func fieldSDKRequests(t *testing.T) []*http.Request {
 		req.Body, req.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
 		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 		out = append(out, req)
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
 	}
 	return out
 }
