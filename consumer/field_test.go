@@ -7,7 +7,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"maps"
 	"net/http"
 	"os"
@@ -50,6 +49,22 @@ func (r fieldRequest) body(t *testing.T) []byte {
 	}
 	name := fmt.Sprintf("%05d_%s.bin", r.Seq, strings.ReplaceAll(strings.Trim(r.Path, "/"), "/", "_"))
 	return mustReadFile(t, filepath.Join(fieldDir, "bodies", name))
+}
+
+// sentBody is the body as the server or the SDK sent it: the recorder saved
+// gzipped bodies decoded, so those are compressed again, as the SDK's
+// exporter sent them.
+func (r fieldRequest) sentBody(t *testing.T) []byte {
+	t.Helper()
+	body := r.body(t)
+	if r.ContentEncoding != "gzip" {
+		return body
+	}
+	var zb bytes.Buffer
+	zw := gzip.NewWriter(&zb)
+	_, _ = zw.Write(body)
+	_ = zw.Close()
+	return zb.Bytes()
 }
 
 // fieldSession is what the job process itself saw of one session
@@ -182,24 +197,16 @@ func replayField(t *testing.T, d *Daemon) map[string]int {
 	t.Helper()
 	sent := map[string]int{}
 	for _, r := range fieldRequests(t) {
-		body := r.body(t)
 		auth := testenv.Bearer(testenv.PythonToken(t, testenv.Key, testenv.Secret, true))
 		if r.Path == "/webhook" {
-			auth = testenv.SignWebhook(t, testenv.Key, testenv.Secret, body, 5*time.Minute)
+			auth = testenv.SignWebhook(t, testenv.Key, testenv.Secret, r.body(t), 5*time.Minute)
 		}
+		body := r.sentBody(t)
 		req, _ := http.NewRequest(http.MethodPost, "http://"+d.IngestAddr()+r.Path, bytes.NewReader(body))
 		req.Header.Set("Authorization", auth)
 		req.Header.Set("Content-Type", r.ContentType)
-		if r.ContentEncoding == "gzip" {
-			// The recorder saved bodies decoded: compress them again, as
-			// the SDK's exporter sent them.
-			var zb bytes.Buffer
-			zw := gzip.NewWriter(&zb)
-			_, _ = zw.Write(body)
-			_ = zw.Close()
-			req.Body = io.NopCloser(&zb)
-			req.ContentLength = int64(zb.Len())
-			req.Header.Set("Content-Encoding", "gzip")
+		if r.ContentEncoding != "" {
+			req.Header.Set("Content-Encoding", r.ContentEncoding)
 		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
