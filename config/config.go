@@ -538,6 +538,33 @@ func decodeStrict(b []byte, cfg *Config) error {
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
 		return errors.New("more than one YAML document")
 	}
+	return overlayPolicies(b, &cfg.Scoring)
+}
+
+// overlayPolicies resolves scoring.agents: each agent's policy is the
+// scoring section with what the agent's own keys override. The strict
+// decode has checked every key; this decode starts each policy from the
+// scoring section instead of from zero.
+func overlayPolicies(b []byte, sc *scoring.Config) error {
+	if len(sc.Agents) == 0 {
+		return nil
+	}
+	var doc struct {
+		Scoring struct {
+			Agents map[string]yaml.Node `yaml:"agents"`
+		} `yaml:"scoring"`
+	}
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		return err
+	}
+	for name, node := range doc.Scoring.Agents {
+		p := scoring.AgentPolicy{Config: *sc}
+		p.Agents, p.Rules = nil, nil
+		if err := node.Decode(&p); err != nil {
+			return fmt.Errorf("scoring.agents.%s: %w", name, err)
+		}
+		sc.Agents[name] = p
+	}
 	return nil
 }
 

@@ -20,6 +20,12 @@ type Config struct {
 	Latency    Latency    `yaml:"latency" json:"latency"`
 	// Audio holds the thresholds of findings from the stereo recording.
 	Audio AudioConfig `yaml:"audio" json:"audio"`
+	// Agents are the agents' own policies (scoring.agents.<name>), each
+	// the whole model with the agent's overrides (docs/policies.md).
+	Agents map[string]AgentPolicy `yaml:"agents" json:"agents,omitempty"`
+	// Rules are the team's own checks, CEL expressions evaluated on every
+	// session their when matches (docs/policies.md).
+	Rules []Rule `yaml:"rules" json:"rules,omitempty"`
 }
 
 // Weights of the four components in the overall score.
@@ -96,8 +102,21 @@ func DefaultConfig() Config {
 }
 
 // Validate reports every problem at once, each naming its key (relative to
-// the scoring section).
+// the scoring section): the model's, every policy's and every rule's (a
+// rule that does not compile or names a measure that does not exist).
 func (c Config) Validate() error {
+	_, err := c.compile()
+	return err
+}
+
+// compile validates the config and compiles its rules.
+func (c Config) compile() ([]*compiledRule, error) {
+	rules, err := compileRules(c.Rules)
+	return rules, errors.Join(c.validateModel(), c.validatePolicies(), err)
+}
+
+// validateModel checks the weights and thresholds.
+func (c Config) validateModel() error {
 	var errs []error
 	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
 	nonneg := func(key string, v float64) {

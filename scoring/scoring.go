@@ -209,6 +209,11 @@ type Scorecard struct {
 	Audio *Audio `json:"audio,omitempty"`
 	// Spans are the latency breakdown and errors of the SDK's spans.
 	Spans *SpanMetrics `json:"spans,omitempty"`
+	// Policy names the policy the session was scored with, when the config
+	// has agents' policies or rules (docs/policies.md).
+	Policy *PolicyRef `json:"policy,omitempty"`
+	// Rules are the results of the rules whose when matched the session.
+	Rules []RuleResult `json:"rules,omitempty"`
 }
 
 // SessionRef names the session scored.
@@ -290,19 +295,41 @@ type Finding struct {
 	Message   string       `json:"message"`
 }
 
-// Scorer scores sessions with one validated config.
+// Scorer scores sessions with one validated config: its policies and
+// compiled rules.
 type Scorer struct {
-	cfg     Config
+	def     *policy
+	agents  map[string]*policy
+	named   bool // the config has policies or rules: scorecards name theirs
 	version string
 	pool    sync.Pool // of *scratch
 }
 
-// NewScorer validates cfg and precomputes its scoring version.
+// NewScorer validates cfg, compiles its rules and precomputes its scoring
+// version.
 func NewScorer(cfg Config) (*Scorer, error) {
-	if err := cfg.Validate(); err != nil {
+	rules, err := cfg.compile()
+	if err != nil {
 		return nil, err
 	}
-	return &Scorer{cfg: cfg, version: cfg.Version(), pool: sync.Pool{New: func() any { return newScratch() }}}, nil
+	def, agents := resolvePolicies(cfg, rules)
+	return &Scorer{def: def, agents: agents, named: len(cfg.Agents) > 0 || len(cfg.Rules) > 0, version: cfg.Version(),
+		pool: sync.Pool{New: func() any { return newScratch() }}}, nil
+}
+
+// policyFor picks the session's policy: its agent's, when its match takes
+// the session, else the default.
+func (sc *Scorer) policyFor(s Session) *policy {
+	if p, ok := sc.agents[s.AgentName]; ok && (p.match.empty() || p.match.matches(sessionTags(s), sessionVersion(s))) {
+		return p
+	}
+	return sc.def
+}
+
+// Policy names the policy a session of this agent with these tags would
+// be scored with.
+func (sc *Scorer) Policy(agent string, tags []string) PolicyRef {
+	return sc.policyFor(Session{AgentName: agent, Facts: &Facts{Tags: tags}}).ref
 }
 
 // Version is the scoring version every scorecard of this Scorer carries.
@@ -336,14 +363,21 @@ func (sc *Scorecard) Comparable() bool {
 func (sc *Scorer) Score(s Session) Scorecard {
 	scr := sc.pool.Get().(*scratch)
 	defer sc.pool.Put(scr)
-	return score(s, sc.cfg, sc.version, scr)
+	return score(s, sc.policyFor(s), sc.named, sc.version, scr)
 }
 
-// Score scores one session with cfg, which must be valid (Config.Validate).
-// Use a Scorer to score many.
-func Score(s Session, cfg Config) Scorecard { return score(s, cfg, cfg.Version(), newScratch()) }
+// Score scores one session with cfg, which must be valid (Config.Validate;
+// it panics otherwise). Use a Scorer to score many.
+func Score(s Session, cfg Config) Scorecard {
+	sc, err := NewScorer(cfg)
+	if err != nil {
+		panic("scoring.Score: invalid config: " + err.Error())
+	}
+	return sc.Score(s)
+}
 
-func score(s Session, cfg Config, version string, scr *scratch) Scorecard {
+func score(s Session, p *policy, named bool, version string, scr *scratch) Scorecard {
+	cfg := p.cfg
 	recorded := s.hasRecording()
 	if !recorded && len(s.Items) == 0 {
 		s.Items = ItemsFromSpans(s.Spans)
@@ -385,7 +419,13 @@ func score(s Session, cfg Config, version string, scr *scratch) Scorecard {
 		Audio:      s.Audio,
 		Spans:      spanMetrics(s.Spans),
 	}
+	if named {
+		ref := p.ref
+		sc.Policy = &ref
+		sc.Rules = applyRules(p, s, a, comps, sc.Metrics, sc.Completion, cfg)
+	}
 	sc.Overall = overall(comps, sc.Completion, cfg)
+	ruleVerdict(&sc.Overall, sc.Rules)
 	return sc
 }
 

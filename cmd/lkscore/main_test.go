@@ -113,3 +113,35 @@ func TestFormatFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestServeRefusesATypoedRule: a rule whose expression names a measure
+// that does not exist stops `lkscore serve` before it listens, naming the
+// rule, the line and column in its expression, and the key it meant.
+func TestServeRefusesATypoedRule(t *testing.T) {
+	cfgFile := t.TempDir() + "/c.yml"
+	testenv.WriteFile(t, cfgFile, `nats:
+  embedded_port: -1
+scoring:
+  rules:
+    - name: booking_latency_budget
+      when: {agents: [booking]}
+      expr: metrics.e2e_latency_p95 > 1500.0
+      severity: critical
+`)
+	env := map[string]string{"LIVEKIT_API_KEY": "devkey", "LIVEKIT_API_SECRET": "devsecret-0123456789",
+		"LKSCORE_LISTEN": "127.0.0.1:0", "LKSCORE_OPS_LISTEN": "127.0.0.1:0", "LKSCORE_DATA_DIR": t.TempDir()}
+	var stderr bytes.Buffer
+	code := run(context.Background(), []string{"lkscore", "serve", "--config", cfgFile}, func(k string) string { return env[k] }, &bytes.Buffer{}, &stderr)
+	if code != 2 {
+		t.Fatalf("exit %d, want 2; stderr %s", code, stderr.String())
+	}
+	for _, want := range []string{"scoring.rules[0] (booking_latency_budget)", "line 1, column 8", `metrics has no key "e2e_latency_p95"`,
+		`did you mean "e2e_latency_p95_ms"`} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr %q lacks %q", stderr.String(), want)
+		}
+	}
+	if strings.Contains(stderr.String(), "lkscore ready") {
+		t.Error("started anyway")
+	}
+}

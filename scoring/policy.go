@@ -1,0 +1,178 @@
+package scoring
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"strings"
+)
+
+// DefaultPolicy names the model every agent without a policy of its own
+// is scored with (the scoring section itself).
+const DefaultPolicy = "default"
+
+// AgentPolicy is one agent's own model (scoring.agents.<name>): the
+// scoring section again, with what the agent overrides, plus when it
+// applies. The config loader starts each policy from the scoring section,
+// so a policy names only what differs (docs/policies.md).
+type AgentPolicy struct {
+	// Match narrows the policy to some of the agent's sessions: any of
+	// the tags, any of the versions. Empty: every session of the agent.
+	Match Match `yaml:"match" json:"match"`
+	// Config is the agent's whole model. Its Agents and Rules must be
+	// empty: rules are written once, for every agent (scoring.rules,
+	// narrowed by their when).
+	Config `yaml:",inline" json:"config"`
+}
+
+// Match selects sessions by what the signals said about them.
+type Match struct {
+	// Tags match when the session has any of them.
+	Tags []string `yaml:"tags" json:"tags,omitempty"`
+	// Versions match the agent's version as the regression detector reads
+	// it with its default prefix: a "version:" tag, else the SDK's
+	// deployment id, else the version from the job's metadata.
+	Versions []string `yaml:"versions" json:"versions,omitempty"`
+}
+
+// PolicyRef names the policy a scorecard was scored with and its hash:
+// the same name and hash mean the same weights, thresholds and rules.
+type PolicyRef struct {
+	Name string `json:"name"`
+	Hash string `json:"hash"`
+}
+
+func (m Match) empty() bool { return len(m.Tags) == 0 && len(m.Versions) == 0 }
+
+// matches reports whether a session with these tags and version is in m.
+func (m Match) matches(tags []string, version string) bool {
+	if len(m.Tags) > 0 && !slices.ContainsFunc(m.Tags, func(t string) bool { return slices.Contains(tags, t) }) {
+		return false
+	}
+	return len(m.Versions) == 0 || slices.Contains(m.Versions, version)
+}
+
+// versionTagPrefix and metadataVersionTag are how the regression detector
+// reads a session's version by default (regress.KeyOf).
+const (
+	versionTagPrefix   = "version:"
+	metadataVersionTag = "lkscore.metadata_version:"
+)
+
+// sessionVersion is the agent's version of a session, as the regression
+// detector reads it with its default prefix; "" when none is named.
+func sessionVersion(s Session) string {
+	if s.Facts == nil {
+		return ""
+	}
+	tagged := func(prefix string) string {
+		for _, t := range s.Facts.Tags {
+			if v, ok := strings.CutPrefix(t, prefix); ok && v != "" {
+				return v
+			}
+		}
+		return ""
+	}
+	if v := tagged(versionTagPrefix); v != "" {
+		return v
+	}
+	if s.Facts.DeploymentID != "" {
+		return s.Facts.DeploymentID
+	}
+	return tagged(metadataVersionTag)
+}
+
+func sessionTags(s Session) []string {
+	if s.Facts == nil {
+		return nil
+	}
+	return s.Facts.Tags
+}
+
+// policy is one resolved model: its config, its rules and its name.
+type policy struct {
+	ref   PolicyRef
+	cfg   Config
+	match Match
+	rules []*compiledRule // the rules whose when can name this policy's agents
+}
+
+// validatePolicies checks every agent's policy, naming its key.
+func (c Config) validatePolicies() error {
+	var errs []error
+	names := make([]string, 0, len(c.Agents))
+	for name := range c.Agents {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		p := c.Agents[name]
+		key := "scoring.agents." + name
+		if strings.TrimSpace(name) == "" {
+			errs = append(errs, errors.New("scoring.agents: an agent name must not be empty"))
+			continue
+		}
+		if len(p.Agents) > 0 || len(p.Rules) > 0 {
+			errs = append(errs, fmt.Errorf("%s: a policy cannot hold agents or rules (write rules once under scoring.rules, with when.agents)", key))
+		}
+		if err := p.Config.validateModel(); err != nil {
+			// The model's messages name keys from "scoring."; a policy's are under its own key.
+			errs = append(errs, errors.New(strings.ReplaceAll(err.Error(), "scoring.", key+".")))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// model is the config without its policies and rules: what one policy's
+// components are scored with.
+func (c Config) model() Config {
+	c.Agents, c.Rules = nil, nil
+	return c
+}
+
+// policyHash hashes what a policy scores with: its model, its match and
+// the rules that can apply to it, in config order.
+func policyHash(cfg Config, m Match, rules []*compiledRule) string {
+	h := fnv.New32a()
+	b, _ := json.Marshal(struct {
+		Model Config `json:"model"`
+		Match Match  `json:"match"`
+		Rules []Rule `json:"rules"`
+	}{cfg.model(), m, func() []Rule {
+		out := make([]Rule, len(rules))
+		for i, r := range rules {
+			out[i] = r.Rule
+		}
+		return out
+	}()})
+	_, _ = h.Write(b)
+	return fmt.Sprintf("p%08x", h.Sum32())
+}
+
+// resolvePolicies builds the default policy and one per agent, each with
+// the rules that can apply to its sessions.
+func resolvePolicies(c Config, rules []*compiledRule) (def *policy, agents map[string]*policy) {
+	forAgent := func(agent string) []*compiledRule {
+		var out []*compiledRule
+		for _, r := range rules {
+			if len(r.When.Agents) == 0 || slices.Contains(r.When.Agents, agent) {
+				out = append(out, r)
+			}
+		}
+		return out
+	}
+	// The default policy scores every agent without one, and an agent's
+	// sessions its policy does not match: any rule can apply.
+	def = &policy{cfg: c.model(), rules: rules}
+	def.ref = PolicyRef{Name: DefaultPolicy, Hash: policyHash(def.cfg, Match{}, rules)}
+	agents = make(map[string]*policy, len(c.Agents))
+	for name, p := range c.Agents {
+		rs := forAgent(name)
+		pol := &policy{cfg: p.Config.model(), match: p.Match, rules: rs}
+		pol.ref = PolicyRef{Name: name, Hash: policyHash(pol.cfg, p.Match, rs)}
+		agents[name] = pol
+	}
+	return def, agents
+}
