@@ -375,28 +375,33 @@ func TestRuleTyposFailNamingTheRule(t *testing.T) {
 	}
 }
 
-// TestRulesAreBounded: an expression that would walk a long call for too
-// long stops at CEL's cost limit and says so; it is not evaluated, not a
-// violation.
+// TestRulesAreBounded: CEL's cost estimate bounds every rule on the
+// largest session lkscore parses: a comprehension inside another over the
+// tool calls could run for hours on 100,000 items, so it is refused when
+// the config loads, naming the rule; a single pass over them is accepted,
+// and a string longer than the estimate's bound is cut before a rule sees it.
 func TestRulesAreBounded(t *testing.T) {
 	cfg := scoring.DefaultConfig()
 	cfg.Rules = []scoring.Rule{{Name: "cubic", Severity: "critical",
 		Expr: `tools.called.exists(a, tools.called.exists(b, tools.called.exists(c, a + b + c == "never")))`}}
+	err := cfg.Validate()
+	if err == nil || !strings.Contains(err.Error(), "(cubic)") || !strings.Contains(err.Error(), "over the limit") {
+		t.Fatalf("cubic rule: %v", err)
+	}
+	cfg.Rules = []scoring.Rule{{Name: "linear", Severity: "critical", Expr: `tools.called.exists(t, t.startsWith("x"))`}}
 	scorer, err := scoring.NewScorer(cfg)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("a single pass over the tool calls refused: %v", err)
 	}
-	s := scoring.Session{Key: "k", AgentName: "a", CloseReason: "CR_USER_INITIATED"}
-	for i := range 200 {
-		s.Items = append(s.Items, scoring.Item{ID: "c", Type: scoring.TypeFunctionCall, CallID: string(rune('a' + i%26)), Name: "t"})
-	}
+	long := "x" + strings.Repeat("é", 300)
+	s := scoring.Session{Key: "k", AgentName: "a", CloseReason: "CR_USER_INITIATED",
+		Items: []scoring.Item{{ID: "c", Type: scoring.TypeFunctionCall, CallID: "c1", Name: long}}}
 	card := scorer.Score(s)
-	plain := scoring.Score(s, scoring.DefaultConfig())
-	if len(card.Rules) != 1 || card.Rules[0].Status != scoring.RuleNotEvaluated || !strings.Contains(card.Rules[0].Error, "cost limit") {
+	if len(card.Rules) != 1 || card.Rules[0].Status != scoring.RuleViolated {
 		t.Fatalf("rules %+v", card.Rules)
 	}
-	if card.Overall.Verdict != plain.Overall.Verdict || card.Overall.Score != plain.Overall.Score {
-		t.Errorf("a rule stopped by its cost limit changed the verdict: %+v, without rules %+v", card.Overall, plain.Overall)
+	if v := card.Rules[0].Values[0].Value; len(v) > 300 || !strings.HasPrefix(v, `["xé`) {
+		t.Errorf("the long name was not cut: %d bytes", len(v))
 	}
 }
 

@@ -8,8 +8,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"unicode/utf8"
 
 	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/checker"
 	"github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/operators"
 	"github.com/google/cel-go/common/types"
@@ -56,8 +59,10 @@ type RuleResult struct {
 	// measure the session does not have, or the cost limit).
 	Status    string      `json:"status"`
 	Component string      `json:"component,omitempty"`
-	Deduction float64     `json:"deduction"`
-	Values    []RuleValue `json:"values"`
+	Deduction float64 `json:"deduction"`
+	// Values are what the expression read, for a rule violated or not
+	// evaluated (empty for one passed).
+	Values []RuleValue `json:"values"`
 	Error     string      `json:"error,omitempty"`
 }
 
@@ -77,12 +82,41 @@ const (
 // RuleCodePrefix starts the code of a violated rule's finding.
 const RuleCodePrefix = "rule."
 
-// Bounds of a rule: its text, and what one evaluation may cost (CEL's
-// cost units, about one per operation and list element visited).
+// Bounds of a rule: its text, and what one evaluation may cost at most
+// (CEL's cost units, about one per operation and list element visited),
+// estimated when the rule is compiled from the largest input a session can
+// give: lists of maxRuleList entries (the chat history's item limit) and
+// strings of maxRuleString bytes (longer ones are cut). A rule whose worst
+// case is over the limit is a config error, so no evaluation can run long
+// and none needs watching while it runs.
 const (
 	maxRuleExprBytes = 4096
-	ruleCostLimit    = 100_000
+	ruleCostLimit    = 10_000_000
+	maxRuleList      = 100_000
+	maxRuleString    = 256
 )
+
+// sizes is the cost estimator's view of the rule variables.
+type sizes struct{}
+
+func (sizes) EstimateSize(n checker.AstNode) *checker.SizeEstimate {
+	if len(n.Path()) == 0 {
+		return nil
+	}
+	switch n.Type().Kind() {
+	case types.StringKind:
+		return &checker.SizeEstimate{Max: maxRuleString}
+	case types.ListKind:
+		return &checker.SizeEstimate{Max: maxRuleList}
+	case types.MapKind:
+		return &checker.SizeEstimate{Max: uint64(len(metricKeys))}
+	}
+	return nil
+}
+
+func (sizes) EstimateCallCost(string, string, *checker.AstNode, []checker.AstNode) *checker.CallEstimate {
+	return nil
+}
 
 // The variables a rule reads (docs/policies.md lists them).
 var (
@@ -107,6 +141,11 @@ func metricTable() ([]string, []int) {
 	}
 	return keys, fields
 }
+
+// sharedRuleEnv is the rule environment, built once: it is immutable
+// (declarations only, derived from this code) and safe for concurrent
+// use, and building it costs about a millisecond.
+var sharedRuleEnv = sync.OnceValues(ruleEnv)
 
 func ruleEnv() (*cel.Env, error) {
 	str, strs := cel.StringType, cel.ListType(cel.StringType)
@@ -167,7 +206,7 @@ func compileRules(rules []Rule) ([]*compiledRule, error) {
 	if len(rules) == 0 {
 		return nil, nil
 	}
-	env, err := ruleEnv()
+	env, err := sharedRuleEnv()
 	if err != nil {
 		return nil, fmt.Errorf("rule environment: %w", err)
 	}
@@ -222,7 +261,17 @@ func compileRules(rules []Rule) ([]*compiledRule, error) {
 			fail(keyErr.Line, keyErr.Column, keyErr.Err)
 			continue
 		}
-		prg, err := env.Program(checked, cel.CostLimit(ruleCostLimit), cel.EvalOptions(cel.OptOptimize))
+		cost, err := env.EstimateCost(checked, sizes{})
+		if err != nil {
+			fail(0, 0, fmt.Errorf("expr: cannot bound its cost: %w", err))
+			continue
+		}
+		if cost.Max > ruleCostLimit {
+			fail(0, 0, fmt.Errorf("expr: may cost up to %d on the largest session, over the limit of %d (a comprehension inside another over a list?)",
+				cost.Max, ruleCostLimit))
+			continue
+		}
+		prg, err := env.Program(checked, cel.EvalOptions(cel.OptOptimize))
 		if err != nil {
 			fail(0, 0, err)
 			continue
@@ -348,14 +397,62 @@ func (w When) applies(agent, version, closeReason string, tags []string) bool {
 	return in(w.Agents, agent) && in(w.Versions, version) && in(w.CloseReasons, closeReason) && anyTag
 }
 
-// ruleInput is what every rule of one session reads.
+// ruleInput is what every rule of one session reads: as Go values (vars,
+// for the values a result shows) and as CEL values (cel, converted once
+// for all the session's rules).
 type ruleInput struct {
 	vars map[string]any
+	cel  map[string]ref.Val
 }
 
 func (in *ruleInput) ResolveName(name string) (any, bool) {
+	if v, ok := in.cel[name]; ok {
+		return v, true
+	}
 	v, ok := in.vars[name]
-	return v, ok
+	if !ok {
+		return nil, false
+	}
+	in.cel[name] = toCEL(v)
+	return in.cel[name], true
+}
+
+// stringList converts a list once, so rules that walk it do not convert
+// each entry again.
+func stringList(l []string) ref.Val {
+	vals := make([]ref.Val, len(l))
+	for i, s := range l {
+		vals[i] = types.String(s)
+	}
+	return types.NewRefValList(types.DefaultTypeAdapter, vals)
+}
+
+// toCEL converts a rule variable to its CEL value without reflection.
+func toCEL(v any) ref.Val {
+	a := types.DefaultTypeAdapter
+	switch x := v.(type) {
+	case string:
+		return types.String(x)
+	case bool:
+		return types.Bool(x)
+	case float64:
+		return types.Double(x)
+	case []string:
+		return stringList(x)
+	case map[string]float64:
+		m := make(map[ref.Val]ref.Val, len(x))
+		for k, f := range x {
+			m[types.String(k)] = types.Double(f)
+		}
+		return types.NewRefValMap(a, m)
+	case map[string][]string:
+		m := make(map[ref.Val]ref.Val, len(x))
+		for k, l := range x {
+			m[types.String(k)] = stringList(l)
+		}
+		return types.NewRefValMap(a, m)
+	}
+	return a.NativeToValue(v)
 }
 
 func (in *ruleInput) Parent() interpreter.Activation { return nil }
@@ -366,18 +463,20 @@ func newRuleInput(s Session, a *analysis, comps []Component, metrics Metrics, ov
 	m := make(map[string]float64, len(metricKeys))
 	mv := reflect.ValueOf(metrics)
 	for i, key := range metricKeys {
-		switch f := mv.Field(metricFields[i]).Interface().(type) {
-		case int:
-			m[key] = float64(f)
-		case float64:
-			m[key] = f
-		case Opt[float64]:
-			if f.Set {
-				m[key] = f.V
+		// Without Interface(): no value boxed per metric.
+		switch f := mv.Field(metricFields[i]); f.Kind() {
+		case reflect.Int:
+			m[key] = float64(f.Int())
+		case reflect.Float64:
+			m[key] = f.Float()
+		case reflect.Struct: // Opt[float64] or Opt[int]: V, Set
+			if !f.Field(1).Bool() {
+				continue
 			}
-		case Opt[int]:
-			if f.Set {
-				m[key] = float64(f.V)
+			if v := f.Field(0); v.Kind() == reflect.Int {
+				m[key] = float64(v.Int())
+			} else {
+				m[key] = v.Float()
 			}
 		}
 	}
@@ -401,16 +500,16 @@ func newRuleInput(s Session, a *analysis, comps []Component, metrics Metrics, ov
 		it := &s.Items[i]
 		switch it.Type {
 		case TypeFunctionCall:
-			called = append(called, it.Name)
+			called = append(called, cut(it.Name))
 			if c, ok := a.tools[it.CallID]; ok && c.output < 0 && int(c.call) == i {
-				unanswered = append(unanswered, it.Name)
+				unanswered = append(unanswered, cut(it.Name))
 			}
 		case TypeFunctionCallOutput:
 			if it.IsError {
-				failed = append(failed, it.Name)
+				failed = append(failed, cut(it.Name))
 			}
 		case TypeAgentHandoff:
-			handoffs = append(handoffs, it.NewAgentID)
+			handoffs = append(handoffs, cut(it.NewAgentID))
 		}
 	}
 	var f Facts
@@ -421,13 +520,30 @@ func newRuleInput(s Session, a *analysis, comps []Component, metrics Metrics, ov
 	if len(inputs) == 0 {
 		inputs = []string{InputRecording}
 	}
-	return &ruleInput{vars: map[string]any{
-		"agent": s.AgentName, "version": sessionVersion(s), "close_reason": c.CloseReason, "close_reason_source": c.CloseReasonSource,
-		"sdk_language": f.SDKLanguage, "sdk_version": f.SDKVersion, "ended_by": f.EndedBy, "outcome": f.Outcome,
-		"tags": nonNil(f.Tags), "inputs": inputs, "simulated": f.Simulated, "score": ov.Score, "verdict": ov.Verdict,
+	tags := make([]string, len(f.Tags))
+	for i, t := range f.Tags {
+		tags[i] = cut(t)
+	}
+	return &ruleInput{cel: make(map[string]ref.Val, 8), vars: map[string]any{
+		"agent": cut(s.AgentName), "version": cut(sessionVersion(s)), "close_reason": cut(c.CloseReason), "close_reason_source": c.CloseReasonSource,
+		"sdk_language": cut(f.SDKLanguage), "sdk_version": cut(f.SDKVersion), "ended_by": cut(f.EndedBy), "outcome": cut(f.Outcome),
+		"tags": tags, "inputs": inputs, "simulated": f.Simulated, "score": ov.Score, "verdict": ov.Verdict,
 		"components": cs, "metrics": m, "tools": map[string][]string{"called": called, "failed": failed, "unanswered": unanswered},
 		"findings": nonNil(findings), "handoffs": nonNil(handoffs),
 	}}
+}
+
+// cut bounds a string a rule reads to maxRuleString bytes, at a rune
+// boundary: the bound the rule's cost was estimated with.
+func cut(s string) string {
+	if len(s) <= maxRuleString {
+		return s
+	}
+	n := maxRuleString
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 func nonNil(s []string) []string {
@@ -440,7 +556,7 @@ func nonNil(s []string) []string {
 // eval runs one rule: its status, the values it read, and why it could not
 // be evaluated.
 func (r *compiledRule) eval(in *ruleInput) RuleResult {
-	res := RuleResult{Name: r.Name, Severity: r.Severity, Component: r.Component, Values: r.values(in)}
+	res := RuleResult{Name: r.Name, Severity: r.Severity, Component: r.Component, Values: []RuleValue{}}
 	out, _, err := r.prg.Eval(in)
 	switch {
 	case err != nil:
@@ -451,6 +567,10 @@ func (r *compiledRule) eval(in *ruleInput) RuleResult {
 		res.Status = RulePassed
 	default:
 		res.Status, res.Error = RuleNotEvaluated, fmt.Sprintf("gave %v, not true or false", out)
+	}
+	if res.Status != RulePassed {
+		// What it saw explains a violation or a rule that could not run.
+		res.Values = r.values(in)
 	}
 	return res
 }
@@ -481,6 +601,9 @@ func (r *compiledRule) values(in *ruleInput) []RuleValue {
 	return out
 }
 
+// maxShownEntries is how many entries of a list a rule's values show.
+const maxShownEntries = 10
+
 func formatValue(v any) string {
 	switch x := v.(type) {
 	case string:
@@ -490,11 +613,20 @@ func formatValue(v any) string {
 	case bool:
 		return strconv.FormatBool(x)
 	case []string:
-		q := make([]string, len(x))
-		for i, s := range x {
-			q[i] = strconv.Quote(s)
+		// A long list shows its first entries and its length.
+		var b strings.Builder
+		b.WriteByte('[')
+		for i, s := range x[:min(len(x), maxShownEntries)] {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(strconv.Quote(s))
 		}
-		return "[" + strings.Join(q, ", ") + "]"
+		if len(x) > maxShownEntries {
+			fmt.Fprintf(&b, ", … %d in all", len(x))
+		}
+		b.WriteByte(']')
+		return b.String()
 	case ref.Val:
 		return fmt.Sprint(x.Value())
 	}

@@ -17,7 +17,10 @@ import (
 // BenchmarkScoreCommand runs `lkscore score --format json` in-process over
 // 100 session directories with the field mix's full-precision 200-turn
 // histories (both SDKs' forms), as tools/perf-vs-python.sh runs the binary.
-// Per session: divide ns/op by 100.
+// Per session: divide ns/op by 100. rules=20 scores them with
+// testdata/rules20.yaml (two agents' policies and 20 rules, every session
+// of one of the two agents): the difference is what the rules cost in a
+// whole run.
 func BenchmarkScoreCommand(b *testing.B) {
 	dir := b.TempDir()
 	var chats [][]byte
@@ -44,10 +47,18 @@ func BenchmarkScoreCommand(b *testing.B) {
 		}
 		args = append(args, d)
 	}
-	b.ReportAllocs()
-	for b.Loop() {
-		if err := Score(func(string) string { return "" }, io.Discard).Run(context.Background(), args); err != nil {
-			b.Fatal(err)
-		}
+	for _, c := range []struct{ name, config string }{{"rules=0", ""}, {"rules=20", "testdata/rules20.yaml"}} {
+		b.Run(c.name, func(b *testing.B) {
+			run := args
+			if c.config != "" {
+				run = append([]string{"score", "--config", c.config, "--agent", "booking"}, args[1:]...)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := Score(func(string) string { return "" }, io.Discard).Run(context.Background(), run); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
