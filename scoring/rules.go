@@ -57,13 +57,13 @@ type RuleResult struct {
 	Severity string `json:"severity"`
 	// Status is violated, passed, or not_evaluated (Error says why: a
 	// measure the session does not have, or the cost limit).
-	Status    string      `json:"status"`
-	Component string      `json:"component,omitempty"`
+	Status    string  `json:"status"`
+	Component string  `json:"component,omitempty"`
 	Deduction float64 `json:"deduction"`
 	// Values are what the expression read, for a rule violated or not
 	// evaluated (empty for one passed).
 	Values []RuleValue `json:"values"`
-	Error     string      `json:"error,omitempty"`
+	Error  string      `json:"error,omitempty"`
 }
 
 // RuleValue is one value a rule's expression read, as it saw it.
