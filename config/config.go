@@ -192,6 +192,9 @@ type Regression struct {
 	MinFiring time.Duration `yaml:"min_firing"`
 	// Detect tunes the statistics.
 	Detect regress.Config `yaml:",inline"`
+	// Thresholds are the team's own alerts on its rules and findings:
+	// N of the last M sessions, or a rate within a window (docs/policies.md).
+	Thresholds []regress.Threshold `yaml:"thresholds"`
 }
 
 // Roles a process can run (config key role).

@@ -72,6 +72,13 @@ func TestLoadErrors(t *testing.T) {
 			"nats.duplicate_window:", `webhook.events[1]: "room_exploded"`, "limits.audio_bytes:",
 			"recordings.key_template:", "s3.bucket: required", "s3.endpoint:", "s3.max_attempts:", "scoring.verdict:",
 		}},
+		{"a policy's unknown key", "testdata/bad_policies.yml", devKeys, []string{"scoring.agents.booking.latency.e2e_god_ms (line 6): no such setting; did you mean scoring.agents.booking.latency.e2e_good_ms?"}},
+		{"policies, rules and thresholds", "testdata/bad_rules.yml", devKeys, []string{
+			"scoring.agents.booking.verdict: want 0 <= warn (70) <= pass (50)",
+			`scoring.rules[0] (booking_latency): line 1, column 8: metrics has no key "e2e_latency_p95" (did you mean "e2e_latency_p95_ms"?)`,
+			"regression.thresholds: set regression.enabled: true",
+			`regression.thresholds[1] (page2): rule "nope" is not in scoring.rules`,
+		}},
 		{"no keys", "", nil, []string{"livekit keys: none configured"}},
 		{"half a key", "", map[string]string{"LIVEKIT_API_KEY": "k"}, []string{"set both or neither"}},
 		{"missing keys file", "", map[string]string{"LKSCORE_KEYS_FILE": "testdata/nope.yml"}, []string{"livekit.keys_file:"}},

@@ -71,6 +71,7 @@ func (c Config) Validate() error {
 	if c.Regression.MinFiring < 0 {
 		p.add("regression.min_firing: must not be negative, got %s", c.Regression.MinFiring)
 	}
+	c.validateThresholds(&p)
 	c.Alerts.validate(&p)
 	c.Forward.validate(&p)
 	switch c.HTTP.UploadSync {
@@ -402,4 +403,31 @@ func httpURL(s string) error {
 		return errors.New("has no host")
 	}
 	return nil
+}
+
+// validateThresholds checks regression.thresholds: each names a rule of
+// scoring.rules (or a finding), and names are unique; they run in the
+// detector, so regression.enabled must be on.
+func (c Config) validateThresholds(p *problems) {
+	ts := c.Regression.Thresholds
+	if len(ts) == 0 {
+		return
+	}
+	if !c.Regression.Enabled {
+		p.add("regression.thresholds: set regression.enabled: true too (the detector counts them)")
+	}
+	rules := make([]string, len(c.Scoring.Rules))
+	for i, r := range c.Scoring.Rules {
+		rules[i] = r.Name
+	}
+	seen := map[string]bool{}
+	for i, t := range ts {
+		if err := t.Validate(i, rules); err != nil {
+			*p = append(*p, err)
+		}
+		if seen[t.Name] {
+			p.add("regression.thresholds[%d] (%s): name used by an earlier threshold", i, t.Name)
+		}
+		seen[t.Name] = true
+	}
 }

@@ -43,12 +43,17 @@ func explainLine(root *yaml.Node, msg string) string {
 		return msg
 	}
 	line, _ := strconv.Atoi(m[1])
-	path := keyPathAt(root, line)
+	nf := notFoundRe.FindStringSubmatch(m[2])
+	name := ""
+	if nf != nil {
+		name = nf[1]
+	}
+	path := keyPathAt(root, line, name)
 	if path == nil {
 		return msg
 	}
 	key := strings.Join(path, ".")
-	if nf := notFoundRe.FindStringSubmatch(m[2]); nf != nil {
+	if nf != nil {
 		hint := ""
 		if best := closest(nf[1], keysAt(reflect.TypeOf(Config{}), path[:len(path)-1])); best != "" {
 			hint = fmt.Sprintf("; did you mean %s?", strings.Join(append(append([]string(nil), path[:len(path)-1]...), best), "."))
@@ -75,34 +80,46 @@ func digitsOr(s, def string) string {
 	return def
 }
 
-// keyPathAt returns the path of the mapping key on line, or nil.
-func keyPathAt(n *yaml.Node, line int) []string {
+// keyPathAt returns the path of the mapping key on line, or nil: the
+// deepest one (a flow mapping puts a key and its value's keys on one
+// line), and of several, the one called name when one is.
+func keyPathAt(n *yaml.Node, line int, name string) []string {
 	switch n.Kind {
 	case yaml.DocumentNode, yaml.SequenceNode:
 		for _, c := range n.Content {
-			if p := keyPathAt(c, line); p != nil {
+			if p := keyPathAt(c, line, name); p != nil {
 				return p
 			}
 		}
 	case yaml.MappingNode:
+		var first []string
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
-			if k.Line == line {
-				return []string{k.Value}
-			}
-			if p := keyPathAt(v, line); p != nil {
+			if p := keyPathAt(v, line, name); p != nil {
 				return append([]string{k.Value}, p...)
 			}
+			if k.Line == line && (name == "" || k.Value == name) {
+				return []string{k.Value}
+			}
+			if k.Line == line && first == nil {
+				first = []string{k.Value}
+			}
 		}
+		return first
 	}
 	return nil
 }
 
-// keysAt returns the YAML keys of the struct that path leads to in t.
+// keysAt returns the YAML keys of the struct that path leads to in t (a
+// map's key in the path, e.g. an agent's name, leads to its value).
 func keysAt(t reflect.Type, path []string) []string {
 	for _, p := range path {
-		for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Map {
+		for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice {
 			t = t.Elem()
+		}
+		if t.Kind() == reflect.Map {
+			t = t.Elem()
+			continue
 		}
 		if t.Kind() != reflect.Struct {
 			return nil
@@ -119,19 +136,38 @@ func keysAt(t reflect.Type, path []string) []string {
 	if t.Kind() != reflect.Struct {
 		return nil
 	}
+	return structKeys(t)
+}
+
+// structKeys lists a struct's YAML keys, its inline fields' included.
+func structKeys(t reflect.Type) []string {
 	var keys []string
 	for i := range t.NumField() {
-		if name := yamlName(t.Field(i)); name != "" {
+		if f := t.Field(i); isInline(f) {
+			keys = append(keys, structKeys(f.Type)...)
+		} else if name := yamlName(f); name != "" {
 			keys = append(keys, name)
 		}
 	}
 	return keys
 }
 
+func isInline(f reflect.StructField) bool {
+	_, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+	return f.Type.Kind() == reflect.Struct && strings.Contains(opts, "inline")
+}
+
 func fieldByYAML(t reflect.Type, name string) (reflect.StructField, bool) {
 	for i := range t.NumField() {
-		if yamlName(t.Field(i)) == name {
-			return t.Field(i), true
+		f := t.Field(i)
+		if isInline(f) {
+			if g, ok := fieldByYAML(f.Type, name); ok {
+				return g, true
+			}
+			continue
+		}
+		if yamlName(f) == name {
+			return f, true
 		}
 	}
 	return reflect.StructField{}, false

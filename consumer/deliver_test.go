@@ -2,10 +2,12 @@ package consumer
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -322,4 +324,111 @@ func driftVersion(t *testing.T, url string, healthy population.Params, seed uint
 	})
 	time.Sleep(time.Second) // the rest of the firing ones
 	return alertMsgs(t, url)
+}
+
+// TestThresholdAlertReachesAlertmanager: a team's threshold on its own rule
+// ("rule errored violated in at least 3 of the last 5 sessions of an
+// agent") fires on the third violating session, not before, through two
+// worker replicas to a real Alertmanager with the violating sessions as
+// evidence; clean sessions resolve it once the hold time is over.
+func TestThresholdAlertReachesAlertmanager(t *testing.T) {
+	ns := startNATS(t)
+	am := testenv.StartAlertmanager(t)
+	rules := []scoring.Rule{{Name: "errored", Expr: `close_reason == "CR_ERROR"`, Severity: scoring.Critical}}
+	const hold = 3 * time.Second
+	opts := func(c *config.Config) {
+		c.Scoring.Rules = rules
+		c.Regression.MinFiring = hold
+		c.Regression.Thresholds = []regress.Threshold{{Name: "errors_page", Rule: "errored", Agents: []string{"booking"},
+			AtLeast: 3, OfLast: 5, Severity: scoring.Critical}}
+		c.Alerts.Alertmanager.URLs = []string{am.URL}
+		c.Alerts.Alertmanager.ResendInterval = time.Hour
+	}
+	startWorker(t, ns.URL(), opts)
+	startWorker(t, ns.URL(), opts)
+	js := testenv.JetStream(t, ns.URL())
+	cfg := scoring.DefaultConfig()
+	cfg.Rules = rules
+	scorer, err := scoring.NewScorer(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	session := func(agent, closeReason string) scoring.Scorecard {
+		n++
+		e2e, conf := 0.9, 0.95
+		s := scoring.Session{Key: fmt.Sprintf("RM_%03d/AJ_%03d", n, n), AgentName: agent, CloseReason: closeReason, CloseReasonSource: "otlp_log",
+			Items: []scoring.Item{{ID: "u", Type: scoring.TypeMessage, Role: scoring.RoleUser, Text: "hello", CreatedAt: 100, TranscriptConfidence: &conf},
+				{ID: "a", Type: scoring.TypeMessage, Role: scoring.RoleAssistant, Text: "hi", CreatedAt: 101, HasMetrics: true, E2ELatency: &e2e}}}
+		card := scorer.Score(s)
+		if got := card.Rules[0].Status; got != map[bool]string{true: scoring.RuleViolated, false: scoring.RulePassed}[closeReason == "CR_ERROR"] {
+			t.Fatalf("rule %s on %s", got, closeReason)
+		}
+		return card
+	}
+	send := func(cards ...scoring.Scorecard) {
+		t.Helper()
+		for _, c := range cards {
+			publishCards(t, js, []scoring.Scorecard{c})
+			waitConsumerIdle(t, ns.URL(), "LKSCORE_RESULTS", wire.RegressConsumer)
+		}
+	}
+	// Two violations among clean sessions, and an agent it does not watch
+	// violating four times: nothing fires.
+	v1, v2 := session("booking", "CR_ERROR"), session("booking", "CR_ERROR")
+	send(v1, session("booking", "CR_USER_INITIATED"), v2)
+	send(session("support", "CR_ERROR"), session("support", "CR_ERROR"), session("support", "CR_ERROR"), session("support", "CR_ERROR"))
+	if all := alertMsgs(t, ns.URL()); len(all) != 0 {
+		t.Fatalf("fired before the third violation: %v", summary(all))
+	}
+	// The third violation within the last five fires it.
+	v3 := session("booking", "CR_ERROR")
+	send(v3)
+	var fired wire.Alert
+	testenv.WaitFor(t, settleWait, "the threshold alert in Alertmanager", func() bool {
+		all := alertMsgs(t, ns.URL())
+		if len(all) == 1 {
+			fired = all[0]
+		}
+		return len(all) == 1 && len(am.Alerts(t)) == 1
+	})
+	if fired.Kind != regress.KindThreshold || fired.Status != wire.AlertFiring || fired.Session != v3.Session.Key || fired.Current != 3 ||
+		fired.NCurrent != 4 || fired.Limit != 3 || fired.Version != regress.AllVersions || fired.Agent != "booking" {
+		t.Fatalf("fired %+v", fired)
+	}
+	var evidence []string
+	for _, s := range fired.WorstSessions {
+		evidence = append(evidence, s.Session)
+	}
+	if want := []string{v3.Session.Key, v2.Session.Key, v1.Session.Key}; !slices.Equal(evidence, want) {
+		t.Errorf("evidence %v, want the violating sessions newest first %v", evidence, want)
+	}
+	got := am.Alerts(t)[0]
+	for k, v := range map[string]string{"alertname": "LkscoreThreshold", "agent": "booking", "metric": "errors_page", "kind": "threshold",
+		"severity": "critical", "version": "*", "scoring_version": scorer.Version()} {
+		if got.Labels[k] != v {
+			t.Errorf("label %s = %q, want %q", k, got.Labels[k], v)
+		}
+	}
+	if !strings.Contains(got.Annotations["worst_sessions"], v1.Session.Key) || !strings.Contains(got.Annotations["summary"], "errors_page") ||
+		!strings.Contains(got.Annotations["description"], "at least 3 of the last 5") {
+		t.Errorf("annotations %v", got.Annotations)
+	}
+	// Clean sessions: once fewer than three of the last five violate and
+	// the hold is over, it resolves, once.
+	time.Sleep(time.Until(fired.Since.Add(hold)))
+	send(session("booking", "CR_USER_INITIATED"), session("booking", "CR_USER_INITIATED"), session("booking", "CR_USER_INITIATED"))
+	testenv.WaitFor(t, settleWait, "the resolved alert", func() bool {
+		return len(alertMsgs(t, ns.URL())) == 2 && len(am.Alerts(t)) == 0
+	})
+	res := alertMsgs(t, ns.URL())[1]
+	if res.Status != wire.AlertResolved || res.ID != fired.ID || res.Current >= 3 {
+		t.Errorf("resolved %+v", res)
+	}
+	if r := am.Received(t); r["firing"] != 1 || r["resolved"] != 1 {
+		t.Errorf("Alertmanager received %v, want one firing and one resolved", r)
+	}
+	for _, m := range streamMsgs(t, ns.URL(), "LKSCORE_ALERTS") {
+		checkAlertSchema(t, m.Data)
+	}
 }

@@ -76,7 +76,7 @@ func Labels(al wire.Alert) map[string]string {
 		"scoring_version": al.ScoringVersion,
 		"metric":          al.Metric,
 		"kind":            al.Kind,
-		"severity":        Severity(al.Kind),
+		"severity":        alertSeverity(al),
 		"source":          "lkscore",
 	}
 }
@@ -97,6 +97,14 @@ func Severity(kind string) string {
 		return "critical"
 	}
 	return "warning"
+}
+
+// alertSeverity is the alert's own severity (a threshold's), else its kind's.
+func alertSeverity(al wire.Alert) string {
+	if al.Severity != "" {
+		return al.Severity
+	}
+	return Severity(al.Kind)
 }
 
 func (a *Alertmanager) postable(al wire.Alert, now time.Time) postable {
@@ -147,6 +155,9 @@ func annotations(al wire.Alert, ext string) map[string]string {
 
 // Summary is one line: what fired, for whom, and the numbers.
 func Summary(al wire.Alert) string {
+	if al.Kind == "threshold" {
+		return fmt.Sprintf("%s: threshold %s: %s (now %s of %d sessions)", al.Agent, al.Metric, al.BaselineOf, num(al.Current), al.NCurrent)
+	}
 	v := al.Version
 	if v == "" {
 		v = "(no version)"
@@ -157,6 +168,18 @@ func Summary(al wire.Alert) string {
 // Description says what the figures were compared with and how.
 func Description(al wire.Alert) string {
 	var b strings.Builder
+	if al.Kind == "threshold" {
+		fmt.Fprintf(&b, "threshold %s of agent %s (all versions, scoring %s): %s; now %s over %d sessions (limit %s).",
+			al.Metric, al.Agent, al.ScoringVersion, al.BaselineOf, num(al.Current), al.NCurrent, num(al.Limit))
+		if len(al.WorstSessions) > 0 {
+			b.WriteString(" Sessions:")
+			for _, s := range al.WorstSessions {
+				b.WriteString(" " + s.Session)
+			}
+			b.WriteString(".")
+		}
+		return b.String()
+	}
 	fmt.Fprintf(&b, "%s of agent %s version %s (scoring %s) on %s: %s over %d sessions against %s over %d (%s",
 		al.Metric, al.Agent, al.Version, al.ScoringVersion, al.Kind, num(al.Current), al.NCurrent, num(al.Baseline), al.NBaseline, al.Test)
 	if al.QValue != 0 {

@@ -75,6 +75,9 @@ func alertOf(key Key, ev Evaluation, s Signal, by Trigger) wire.Alert {
 	a := wire.Alert{Kind: ev.Kind, Agent: key.Agent, Version: key.Version, ScoringVersion: key.ScoringVersion, Metric: s.Metric,
 		Baseline: s.Baseline, Current: s.Current, Effect: s.Effect, PValue: s.P, QValue: s.Q, Limit: s.Limit, Test: s.Test,
 		NBaseline: s.NBaseline, NCurrent: s.NCurrent, BaselineOf: ev.BaselineOf, Session: session, Seq: seq, At: now}
+	if s.Description != "" {
+		a.BaselineOf = s.Description
+	}
 	if c := ev.Comparison; c != nil {
 		a.WorstSessions, a.CodesGrown = c.WorstSessions, c.CodesGrown
 	} else {

@@ -87,6 +87,9 @@ type Signal struct {
 	// Firing: the test fires. DriftStatus and SpikeStatus return the
 	// metrics that do not too, with their figures.
 	Firing bool `json:"-"`
+	// Description says what a threshold counted; the alert carries it as
+	// its baseline_of.
+	Description string `json:"-"`
 }
 
 func firingOnly(all []Signal) []Signal {

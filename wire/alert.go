@@ -38,6 +38,9 @@ type Alert struct {
 	Seq           uint64       `json:"seq"`     // its results stream sequence
 	Since         time.Time    `json:"since"`
 	At            time.Time    `json:"at"`
+	// Severity is a threshold alert's own (regression.thresholds); empty
+	// for the others, whose severity follows their kind.
+	Severity string `json:"severity,omitempty"`
 }
 
 // SessionRef names a session in alerts: its scorecard key and score.

@@ -71,7 +71,7 @@ func New(env broker.Env, o Options) (*Detector, error) {
 		return nil, err
 	}
 	kv, cfg, m := o.Bucket, o.Regression, o.Metrics
-	for _, kind := range []string{regress.KindRegression, regress.KindDrift, regress.KindFailures} {
+	for _, kind := range []string{regress.KindRegression, regress.KindDrift, regress.KindFailures, regress.KindThreshold} {
 		for _, status := range []string{wire.AlertFiring, wire.AlertResolved} {
 			m.Alerts.WithLabelValues(kind, status).Add(0)
 		}
@@ -101,6 +101,9 @@ func (r *Detector) Handle(ctx context.Context, m jetstream.Msg) error {
 	var card scoring.Scorecard
 	if err := gojson.Unmarshal(m.Data(), &card); err != nil { // the workers' own bytes: goccy, 4x encoding/json
 		return failure.Permanent(fmt.Errorf("scorecard is not valid JSON: %w", err))
+	}
+	if err := r.thresholds(ctx, &card, m); err != nil {
+		return err
 	}
 	if !card.Comparable() && card.Overall.Verdict != scoring.Fail {
 		// No evidence (unscored) or a caller who said nothing: not a sample
@@ -160,6 +163,40 @@ func (r *Detector) Handle(ctx context.Context, m jetstream.Msg) error {
 		return err
 	}
 	return r.reconcile(ctx, key, evals, h.Total, card.Session.Key, seq)
+}
+
+// thresholds counts the scorecard in its agent's window when some
+// threshold watches the agent (regression.thresholds), judges the window
+// and publishes what starts firing or resolves. Every scorecard counts,
+// scored or not: a rule can be violated by a session no component measured.
+func (r *Detector) thresholds(ctx context.Context, card *scoring.Scorecard, m jetstream.Msg) error {
+	agent := card.Session.AgentName
+	if agent == "" {
+		agent = regress.Unknown
+	}
+	keep, maxAge, watched := regress.WindowBounds(r.cfg.Thresholds, agent)
+	if !watched {
+		return nil
+	}
+	meta, err := m.Metadata()
+	if err != nil {
+		return failure.Permanent(fmt.Errorf("scorecard without stream metadata: %w", err))
+	}
+	seq := meta.Sequence.Stream
+	// The stream's timestamp, not this process's clock: every replica
+	// sees the same window.
+	entry := regress.EntryOf(card, seq, meta.Timestamp)
+	wkey := regress.ThresholdWindowKey(agent, card.ScoringVersion)
+	stripe := &r.stripes[fnv32(wkey)%uint32(len(r.stripes))]
+	stripe.Lock()
+	defer stripe.Unlock()
+	w, _, err := r.windows().Modify(ctx, wkey, nil, func(w *regress.Window) bool { return w.Add(entry, keep, maxAge) })
+	if err != nil {
+		return fmt.Errorf("threshold window %s: %w", agent, err)
+	}
+	ev := regress.EvaluateThresholds(w.Value, agent, r.cfg.Thresholds)
+	key := regress.Key{Agent: agent, Version: regress.AllVersions, ScoringVersion: card.ScoringVersion}
+	return r.reconcile(ctx, key, []regress.Evaluation{ev}, w.Value.Total, card.Session.Key, seq)
 }
 
 // addSample adds a sample to its history entry with compare-and-set. The
@@ -298,6 +335,9 @@ func (r *Detector) reconcile(ctx context.Context, key regress.Key, evals []regre
 // publish sends one alert; its message id (the episode's id and the
 // status) makes a repeat a duplicate.
 func (r *Detector) publish(ctx context.Context, a wire.Alert) error {
+	if a.Kind == regress.KindThreshold {
+		a.Severity = regress.ThresholdSeverity(r.cfg.Thresholds, a.Metric)
+	}
 	data, err := json.Marshal(a)
 	if err != nil {
 		return failure.Permanent(err)
@@ -323,6 +363,10 @@ func (r *Detector) publish(ctx context.Context, a wire.Alert) error {
 // states, indexes, baselines and histories are the detector's entries.
 func (r *Detector) states() broker.KV[regress.AlertState] {
 	return broker.KV[regress.AlertState]{Bucket: r.kv, Timeout: r.Timeouts.Request, Attempts: 20}
+}
+
+func (r *Detector) windows() broker.KV[regress.Window] {
+	return broker.KV[regress.Window]{Bucket: r.kv, Timeout: r.Timeouts.Request, Attempts: 50}
 }
 
 func (r *Detector) indexes() broker.KV[versionIndex] {
