@@ -298,6 +298,7 @@ type Finding struct {
 // Scorer scores sessions with one validated config: its policies and
 // compiled rules.
 type Scorer struct {
+	cfg     Config
 	def     *policy
 	agents  map[string]*policy
 	named   bool // the config has policies or rules: scorecards name theirs
@@ -313,7 +314,7 @@ func NewScorer(cfg Config) (*Scorer, error) {
 		return nil, err
 	}
 	def, agents := resolvePolicies(cfg, rules)
-	return &Scorer{def: def, agents: agents, named: len(cfg.Agents) > 0 || len(cfg.Rules) > 0, version: cfg.Version(),
+	return &Scorer{cfg: cfg, def: def, agents: agents, named: len(cfg.Agents) > 0 || len(cfg.Rules) > 0, version: cfg.Version(),
 		pool: sync.Pool{New: func() any { return newScratch() }}}, nil
 }
 
@@ -331,6 +332,14 @@ func (sc *Scorer) policyFor(s Session) *policy {
 func (sc *Scorer) Policy(agent string, tags []string) PolicyRef {
 	return sc.policyFor(Session{AgentName: agent, Facts: &Facts{Tags: tags}}).ref
 }
+
+// Audio is the model's audio settings (the audio measurement uses its
+// awkward silence).
+func (sc *Scorer) Audio() AudioConfig { return sc.def.cfg.Audio }
+
+// Config is the config the scorer was made with (its policies and rules
+// included): what a worker needs to score under its version.
+func (sc *Scorer) Config() Config { return sc.cfg }
 
 // Version is the scoring version every scorecard of this Scorer carries.
 func (sc *Scorer) Version() string { return sc.version }

@@ -134,6 +134,10 @@ func (s Subjects) EgressLinks() string { return s.streamPrefix + "_EGRESS_LINKS"
 // RegressionBucket is the key-value bucket of the regression detector.
 func (s Subjects) RegressionBucket() string { return s.streamPrefix + "_REGRESSION" }
 
+// ScoringBucket is the key-value bucket of the scoring configs a rescore
+// asks the workers to score with, by scoring version (lkscore rescore).
+func (s Subjects) ScoringBucket() string { return s.streamPrefix + "_SCORING" }
+
 // Token makes a name usable as one subject or key-value key token, the one
 // mapping alert subjects and the facts and egress keys use: anything but
 // letters, digits, '-' and '_' becomes '_', and the empty name is "_". It is

@@ -5,9 +5,11 @@ package score
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -40,21 +42,21 @@ type Reader interface {
 // lkscore.agent.<agent>.<CLOSE_REASON> with pipeline.agent_results).
 type Worker struct {
 	broker.Env
-	privacy    config.Privacy
-	facts      *factstore.Store
-	deleted    *prometheus.CounterVec // reason
-	store      Reader
-	scorer     *scoring.Scorer
-	lim        recording.Limits
-	maxUpload  int64
-	audioCfg   config.Audio
-	analysis   audio.Config // from the scoring config (audio.ForScoring)
-	audioBytes int64
-	quality    *metrics.Quality // nil in tests that do not count
+	inputs  Inputs
+	privacy config.Privacy
+	facts   *factstore.Store
+	deleted *prometheus.CounterVec // reason
+	store   Reader
+	scorer  *scoring.Scorer
+	quality *metrics.Quality // nil in tests that do not count
 	// agentResults: publish on lkscore.agent.<agent>.<close reason> too
 	// (pipeline.agent_results).
 	agentResults bool
 	steps        *prometheus.HistogramVec // lkscore_session_step_seconds; nil in tests
+	// rescorers are the scorers of rescore items' scoring versions, from
+	// the scoring bucket, the latest few.
+	rescoreMu sync.Mutex
+	rescorers map[string]*scoring.Scorer
 }
 
 // Options are what a Worker needs.
@@ -82,10 +84,30 @@ func New(env broker.Env, o Options) (*Worker, error) {
 	if env.Timeouts.Publish <= 0 {
 		return nil, errors.New("worker: the publish timeout must be positive")
 	}
-	return &Worker{Env: env, privacy: o.Privacy, facts: o.Facts, deleted: o.Metrics.RecordingsDeleted, store: o.Store, scorer: o.Scorer,
-		lim: o.Limits.Parser(), maxUpload: o.Limits.UploadBytes(), audioCfg: o.Audio, audioBytes: o.Limits.AudioBytes,
-		analysis: audio.ForScoring(o.AudioThresholds, o.Audio.MaxDuration), quality: o.Metrics.Quality,
+	return &Worker{Env: env, inputs: NewInputs(o.Store, o.Privacy, o.Limits, o.Audio, o.AudioThresholds), privacy: o.Privacy,
+		facts: o.Facts, deleted: o.Metrics.RecordingsDeleted, store: o.Store, scorer: o.Scorer, quality: o.Metrics.Quality,
 		agentResults: o.AgentResults, steps: o.Metrics.Steps}, nil
+}
+
+// Inputs builds a work item's scoring input: its recording from the store
+// (unless it has none), its facts from every signal, its spans and its
+// audio. The scoring workers and `lkscore rescore` share it, so both score
+// the same input.
+type Inputs struct {
+	store      Reader
+	privacy    config.Privacy
+	lim        recording.Limits
+	maxUpload  int64
+	audioCfg   config.Audio
+	analysis   audio.Config // from the scoring config (audio.ForScoring)
+	audioBytes int64
+}
+
+// NewInputs reads from st as the config's privacy, limits and audio
+// settings say; thresholds are the scoring model's audio settings.
+func NewInputs(st Reader, privacy config.Privacy, limits config.Limits, a config.Audio, thresholds scoring.AudioConfig) Inputs {
+	return Inputs{store: st, privacy: privacy, lim: limits.Parser(), maxUpload: limits.UploadBytes(), audioCfg: a,
+		analysis: audio.ForScoring(thresholds, a.MaxDuration), audioBytes: limits.AudioBytes}
 }
 
 // Handle scores one work item; the caller acks only when it returns nil.
@@ -97,11 +119,22 @@ func (w *Worker) Handle(ctx context.Context, m jetstream.Msg) error {
 	if err := validateItem(item); err != nil {
 		return failure.Permanent(err)
 	}
-	in, err := w.input(ctx, item)
+	scorer, err := w.scorerFor(ctx, item.ScoringVersion)
 	if err != nil {
 		return err
 	}
-	card := w.scorer.Score(in)
+	inputs := w.inputs
+	if scorer != w.scorer { // a rescore: its model's audio settings
+		inputs = inputs.WithAudioThresholds(scorer.Audio())
+	}
+	in, err := inputs.Input(ctx, item)
+	if errors.Is(err, recording.ErrNotFound) {
+		return failure.Permanent(fmt.Errorf("recording gone from the store: %w", err))
+	}
+	if err != nil {
+		return err
+	}
+	card := scorer.Score(in)
 	scored := w.Now()
 	data, err := json.Marshal(card)
 	if err != nil {
@@ -153,9 +186,21 @@ func (w *Worker) Handle(ctx context.Context, m jetstream.Msg) error {
 	return nil
 }
 
-// input is the scoring input of one work item: its recording (unless it
-// has none), its facts from every signal, and its spans.
-func (w *Worker) input(ctx context.Context, item work.Item) (scoring.Session, error) {
+// WithAudioThresholds measures audio with another scoring model's audio
+// settings.
+func (w Inputs) WithAudioThresholds(c scoring.AudioConfig) Inputs {
+	w.analysis = audio.ForScoring(c, w.audioCfg.MaxDuration)
+	return w
+}
+
+// DisableAudio leaves the audio out of the inputs (a rescore that reuses
+// the measurement a scorecard holds).
+func (w *Inputs) DisableAudio() { w.audioCfg.Enabled = false }
+
+// Input is the scoring input of one work item: its recording (unless it
+// has none), its facts from every signal, and its spans. A recording gone
+// from the store is recording.ErrNotFound.
+func (w Inputs) Input(ctx context.Context, item work.Item) (scoring.Session, error) {
 	in := scoring.Session{Key: item.SessionKey, RoomID: item.RoomID, RoomName: item.RoomName, JobID: item.JobID,
 		AgentName: item.AgentName, Source: "spans://" + item.SessionKey}
 	if !item.MetadataOnly {
@@ -216,7 +261,7 @@ func (w *Worker) dropContent(ctx context.Context, item work.Item) error {
 // layout; a raw multipart object's audio is not read) and audio.enabled.
 // A recording that cannot be measured is a finding, not an error; a store
 // failure is retried.
-func (w *Worker) audio(ctx context.Context, item work.Item) (*scoring.Audio, error) {
+func (w Inputs) audio(ctx context.Context, item work.Item) (*scoring.Audio, error) {
 	if !w.audioCfg.Enabled || item.Dir == "" {
 		return nil, nil
 	}
@@ -237,13 +282,9 @@ func (w *Worker) audio(ctx context.Context, item work.Item) (*scoring.Audio, err
 	return res.Scoring(), nil
 }
 
-// load reads the item's recording; one gone from the store is permanent.
-func (w *Worker) load(ctx context.Context, item work.Item) (*recording.Session, error) {
-	s, err := Load(ctx, w.store, &item.RecordingRef, w.lim, w.maxUpload)
-	if errors.Is(err, recording.ErrNotFound) {
-		return nil, failure.Permanent(fmt.Errorf("recording gone from the store: %w", err))
-	}
-	return s, err
+// load reads the item's recording.
+func (w Inputs) load(ctx context.Context, item work.Item) (*recording.Session, error) {
+	return Load(ctx, w.store, &item.RecordingRef, w.lim, w.maxUpload)
 }
 
 // Load reads a located session: a directory upload or a raw
@@ -259,4 +300,67 @@ func Load(ctx context.Context, st Reader, ref *facts.RecordingRef, lim recording
 	defer rc.Close()
 	s, _, err := recording.ParseMultipart(rc, "", lim)
 	return s, err
+}
+
+// maxRescorers bounds the rescore scorers a worker keeps.
+const maxRescorers = 8
+
+// scorerFor is the scorer of a scoring version: the worker's own, or a
+// rescore's, built from the config `lkscore rescore` put in the scoring
+// bucket. A version the bucket does not hold is a dead letter.
+func (w *Worker) scorerFor(ctx context.Context, version string) (*scoring.Scorer, error) {
+	if version == "" || version == w.scorer.Version() {
+		return w.scorer, nil
+	}
+	w.rescoreMu.Lock()
+	defer w.rescoreMu.Unlock()
+	if sc, ok := w.rescorers[version]; ok {
+		return sc, nil
+	}
+	sc, err := LoadScorer(ctx, w.JS, w.Subjects, w.Timeouts.Request, version)
+	if err != nil {
+		return nil, err
+	}
+	if w.rescorers == nil || len(w.rescorers) >= maxRescorers {
+		w.rescorers = map[string]*scoring.Scorer{}
+	}
+	w.rescorers[version] = sc
+	return sc, nil
+}
+
+// ScoringKey is a scoring version's key in the scoring bucket.
+func ScoringKey(version string) string { return base64.RawURLEncoding.EncodeToString([]byte(version)) }
+
+// LoadScorer builds the scorer of a scoring version from the scoring
+// bucket: a missing or different config is permanent.
+func LoadScorer(ctx context.Context, js jetstream.JetStream, s wire.Subjects, timeout time.Duration, version string) (*scoring.Scorer, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	kv, err := js.KeyValue(ctx, s.ScoringBucket())
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		return nil, failure.Permanent(fmt.Errorf("rescore under scoring %s: no bucket %s (lkscore rescore writes it)", version, s.ScoringBucket()))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("scoring bucket: %w", err)
+	}
+	e, err := kv.Get(ctx, ScoringKey(version))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, failure.Permanent(fmt.Errorf("rescore under scoring %s: its config is not in %s", version, s.ScoringBucket()))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("scoring bucket: %w", err)
+	}
+	var cfg scoring.Config
+	if err := json.Unmarshal(e.Value(), &cfg); err != nil {
+		return nil, failure.Permanent(fmt.Errorf("rescore config %s: %w", version, err))
+	}
+	sc, err := scoring.NewScorer(cfg)
+	if err != nil {
+		return nil, failure.Permanent(fmt.Errorf("rescore config %s: %w", version, err))
+	}
+	if sc.Version() != version {
+		return nil, failure.Permanent(fmt.Errorf("rescore config %s gives scoring version %s: this worker's scoring model differs (%s)",
+			version, sc.Version(), scoring.ModelVersion))
+	}
+	return sc, nil
 }

@@ -29,6 +29,10 @@ type Item struct {
 	LocatedAt    time.Time `json:"located_at"`
 	// Facts are the session's settled facts, each from its best source.
 	Facts *facts.Resolved `json:"facts,omitempty"`
+	// ScoringVersion is set on a rescore's item (lkscore rescore): score it
+	// under this scoring version, whose config the scoring bucket holds.
+	// Empty: the worker's own config.
+	ScoringVersion string `json:"scoring_version,omitempty"`
 }
 
 // UploadNotice is the message published on wire.Subjects.UploadStored once an
