@@ -176,6 +176,9 @@ func Rescore(ctx context.Context, js jetstream.JetStream, s wire.Subjects, cfg c
 		return RescoreReport{}, err
 	}
 	version := scorer.Version()
+	// What the workers publish from here on is followed from here: an item
+	// an earlier run enqueued may be scored while this one reads.
+	began := time.Now().Add(-time.Second)
 	rep := RescoreReport{ScoringVersion: version, Since: o.Since.UTC().Format(time.RFC3339), Agent: o.Agent, DryRun: o.DryRun,
 		Removed: []MissingSession{}, Failed: []MissingSession{}, Agents: []AgentDiff{}, Movers: []SessionDiff{}, Changed: []SessionDiff{},
 		OldVersions: []string{}}
@@ -256,7 +259,7 @@ func Rescore(ctx context.Context, js jetstream.JetStream, s wire.Subjects, cfg c
 	fresh := map[string][]byte{} // this run's scorecards, by session
 	agents := map[string]*AgentDiff{}
 	deltas := map[string][]float64{}
-	var diffs []SessionDiff
+	diffs := []SessionDiff{}
 	for i, key := range keys {
 		t := targets[key]
 		var oldCard *scoring.Scorecard
@@ -359,7 +362,7 @@ func Rescore(ctx context.Context, js jetstream.JetStream, s wire.Subjects, cfg c
 	if o.DryRun {
 		return rep, nil
 	}
-	return rep, publishRescore(ctx, js, s, scorer, targets, fresh, published, enqueued, o, &rep, progress)
+	return rep, publishRescore(ctx, js, s, scorer, began, targets, fresh, published, enqueued, o, &rep, progress)
 }
 
 // movers are the n sessions that moved most: a verdict change first, then
@@ -397,7 +400,8 @@ func movers(diffs []SessionDiff, n int) []SessionDiff {
 // enqueues one rescore item per session not yet published or enqueued
 // under the version, and follows the results stream until the workers have
 // published every one (or o.Wait passes).
-func publishRescore(ctx context.Context, js jetstream.JetStream, s wire.Subjects, scorer *scoring.Scorer, targets map[string]*rescoreTarget,
+func publishRescore(ctx context.Context, js jetstream.JetStream, s wire.Subjects, scorer *scoring.Scorer, start time.Time,
+	targets map[string]*rescoreTarget,
 	fresh map[string][]byte, published map[string]storedCard, enqueued map[string]bool, o RescoreOptions, rep *RescoreReport,
 	progress func(string, ...any)) error {
 	version := scorer.Version()
@@ -428,11 +432,15 @@ func publishRescore(ctx context.Context, js jetstream.JetStream, s wire.Subjects
 	want := len(todo) + len(waiting)
 	progress("%d already published under %s, %d enqueued by an earlier run, %d to enqueue", rep.AlreadyPublished, version, len(waiting), len(todo))
 
-	// Follow what the workers publish under the version from now on.
-	w := &rescoreWatch{version: version, targets: fresh, got: map[string][]byte{}}
+	// Follow what the workers publish under the version for the sessions
+	// this run waits for.
+	wanted := map[string][]byte{}
+	for _, key := range append(append([]string(nil), todo...), waiting...) {
+		wanted[key] = fresh[key]
+	}
+	w := &rescoreWatch{version: version, targets: wanted, got: map[string][]byte{}}
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
-	start := time.Now().Add(-time.Second)
 	var wg sync.WaitGroup
 	var watchErr error
 	wg.Add(1)
@@ -543,6 +551,18 @@ func (w *rescoreWatch) follow(ctx context.Context, js jetstream.JetStream, strea
 		}
 	}
 	return ctx.Err()
+}
+
+// ReadScorecards hands every scorecard the results stream holds since
+// since to fn, in order, with its stream sequence.
+func ReadScorecards(ctx context.Context, js jetstream.JetStream, s wire.Subjects, since time.Time, wait time.Duration,
+	fn func(card *scoring.Scorecard, seq uint64)) error {
+	return readSince(ctx, js, s.ResultStream(), since, wait, func(m jetstream.Msg, seq uint64) {
+		var card scoring.Scorecard
+		if json.Unmarshal(m.Data(), &card) == nil {
+			fn(&card, seq)
+		}
+	})
 }
 
 // readSince hands every message a stream stored at or after since to fn,

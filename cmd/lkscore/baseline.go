@@ -8,11 +8,13 @@ import (
 	"io"
 	"os"
 	"text/tabwriter"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/urfave/cli/v3"
 
 	"github.com/lkscore/lkscore/cmd/lkscore/offline"
+	"github.com/lkscore/lkscore/consumer"
 	"github.com/lkscore/lkscore/regress"
 	"github.com/lkscore/lkscore/scoring"
 )
@@ -59,18 +61,32 @@ func baselineCommand(getenv func(string) string, stdout io.Writer) *cli.Command 
 				},
 			},
 			{
-				Name:      "build",
-				Usage:     "score recordings on disk or in S3 into a baseline file (no daemon needed)",
-				ArgsUsage: "PATH…",
+				Name: "build",
+				Usage: "score recordings on disk or in S3 into a baseline file (no daemon needed); or, with --scoring-version " +
+					"and no PATH, build it from the stored scorecards of that version (after lkscore rescore)",
+				ArgsUsage: "[PATH…]",
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "file to write (default: stdout)"},
 					&cli.StringFlag{Name: "agent", Value: regress.Unknown, Usage: "agent name the baseline is for"},
 					&cli.StringFlag{Name: "version", Value: regress.Unknown, Usage: "agent version the recordings are of"},
 					&cli.StringFlag{Name: "config", Usage: "config file whose scoring section is used (env LKSCORE_CONFIG)"},
+					&cli.StringFlag{Name: "scoring-version", Usage: "build from the results stream's scorecards of this scoring version"},
+					&cli.StringFlag{Name: "nats-url", Usage: "NATS URL, with --scoring-version (env LKSCORE_NATS_URL)"},
+					&cli.StringFlag{Name: "data-dir", Usage: "the daemon's data directory, with --scoring-version (env LKSCORE_DATA_DIR)"},
 				},
 				Action: func(ctx context.Context, c *cli.Command) error {
+					if sv := c.String("scoring-version"); sv != "" {
+						if c.Args().Len() > 0 {
+							return exitError{code: 2, err: errors.New("baseline build: --scoring-version builds from stored scorecards: give no PATH")}
+						}
+						b, err := storedBaseline(ctx, c, getenv, sv)
+						if err != nil {
+							return err
+						}
+						return writeBaseline(stdout, c.String("output"), b)
+					}
 					if c.Args().Len() == 0 {
-						return exitError{code: 2, err: errors.New("baseline build: want at least one PATH")}
+						return exitError{code: 2, err: errors.New("baseline build: want at least one PATH, or --scoring-version")}
 					}
 					path := c.String("config")
 					if path == "" {
@@ -85,6 +101,39 @@ func baselineCommand(getenv func(string) string, stdout io.Writer) *cli.Command 
 			},
 		},
 	}
+}
+
+// storedBaseline builds an agent version's baseline from the scorecards of
+// a scoring version the results stream holds (retention.results): the
+// samples the regression detector takes, in stream order.
+func storedBaseline(ctx context.Context, c *cli.Command, getenv func(string) string, sv string) (regress.Baseline, error) {
+	js, subj, cfg, closeFn, err := toolNATS(c, getenv)
+	if err != nil {
+		return regress.Baseline{}, err
+	}
+	defer closeFn()
+	agent, ver := c.String("agent"), c.String("version")
+	var samples []regress.Sample
+	seen := 0
+	err = consumer.ReadScorecards(ctx, js, subj, time.Time{}, cfg.NATS.RequestTimeout, func(card *scoring.Scorecard, seq uint64) {
+		k := regress.KeyOf(card, cfg.Regression.VersionTag)
+		if card.ScoringVersion != sv || k.Agent != agent {
+			return
+		}
+		seen++
+		if k.Version != ver || (!card.Comparable() && card.Overall.Verdict != scoring.Fail) {
+			return
+		}
+		samples = append(samples, regress.SampleOf(card, seq))
+	})
+	if err != nil {
+		return regress.Baseline{}, exitError{code: 1, err: fmt.Errorf("baseline build: %w", err)}
+	}
+	if len(samples) == 0 {
+		return regress.Baseline{}, exitError{code: 1, err: fmt.Errorf("baseline build: no scorecard of agent %s version %s under scoring %s "+
+			"in %s (%d of the agent under that scoring version): lkscore rescore publishes them", agent, ver, sv, subj.ResultStream(), seen)}
+	}
+	return regress.NewBaseline(agent, ver, sv, samples), nil
 }
 
 // baselineKV opens the regression bucket and resolves the scoring version.

@@ -176,4 +176,19 @@ scoring:
 	if c.deadLetters() != 0 {
 		t.Errorf("%d dead letters", c.deadLetters())
 	}
+
+	// The baseline, rebuilt under the new version from what was published.
+	bin, _ := binaries(t)
+	out, err = exec.Command(bin, "baseline", "build", "--scoring-version", dry.ScoringVersion, "--agent", "crash-agent",
+		"--version", "unknown", "--nats-url", c.natsURL(), "--config", newCfg).Output()
+	if err != nil {
+		t.Fatalf("baseline build: %v", err)
+	}
+	var b struct {
+		ScoringVersion string            `json:"scoring_version"`
+		Samples        []json.RawMessage `json:"samples"`
+	}
+	if err := json.Unmarshal(out, &b); err != nil || b.ScoringVersion != dry.ScoringVersion || len(b.Samples) != n {
+		t.Errorf("baseline: %v, scoring %s, %d samples, want %d", err, b.ScoringVersion, len(b.Samples), n)
+	}
 }

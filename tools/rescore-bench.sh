@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# `lkscore rescore` over stored history, as an operator runs it
+# (docs/policies.md, "How fast"): a fresh `lkscore serve` (embedded NATS,
+# local store) scores SESSIONS sessions of the field mix (`lkscore bench`:
+# 20 to 200 turns, both SDKs' forms), then `lkscore rescore --dry-run`
+# under examples/policies.yaml runs ROUNDS times (wall clock, median), then
+# once without --dry-run (the daemon's workers publish the new scorecards).
+#   SESSIONS=2000 ROUNDS=3 tools/rescore-bench.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SESSIONS=${SESSIONS:-2000} ROUNDS=${ROUNDS:-3}
+work=$(mktemp -d "${TMPDIR:-/tmp}/lkscore-rescore.XXXXXX")
+pid=""
+trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$work"' EXIT
+go build -o "$work/lkscore" ./cmd/lkscore
+export LIVEKIT_API_KEY=APIrescore LIVEKIT_API_SECRET=rescore-secret-0123456789abcdef LKSCORE_LOG_LEVEL=warn
+printf 'nats:\n  embedded_port: 14609\n' >"$work/config.yaml"
+# The new model: the same daemon config with examples/policies.yaml's scoring section.
+cat "$work/config.yaml" examples/policies.yaml >"$work/new.yaml"
+"$work/lkscore" serve --config "$work/config.yaml" --listen 127.0.0.1:18680 --ops-listen 127.0.0.1:18690 \
+  --data-dir "$work/data" >"$work/lkscore.log" 2>&1 &
+pid=$!
+for _ in $(seq 1200); do curl -sf http://127.0.0.1:18690/readyz >/dev/null && break; sleep 0.1; done
+"$work/lkscore" bench --config "$work/config.yaml" --data-dir "$work/data" --url http://127.0.0.1:18680 \
+  --sessions "$SESSIONS" --json >"$work/bench.json"
+python3 - "$work/bench.json" <<'PY'
+import json, sys
+b = json.load(open(sys.argv[1]))
+print(f"stored: {b['scored']} sessions scored ({b['sessions_per_sec']:.0f}/s), {b['lost']} lost, {b['duplicated']} duplicated")
+PY
+args=(rescore --config "$work/new.yaml" --data-dir "$work/data" --since 1h)
+for r in $(seq "$ROUNDS"); do
+  start=$(date +%s.%N)
+  "$work/lkscore" "${args[@]}" --dry-run --json >"$work/dry-$r.json" 2>/dev/null
+  end=$(date +%s.%N)
+  echo "dry run $r: $(python3 -c "print(round($end-$start, 2))") s" | tee -a "$work/times"
+done
+python3 - "$work/dry-1.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+print(f"dry run: {r['sessions']} sessions, {r['rescored']} rescored, {len(r['removed'])} removed, {len(r['changed'])} changed")
+for a in r["agents"]:
+    print(f"  {a['agent'] or '(no agent)'}: {a['sessions']} sessions, transitions {a['transitions']}, mean delta {a['mean_score_delta']}")
+PY
+python3 -c 'import statistics,sys; t=[float(l.split()[3]) for l in open(sys.argv[1])]; print(f"dry run median: {statistics.median(t):.2f} s over {len(t)} runs")' "$work/times"
+start=$(date +%s.%N)
+"$work/lkscore" "${args[@]}" --json >"$work/pub.json" 2>"$work/pub.log"
+end=$(date +%s.%N)
+python3 - "$work/pub.json" "$(python3 -c "print(round($end-$start, 2))")" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+print(f"publish: {r['enqueued']} enqueued, {r['published']} published by the workers, {len(r.get('mismatched') or [])} differ from the dry run, in {sys.argv[2]} s")
+PY
