@@ -250,6 +250,7 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) error {
 		VerdictMix   BarChart
 		ReasonMix    BarChart
 		Codes        []CodeCount
+		Rules        []RuleCount
 		VersionRows  []VersionRow
 		ProjectRows  []ProjectRow
 		FiringAlerts []AlertEntry
@@ -262,7 +263,7 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) error {
 		E2EHist:    histogram(entries, func(e *Entry) float64 { return e.E2EP50 }, 250, 3000, " ms", nil),
 		HeardHist:  histogram(entries, func(e *Entry) float64 { return e.HeardP50 }, 250, 3000, " ms", nil),
 		VerdictMix: verdictMix(entries), ReasonMix: reasonMix(entries), Codes: topCodes(entries, 10),
-		VersionRows: versions(entries), ProjectRows: projects(entries), FiringAlerts: firing, Worst: worst(entries, 10)}
+		Rules: ruleCounts(entries), VersionRows: versions(entries), ProjectRows: projects(entries), FiringAlerts: firing, Worst: worst(entries, 10)}
 	for _, e := range entries {
 		if e.Verdict == scoring.Unscored {
 			data.Unscored++

@@ -45,8 +45,11 @@ type Entry struct {
 	E2EP95   float64 `json:"e2e_latency_p95_ms"`
 	HeardP50 float64 `json:"heard_latency_p50_ms"`
 	HeardP95 float64 `json:"heard_latency_p95_ms"`
-	// Codes are the finding codes that cost points, once each.
+	// Codes are the finding codes that cost points, once each, and
+	// rule.<name> for every rule the session violated (scoring.rules).
 	Codes []string `json:"finding_codes,omitempty"`
+	// Rules are the rules evaluated on the session (violated or passed).
+	Rules []string `json:"rules,omitempty"`
 	// SDK and SDKVersion name the agents SDK that ran the session ("" when
 	// no signal said); Signals are what it sent (SignalRecording, …).
 	SDK        string   `json:"sdk,omitempty"`
@@ -202,6 +205,15 @@ func entryOf(seq uint64, at time.Time, sc *scoring.Scorecard, versionTag string)
 			if f.Deduction > 0 && !slices.Contains(e.Codes, f.Code) {
 				e.Codes = append(e.Codes, f.Code)
 			}
+		}
+	}
+	for _, r := range sc.Rules {
+		if r.Status == scoring.RuleNotEvaluated {
+			continue
+		}
+		e.Rules = append(e.Rules, r.Name)
+		if code := scoring.RuleCodePrefix + r.Name; r.Status == scoring.RuleViolated && !slices.Contains(e.Codes, code) {
+			e.Codes = append(e.Codes, code)
 		}
 	}
 	if m := sc.Metrics; m.E2ELatencyP50Ms.Set {

@@ -3,6 +3,7 @@ package dashboard
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -360,6 +361,45 @@ func projects(entries []Entry) []ProjectRow {
 			return out[i].Sessions > out[j].Sessions
 		}
 		return out[i].Project < out[j].Project
+	})
+	return out
+}
+
+// RuleCount is one rule's violations among the sessions shown.
+type RuleCount struct {
+	Rule      string
+	Violated  int
+	Evaluated int
+	Share     float64 // of the sessions it was evaluated on
+}
+
+// ruleCounts lists the rules evaluated on the sessions shown, the most
+// violated first.
+func ruleCounts(entries []Entry) []RuleCount {
+	byRule := map[string]*RuleCount{}
+	for _, e := range entries {
+		for _, r := range e.Rules {
+			c := byRule[r]
+			if c == nil {
+				c = &RuleCount{Rule: r}
+				byRule[r] = c
+			}
+			c.Evaluated++
+			if slices.Contains(e.Codes, scoring.RuleCodePrefix+r) {
+				c.Violated++
+			}
+		}
+	}
+	out := make([]RuleCount, 0, len(byRule))
+	for _, c := range byRule {
+		c.Share = float64(c.Violated) / float64(c.Evaluated)
+		out = append(out, *c)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Violated != out[j].Violated {
+			return out[i].Violated > out[j].Violated
+		}
+		return out[i].Rule < out[j].Rule
 	})
 	return out
 }

@@ -15,8 +15,20 @@ trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$work"
 go build -o "$work/lkscore" ./cmd/lkscore
 export LIVEKIT_API_KEY=APIrescore LIVEKIT_API_SECRET=rescore-secret-0123456789abcdef LKSCORE_LOG_LEVEL=warn
 printf 'nats:\n  embedded_port: 14609\n' >"$work/config.yaml"
-# The new model: the same daemon config with examples/policies.yaml's scoring section.
-cat "$work/config.yaml" examples/policies.yaml >"$work/new.yaml"
+# The new model: the same daemon config with examples/policies.yaml's scoring
+# section, and a policy and a rule for the agent `lkscore bench` names.
+{
+  cat "$work/config.yaml"
+  sed 's/^  agents:$/  agents:\n    lkscore-bench:\n      latency: {e2e_good_ms: 1000, e2e_bad_ms: 1800}\n      verdict: {pass: 85, warn: 65}/' examples/policies.yaml
+  cat <<'YAML'
+    - name: bench_latency_budget
+      when: {agents: [lkscore-bench]}
+      expr: has(metrics.e2e_latency_p95_ms) && metrics.e2e_latency_p95_ms > 1500
+      severity: warning
+      cost: 10
+      component: response_latency
+YAML
+} >"$work/new.yaml"
 "$work/lkscore" serve --config "$work/config.yaml" --listen 127.0.0.1:18680 --ops-listen 127.0.0.1:18690 \
   --data-dir "$work/data" >"$work/lkscore.log" 2>&1 &
 pid=$!
@@ -39,6 +51,8 @@ python3 - "$work/dry-1.json" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
 print(f"dry run: {r['sessions']} sessions, {r['rescored']} rescored, {len(r['removed'])} removed, {len(r['changed'])} changed")
+for m in r["movers"][:3]:
+    print(f"  mover {m['session']}: {m['old']['verdict']} {m['old']['score']} -> {m['new']['verdict']} {m['new']['score']} {m['new'].get('rules_violated')}")
 for a in r["agents"]:
     print(f"  {a['agent'] or '(no agent)'}: {a['sessions']} sessions, transitions {a['transitions']}, mean delta {a['mean_score_delta']}")
 PY
