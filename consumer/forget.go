@@ -280,21 +280,39 @@ func forgetSamples(ctx context.Context, js jetstream.JetStream, bucket, sessionK
 	}
 	var errs []error
 	for key := range keys.Keys() {
-		removed, err := forgetSample(ctx, kv, key, sessionKey)
+		removed, err := forgetSample[regress.History](ctx, kv, key, sessionKey)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", key, err))
 		}
 		step.Removed += removed
 	}
+	// The threshold windows (regression.thresholds) name sessions too.
+	windows, err := kv.ListKeysFiltered(ctx, regress.ThresholdWindowsFilter)
+	if err != nil {
+		errs = append(errs, err)
+	} else {
+		for key := range windows.Keys() {
+			removed, err := forgetSample[regress.Window](ctx, kv, key, sessionKey)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", key, err))
+			}
+			step.Removed += removed
+		}
+	}
 	if err := errors.Join(errs...); err != nil {
 		step.Err = err.Error()
 	}
-	step.Note = "the histories are rewritten without the session's samples; " + kvPurgeNote
+	step.Note = "the histories and threshold windows are rewritten without the session; " + kvPurgeNote
 	return step
 }
 
 // forgetSample takes the session's samples out of one history.
-func forgetSample(ctx context.Context, kv jetstream.KeyValue, key, sessionKey string) (int, error) {
+// forgetSample rewrites one entry (a history or a threshold window)
+// without the session.
+func forgetSample[T any, P interface {
+	*T
+	Remove(session string) bool
+}](ctx context.Context, kv jetstream.KeyValue, key, sessionKey string) (int, error) {
 	for attempt := 0; attempt < 3; attempt++ {
 		e, err := kv.Get(ctx, key)
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
@@ -303,11 +321,11 @@ func forgetSample(ctx context.Context, kv jetstream.KeyValue, key, sessionKey st
 		if err != nil {
 			return 0, err
 		}
-		var h regress.History
+		var h T
 		if err := json.Unmarshal(e.Value(), &h); err != nil {
-			return 0, fmt.Errorf("history: %w", err)
+			return 0, fmt.Errorf("entry: %w", err)
 		}
-		if !h.Remove(sessionKey) {
+		if !P(&h).Remove(sessionKey) {
 			return 0, nil
 		}
 		data, err := json.Marshal(&h)
@@ -320,7 +338,7 @@ func forgetSample(ctx context.Context, kv jetstream.KeyValue, key, sessionKey st
 			return 0, err
 		}
 	}
-	return 0, errors.New("the history kept changing; run forget again")
+	return 0, errors.New("the entry kept changing; run forget again")
 }
 
 // forgetInDashboards asks every running dashboard to drop the session from

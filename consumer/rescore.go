@@ -18,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lkscore/lkscore/config"
+	"github.com/lkscore/lkscore/consumer/broker"
 	"github.com/lkscore/lkscore/consumer/internal/score"
 	"github.com/lkscore/lkscore/consumer/internal/work"
 	"github.com/lkscore/lkscore/recording"
@@ -362,7 +363,7 @@ func Rescore(ctx context.Context, js jetstream.JetStream, s wire.Subjects, cfg c
 	if o.DryRun {
 		return rep, nil
 	}
-	return rep, publishRescore(ctx, js, s, scorer, began, targets, fresh, published, enqueued, o, &rep, progress)
+	return rep, publishRescore(ctx, js, s, cfg.NATS, scorer, began, targets, fresh, published, enqueued, o, &rep, progress)
 }
 
 // movers are the n sessions that moved most: a verdict change first, then
@@ -400,7 +401,7 @@ func movers(diffs []SessionDiff, n int) []SessionDiff {
 // enqueues one rescore item per session not yet published or enqueued
 // under the version, and follows the results stream until the workers have
 // published every one (or o.Wait passes).
-func publishRescore(ctx context.Context, js jetstream.JetStream, s wire.Subjects, scorer *scoring.Scorer, start time.Time,
+func publishRescore(ctx context.Context, js jetstream.JetStream, s wire.Subjects, n config.NATS, scorer *scoring.Scorer, start time.Time,
 	targets map[string]*rescoreTarget,
 	fresh map[string][]byte, published map[string]storedCard, enqueued map[string]bool, o RescoreOptions, rep *RescoreReport,
 	progress func(string, ...any)) error {
@@ -410,7 +411,8 @@ func publishRescore(ctx context.Context, js jetstream.JetStream, s wire.Subjects
 		return err
 	}
 	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: s.ScoringBucket(),
-		Description: "lkscore rescore: the scoring configs the workers score rescore items with, by scoring version"})
+		Description: "lkscore rescore: the scoring configs the workers score rescore items with, by scoring version",
+		Storage:     broker.StorageType(n.Storage), Replicas: n.Replicas, History: 1})
 	if err != nil {
 		return fmt.Errorf("scoring bucket: %w", err)
 	}

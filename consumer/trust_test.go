@@ -23,6 +23,8 @@ import (
 	"github.com/lkscore/lkscore/consumer/internal/facts"
 	"github.com/lkscore/lkscore/internal/testenv"
 	"github.com/lkscore/lkscore/recording"
+	"github.com/lkscore/lkscore/regress"
+	"github.com/lkscore/lkscore/scoring"
 	"github.com/lkscore/lkscore/store"
 )
 
@@ -121,6 +123,10 @@ func (s *trustSession) send(t *testing.T, d *Daemon) {
 func scoreBoth(t *testing.T, a, b *trustSession) (*Daemon, config.Config, string) {
 	t.Helper()
 	cfg := pipelineConfig(t, "")
+	// A rule and a threshold on it: the detector's threshold windows name
+	// sessions too, so forget and the scans cover them.
+	cfg.Scoring.Rules = []scoring.Rule{{Name: "errored", Expr: `close_reason == "CR_ERROR"`, Severity: scoring.Warning}}
+	cfg.Regression.Thresholds = []regress.Threshold{{Name: "errors", Rule: "errored", AtLeast: 1, OfLast: 10}}
 	d, _ := startDaemon(t, cfg)
 	url := d.NATSURL()
 	a.send(t, d)

@@ -276,6 +276,16 @@ func appendEvidence(ev []SessionRef, hits []WindowEntry, firing bool) []SessionR
 	return ev
 }
 
+// ThresholdWindowsFilter matches every threshold window.
+const ThresholdWindowsFilter = "w.>"
+
+// Remove drops a session's entries (lkscore forget); false when it had none.
+func (w *Window) Remove(session string) bool {
+	n := len(w.Entries)
+	w.Entries = slices.DeleteFunc(w.Entries, func(e WindowEntry) bool { return e.Session == session })
+	return len(w.Entries) != n
+}
+
 // ThresholdWindowKey is an agent's threshold window under one scoring
 // version.
 func ThresholdWindowKey(agent, scoringVersion string) string {

@@ -455,3 +455,26 @@ func TestRuleScorecardsDeterministic(t *testing.T) {
 		}
 	}
 }
+
+// TestRuleSeesEveryMetric: a rule that walks the metrics map (no key
+// named) sees every metric, even when the other rules name only one.
+func TestRuleSeesEveryMetric(t *testing.T) {
+	cfg := scoring.DefaultConfig()
+	cfg.Rules = []scoring.Rule{
+		{Name: "one", Expr: "has(metrics.ttft_p95_ms) && metrics.ttft_p95_ms > 100000.0", Severity: "info"},
+		{Name: "walks", Expr: `metrics.exists(k, k == "tool_calls")`, Severity: "info"},
+		{Name: "size", Expr: "size(metrics) >= 10", Severity: "info"},
+	}
+	scorer, err := scoring.NewScorer(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	card := scorer.Score(sessionOf(t, "../scenarios/data/1_clean_call"))
+	got := map[string]string{}
+	for _, r := range card.Rules {
+		got[r.Name] = r.Status
+	}
+	if got["one"] != scoring.RulePassed || got["walks"] != scoring.RuleViolated || got["size"] != scoring.RuleViolated {
+		t.Errorf("rules %v", got)
+	}
+}

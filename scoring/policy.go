@@ -97,6 +97,8 @@ type policy struct {
 	cfg   Config
 	match Match
 	rules []*compiledRule // the rules whose when can name this policy's agents
+	// metrics are the metrics its rules read (metricsRead).
+	metrics []int
 }
 
 // validatePolicies checks every agent's policy, naming its key.
@@ -165,12 +167,12 @@ func resolvePolicies(c Config, rules []*compiledRule) (def *policy, agents map[s
 	}
 	// The default policy scores every agent without one, and an agent's
 	// sessions its policy does not match: any rule can apply.
-	def = &policy{cfg: c.model(), rules: rules}
+	def = &policy{cfg: c.model(), rules: rules, metrics: metricsRead(rules)}
 	def.ref = PolicyRef{Name: DefaultPolicy, Hash: policyHash(def.cfg, Match{}, rules)}
 	agents = make(map[string]*policy, len(c.Agents))
 	for name, p := range c.Agents {
 		rs := forAgent(name)
-		pol := &policy{cfg: p.Config.model(), match: p.Match, rules: rs}
+		pol := &policy{cfg: p.Config.model(), match: p.Match, rules: rs, metrics: metricsRead(rs)}
 		pol.ref = PolicyRef{Name: name, Hash: policyHash(pol.cfg, p.Match, rs)}
 		agents[name] = pol
 	}

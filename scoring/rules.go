@@ -178,6 +178,32 @@ type compiledRule struct {
 	Rule
 	prg  cel.Program
 	read []string // what the expression reads, in order: "metrics.x", "agent"
+	// wholeMetrics: it reads metrics other than by named keys.
+	wholeMetrics bool
+}
+
+// metricsRead are the indices in metricKeys of the metrics some rule
+// reads, or nil when one needs them all: a session's rule input holds
+// only those.
+func metricsRead(rules []*compiledRule) []int {
+	var out []int
+	for _, r := range rules {
+		if r.wholeMetrics {
+			return nil
+		}
+		for _, name := range r.read {
+			if key, ok := strings.CutPrefix(name, "metrics."); ok {
+				if i := slices.Index(metricKeys, key); i >= 0 && !slices.Contains(out, i) {
+					out = append(out, i)
+				}
+			}
+		}
+	}
+	slices.Sort(out)
+	if out == nil {
+		out = []int{}
+	}
+	return out
 }
 
 // RuleError is a rule the config cannot use: its index and name, and
@@ -256,7 +282,7 @@ func compileRules(rules []Rule) ([]*compiledRule, error) {
 			fail(0, 0, fmt.Errorf("expr: must be true or false (violated or not), it gives %s", checked.OutputType()))
 			continue
 		}
-		read, keyErr := readsOf(checked.NativeRep())
+		read, whole, keyErr := readsOf(checked.NativeRep())
 		if keyErr != nil {
 			fail(keyErr.Line, keyErr.Column, keyErr.Err)
 			continue
@@ -276,7 +302,7 @@ func compileRules(rules []Rule) ([]*compiledRule, error) {
 			fail(0, 0, err)
 			continue
 		}
-		out = append(out, &compiledRule{Rule: r, prg: prg, read: read})
+		out = append(out, &compiledRule{Rule: r, prg: prg, read: read, wholeMetrics: whole})
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
@@ -287,9 +313,12 @@ func compileRules(rules []Rule) ([]*compiledRule, error) {
 // readsOf lists what an expression reads and checks that every key it
 // names of metrics, components and tools exists: a typo is an error when
 // the config loads, never a rule that silently never fires.
-func readsOf(a *ast.AST) ([]string, *RuleError) {
-	var read []string
+func readsOf(a *ast.AST) (read []string, wholeMetrics bool, _ *RuleError) {
 	var bad *RuleError
+	// idents and keyedReads count the metrics variable's uses: one that is
+	// not a read of a named key (metrics.exists(…), size(metrics)) needs
+	// the whole map.
+	idents, keyedReads := 0, 0
 	add := func(s string) {
 		if !slices.Contains(read, s) {
 			read = append(read, s)
@@ -303,6 +332,9 @@ func readsOf(a *ast.AST) ([]string, *RuleError) {
 					Err: fmt.Errorf("%s has no key %q%s", variable, key, nearest(key, keyed[variable]))}
 			}
 			return
+		}
+		if variable == "metrics" {
+			keyedReads++
 		}
 		add(variable + "." + key)
 	}
@@ -328,6 +360,9 @@ func readsOf(a *ast.AST) ([]string, *RuleError) {
 				}
 			}
 		case ast.IdentKind:
+			if e.AsIdent() == "metrics" {
+				idents++
+			}
 			if _, ok := keyed[e.AsIdent()]; !ok {
 				add(e.AsIdent())
 			}
@@ -339,7 +374,7 @@ func readsOf(a *ast.AST) ([]string, *RuleError) {
 		name, _, _ := strings.Cut(s, ".")
 		return !slices.Contains(ruleVariables, name)
 	})
-	return read, bad
+	return read, idents > keyedReads, bad
 }
 
 // ruleVariables are the names a rule can read (ruleEnv).
@@ -459,27 +494,8 @@ func (in *ruleInput) Parent() interpreter.Activation { return nil }
 
 // newRuleInput gathers the session's measures and facts as the rules see
 // them, before any rule's finding: the model's components and verdict.
-func newRuleInput(s Session, a *analysis, comps []Component, metrics Metrics, ov Overall, c Completion) *ruleInput {
-	m := make(map[string]float64, len(metricKeys))
-	mv := reflect.ValueOf(metrics)
-	for i, key := range metricKeys {
-		// Without Interface(): no value boxed per metric.
-		switch f := mv.Field(metricFields[i]); f.Kind() {
-		case reflect.Int:
-			m[key] = float64(f.Int())
-		case reflect.Float64:
-			m[key] = f.Float()
-		case reflect.Struct: // Opt[float64] or Opt[int]: V, Set
-			if !f.Field(1).Bool() {
-				continue
-			}
-			if v := f.Field(0); v.Kind() == reflect.Int {
-				m[key] = float64(v.Int())
-			} else {
-				m[key] = v.Float()
-			}
-		}
-	}
+func newRuleInput(p *policy, s Session, a *analysis, comps []Component, metrics Metrics, ov Overall, c Completion) *ruleInput {
+	m := metricValues(metrics, p.metrics)
 	cs := make(map[string]float64, len(comps))
 	for _, comp := range comps {
 		if comp.Verdict != NotMeasured {
@@ -531,6 +547,42 @@ func newRuleInput(s Session, a *analysis, comps []Component, metrics Metrics, ov
 		"components": cs, "metrics": m, "tools": map[string][]string{"called": called, "failed": failed, "unanswered": unanswered},
 		"findings": nonNil(findings), "handoffs": nonNil(handoffs),
 	}}
+}
+
+// metricValues are the metrics the rules read (which: indices into
+// metricKeys, nil for all) by their JSON names; a metric the session did
+// not measure is absent.
+func metricValues(metrics Metrics, which []int) map[string]float64 {
+	mv := reflect.ValueOf(metrics)
+	n := len(which)
+	if which == nil {
+		n = len(metricKeys)
+	}
+	m := make(map[string]float64, n)
+	for j := range n {
+		i := j
+		if which != nil {
+			i = which[j]
+		}
+		key := metricKeys[i]
+		// Without Interface(): no value boxed per metric.
+		switch f := mv.Field(metricFields[i]); f.Kind() {
+		case reflect.Int:
+			m[key] = float64(f.Int())
+		case reflect.Float64:
+			m[key] = f.Float()
+		case reflect.Struct: // Opt[float64] or Opt[int]: V, Set
+			if !f.Field(1).Bool() {
+				continue
+			}
+			if v := f.Field(0); v.Kind() == reflect.Int {
+				m[key] = float64(v.Int())
+			} else {
+				m[key] = v.Float()
+			}
+		}
+	}
+	return m
 }
 
 // cut bounds a string a rule reads to maxRuleString bytes, at a rune
@@ -648,7 +700,7 @@ func applyRules(p *policy, s Session, a *analysis, comps []Component, metrics Me
 			continue
 		}
 		if in == nil {
-			in = newRuleInput(s, a, comps, metrics, overall(comps, c, cfg), c)
+			in = newRuleInput(p, s, a, comps, metrics, overall(comps, c, cfg), c)
 		}
 		res := r.eval(in)
 		if res.Status == RuleViolated {
