@@ -139,3 +139,29 @@ func TestSlackMessage(t *testing.T) {
 		t.Errorf("json format sent %s", body)
 	}
 }
+
+// TestThresholdAlertText: a threshold alert says what it counted, its own
+// severity, and the sessions that hit it, in Alertmanager and in chat.
+func TestThresholdAlertText(t *testing.T) {
+	al := wire.Alert{ID: "threshold/booking/*/v/page@9", Kind: "threshold", Status: wire.AlertFiring, Agent: "booking", Version: "*",
+		ScoringVersion: "v", Metric: "page", Current: 3, Limit: 3, NCurrent: 5, Test: "count_of_last", Severity: "critical",
+		BaselineOf:    "rule errored violated in at least 3 of the last 5 sessions",
+		WorstSessions: []wire.SessionRef{{Session: "RM_3/AJ_3"}, {Session: "RM_2/AJ_2"}, {Session: "RM_1/AJ_1"}}}
+	if l := Labels(al); l["severity"] != "critical" || l["alertname"] != "LkscoreThreshold" || l["metric"] != "page" {
+		t.Errorf("labels %v", l)
+	}
+	if s := Summary(al); s != "booking: threshold page: rule errored violated in at least 3 of the last 5 sessions (now 3 of 5 sessions)" {
+		t.Errorf("summary %q", s)
+	}
+	if d := Description(al); !strings.Contains(d, "limit 3") || !strings.Contains(d, "Sessions: RM_3/AJ_3 RM_2/AJ_2 RM_1/AJ_1.") {
+		t.Errorf("description %q", d)
+	}
+	m := SlackMessage(al, "")
+	if !strings.Contains(m.Blocks[1].Text.Text, "Sessions that hit it: `RM_3/AJ_3`") {
+		t.Errorf("slack %+v", m.Blocks[1])
+	}
+	al.Severity = ""
+	if Labels(al)["severity"] != "warning" {
+		t.Errorf("a threshold without a severity: %v", Labels(al))
+	}
+}

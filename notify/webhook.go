@@ -86,7 +86,11 @@ func SlackMessage(al wire.Alert, ext string) Slack {
 				links = append(links, "`"+s+"`")
 			}
 		}
-		detail += "\nWorst sessions: " + strings.Join(links, ", ")
+		label := "Worst sessions"
+		if al.Kind == "threshold" {
+			label = "Sessions that hit it"
+		}
+		detail += "\n" + label + ": " + strings.Join(links, ", ")
 	}
 	if ext != "" {
 		detail += "\n<" + alertsPage(ext, al) + "|Open in the lkscore dashboard>"
