@@ -160,14 +160,7 @@ func expected(t *testing.T, h heldOut, agent string) map[string]string {
 // reading of the chat history: each rule is violated by some session and
 // passed by another, and each agent's policy changes what it should.
 func TestPoliciesAndRulesOnHeldOutSessions(t *testing.T) {
-	cfg, err := config.LoadScoring("../examples/policies.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	scorer, err := scoring.NewScorer(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, scorer := examplePolicies(t)
 	seen := map[string]map[string]int{} // rule → status → count
 	schema := compileSchema(t)
 	for _, h := range heldOutSessions(t) {
@@ -259,14 +252,7 @@ func checkViolation(t *testing.T, name string, card scoring.Scorecard, r scoring
 // weightless tools change the verdict and the overall score as the
 // arithmetic says.
 func TestAgentPolicyChangesTheModel(t *testing.T) {
-	cfg, err := config.LoadScoring("../examples/policies.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	scorer, err := scoring.NewScorer(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, scorer := examplePolicies(t)
 	s := sessionOf(t, "../scenarios/data/4_tool_trouble")
 	s.AgentName = "other"
 	def := scorer.Score(s)
@@ -417,26 +403,27 @@ func TestRulesCannotReachOut(t *testing.T) {
 	}
 }
 
-// TestRuleScorecardsDeterministic: the same session with the same policy
-// gives the same bytes, from two scorers (two worker replicas) and from
-// one scorer many times over, concurrently.
-func TestRuleScorecardsDeterministic(t *testing.T) {
+// examplePolicies is a scorer of examples/policies.yaml.
+func examplePolicies(t *testing.T) (scoring.Config, *scoring.Scorer) {
+	t.Helper()
 	cfg, err := config.LoadScoring("../examples/policies.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := scoring.NewScorer(cfg)
+	scorer, err := scoring.NewScorer(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg2, err := config.LoadScoring("../examples/policies.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := scoring.NewScorer(cfg2)
-	if err != nil {
-		t.Fatal(err)
-	}
+	return cfg, scorer
+}
+
+// TestRuleScorecardsDeterministic: the same session with the same policy
+// gives the same bytes, from two scorers (two worker replicas) and from
+// one scorer many times over, concurrently.
+func TestRuleScorecardsDeterministic(t *testing.T) {
+	// Two scorers from two loads of the config: two worker replicas.
+	_, a := examplePolicies(t)
+	_, b := examplePolicies(t)
 	if a.Version() != b.Version() {
 		t.Fatalf("versions %s %s", a.Version(), b.Version())
 	}

@@ -201,14 +201,19 @@ func (c *cluster) spawn(name, role string) *proc {
 	listen, ops := freeAddr(c.t), freeAddr(c.t)
 	cmd := exec.Command(bin, "serve", "--config", c.cfgFile, "--role", role, "--listen", listen, "--ops-listen", ops,
 		"--nats-url", c.natsURL(), "--data-dir", filepath.Join(c.dir, name))
-	cmd.Env = append(os.Environ(), "LIVEKIT_API_KEY="+crashKey, "LIVEKIT_API_SECRET="+crashSecret,
-		"LKSCORE_S3_ENDPOINT="+c.s3.Endpoint, "AWS_ACCESS_KEY_ID="+testenv.S3AccessKey,
-		"AWS_SECRET_ACCESS_KEY="+testenv.S3SecretKey, "AWS_EC2_METADATA_DISABLED=true",
-		"AWS_CONFIG_FILE="+filepath.Join(c.dir, "none"), "AWS_SHARED_CREDENTIALS_FILE="+filepath.Join(c.dir, "none"))
+	cmd.Env = append(c.s3Env(), "LIVEKIT_API_KEY="+crashKey, "LIVEKIT_API_SECRET="+crashSecret)
 	cmd.Env = append(cmd.Env, c.env...)
 	p := startProc(c.t, name, cmd)
 	p.ops, p.http = ops, listen
 	return p
+}
+
+// s3Env is the environment of an lkscore process that uses the cluster's
+// S3 (versitygw) and nothing else of AWS.
+func (c *cluster) s3Env() []string {
+	return append(os.Environ(), "LKSCORE_S3_ENDPOINT="+c.s3.Endpoint, "AWS_ACCESS_KEY_ID="+testenv.S3AccessKey,
+		"AWS_SECRET_ACCESS_KEY="+testenv.S3SecretKey, "AWS_EC2_METADATA_DISABLED=true",
+		"AWS_CONFIG_FILE="+filepath.Join(c.dir, "none"), "AWS_SHARED_CREDENTIALS_FILE="+filepath.Join(c.dir, "none"))
 }
 
 func (c *cluster) startLkscore(name, role string) *proc {

@@ -13,8 +13,6 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/lkscore/lkscore/internal/testenv"
 )
 
 // byVersion counts the results stream's scorecards per session key under
@@ -56,9 +54,7 @@ func (c *cluster) byVersion() map[string]map[string]int {
 func (c *cluster) rescoreCmd(cfgFile string, args ...string) *exec.Cmd {
 	bin, _ := binaries(c.t)
 	cmd := exec.Command(bin, append([]string{"rescore", "--config", cfgFile, "--nats-url", c.natsURL(), "--since", "1h"}, args...)...)
-	cmd.Env = append(os.Environ(), "LKSCORE_S3_ENDPOINT="+c.s3.Endpoint, "AWS_ACCESS_KEY_ID="+testenv.S3AccessKey,
-		"AWS_SECRET_ACCESS_KEY="+testenv.S3SecretKey, "AWS_EC2_METADATA_DISABLED=true",
-		"AWS_CONFIG_FILE="+filepath.Join(c.dir, "none"), "AWS_SHARED_CREDENTIALS_FILE="+filepath.Join(c.dir, "none"))
+	cmd.Env = c.s3Env()
 	return cmd
 }
 
