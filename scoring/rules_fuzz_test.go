@@ -1,0 +1,60 @@
+package scoring
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+// FuzzRuleExpr: any text as a rule's expression either fails to compile
+// with a *RuleError naming the rule, or compiles into a rule that, run on
+// a session with tool calls, handoffs and measures, ends in a status
+// (violated, passed or not evaluated) without panicking. The compile-time
+// cost bound is what keeps a compiled rule from running long.
+func FuzzRuleExpr(f *testing.F) {
+	for _, seed := range []string{
+		"has(metrics.e2e_latency_p95_ms) && metrics.e2e_latency_p95_ms > 2000",
+		`!tools.called.exists(t, t == "send_confirmation")`,
+		`!(close_reason in ["CR_PARTICIPANT_DISCONNECTED", "CR_USER_INITIATED"])`,
+		"size(handoffs) == 0",
+		"metrics.ttft_p95_ms > 1.0",
+		`tools.called.exists(a, tools.called.exists(b, a == b))`,
+		`tools.called.map(t, t + t).size() > 3`,
+		`"x".matches("(a+)+$")`,
+		`components.turn_handling < 50.0 || score < 10.0`,
+		`findings.exists(f, f.startsWith("rule."))`,
+		"metrics", "1/0 == 1", `int("x") == 1`, "", "((((", strings.Repeat("!", 300) + "true",
+	} {
+		f.Add(seed)
+	}
+	lat, conf := 1.2, 0.9
+	s := Session{Key: "k", AgentName: "a", CloseReason: "CR_USER_INITIATED", Facts: &Facts{Tags: []string{"version:1", "beta"}}}
+	for i := range 40 {
+		s.Items = append(s.Items,
+			Item{ID: "u", Type: TypeMessage, Role: RoleUser, Text: "hi", CreatedAt: float64(100 + 4*i), TranscriptConfidence: &conf},
+			Item{ID: "a", Type: TypeMessage, Role: RoleAssistant, Text: "hello", CreatedAt: float64(102 + 4*i), HasMetrics: true, E2ELatency: &lat},
+			Item{ID: "c", Type: TypeFunctionCall, CallID: string(rune('a' + i%26)), Name: "lookup", CreatedAt: float64(103 + 4*i)},
+			Item{ID: "h", Type: TypeAgentHandoff, NewAgentID: "billing", CreatedAt: float64(103 + 4*i)})
+	}
+	f.Fuzz(func(t *testing.T, expr string) {
+		cfg := DefaultConfig()
+		cfg.Rules = []Rule{{Name: "fuzzed", Expr: expr, Severity: Warning}}
+		sc, err := NewScorer(cfg)
+		if err != nil {
+			var re *RuleError
+			if !errors.As(err, &re) || re.Name != "fuzzed" || !strings.Contains(err.Error(), "scoring.rules[0] (fuzzed)") {
+				t.Fatalf("%q: %v is not a RuleError naming the rule", expr, err)
+			}
+			return
+		}
+		card := sc.Score(s)
+		if len(card.Rules) != 1 {
+			t.Fatalf("%q: %d rule results", expr, len(card.Rules))
+		}
+		switch card.Rules[0].Status {
+		case RuleViolated, RulePassed, RuleNotEvaluated:
+		default:
+			t.Fatalf("%q: status %q", expr, card.Rules[0].Status)
+		}
+	})
+}
