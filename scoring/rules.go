@@ -17,6 +17,7 @@ import (
 	"github.com/google/cel-go/common/operators"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
+	"github.com/google/cel-go/common/types/traits"
 	"github.com/google/cel-go/interpreter"
 )
 
@@ -180,6 +181,7 @@ type compiledRule struct {
 	read []string // what the expression reads, in order: "metrics.x", "agent"
 	// wholeMetrics: it reads metrics other than by named keys.
 	wholeMetrics bool
+	oneLine      string // Expr on one line, for messages
 }
 
 // metricsRead are the indices in metricKeys of the metrics some rule
@@ -302,7 +304,7 @@ func compileRules(rules []Rule) ([]*compiledRule, error) {
 			fail(0, 0, err)
 			continue
 		}
-		out = append(out, &compiledRule{Rule: r, prg: prg, read: read, wholeMetrics: whole})
+		out = append(out, &compiledRule{Rule: r, prg: prg, read: read, wholeMetrics: whole, oneLine: strings.Join(strings.Fields(r.Expr), " ")})
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
@@ -432,157 +434,195 @@ func (w When) applies(agent, version, closeReason string, tags []string) bool {
 	return in(w.Agents, agent) && in(w.Versions, version) && in(w.CloseReasons, closeReason) && anyTag
 }
 
-// ruleInput is what every rule of one session reads: as Go values (vars,
-// for the values a result shows) and as CEL values (cel, converted once
-// for all the session's rules).
+// The rule variables, by index: ruleVariables' order.
+const (
+	varAgent = iota
+	varVersion
+	varCloseReason
+	varCloseReasonSource
+	varSDKLanguage
+	varSDKVersion
+	varEndedBy
+	varOutcome
+	varTags
+	varInputs
+	varSimulated
+	varScore
+	varVerdict
+	varComponents
+	varMetrics
+	varTools
+	varFindings
+	varHandoffs
+	nVars
+)
+
+// ruleInput is what the rules of one session read, each variable
+// converted to its CEL value the first time a rule reads it and kept for
+// the session's other rules. It sees the model's components and verdict:
+// the rules' own findings are added after every rule has run.
 type ruleInput struct {
-	vars map[string]any
-	cel  map[string]ref.Val
+	p     *policy
+	s     *Session
+	a     *analysis
+	comps []Component
+	m     *Metrics
+	c     Completion
+	cfg   Config
+	have  [nVars]bool
+	vals  [nVars]ref.Val
 }
 
 func (in *ruleInput) ResolveName(name string) (any, bool) {
-	if v, ok := in.cel[name]; ok {
-		return v, true
-	}
-	v, ok := in.vars[name]
-	if !ok {
+	i := slices.Index(ruleVariables, name)
+	if i < 0 {
 		return nil, false
 	}
-	in.cel[name] = toCEL(v)
-	return in.cel[name], true
-}
-
-// stringList converts a list once, so rules that walk it do not convert
-// each entry again.
-func stringList(l []string) ref.Val {
-	vals := make([]ref.Val, len(l))
-	for i, s := range l {
-		vals[i] = types.String(s)
-	}
-	return types.NewRefValList(types.DefaultTypeAdapter, vals)
-}
-
-// toCEL converts a rule variable to its CEL value without reflection.
-func toCEL(v any) ref.Val {
-	a := types.DefaultTypeAdapter
-	switch x := v.(type) {
-	case string:
-		return types.String(x)
-	case bool:
-		return types.Bool(x)
-	case float64:
-		return types.Double(x)
-	case []string:
-		return stringList(x)
-	case map[string]float64:
-		m := make(map[ref.Val]ref.Val, len(x))
-		for k, f := range x {
-			m[types.String(k)] = types.Double(f)
-		}
-		return types.NewRefValMap(a, m)
-	case map[string][]string:
-		m := make(map[ref.Val]ref.Val, len(x))
-		for k, l := range x {
-			m[types.String(k)] = stringList(l)
-		}
-		return types.NewRefValMap(a, m)
-	}
-	return a.NativeToValue(v)
+	return in.get(i), true
 }
 
 func (in *ruleInput) Parent() interpreter.Activation { return nil }
 
-// newRuleInput gathers the session's measures and facts as the rules see
-// them, before any rule's finding: the model's components and verdict.
-func newRuleInput(p *policy, s Session, a *analysis, comps []Component, metrics Metrics, ov Overall, c Completion) *ruleInput {
-	m := metricValues(metrics, p.metrics)
-	cs := make(map[string]float64, len(comps))
-	for _, comp := range comps {
-		if comp.Verdict != NotMeasured {
-			cs[comp.Name] = comp.Score
-		}
+// get is variable i's CEL value.
+func (in *ruleInput) get(i int) ref.Val {
+	if !in.have[i] {
+		in.vals[i], in.have[i] = in.compute(i), true
 	}
-	var findings []string
-	for _, comp := range comps {
-		for _, f := range comp.Findings {
-			if !slices.Contains(findings, f.Code) {
-				findings = append(findings, f.Code)
-			}
-		}
-	}
-	called, failed, unanswered := []string{}, []string{}, []string{}
-	var handoffs []string
-	for i := range s.Items {
-		it := &s.Items[i]
-		switch it.Type {
-		case TypeFunctionCall:
-			called = append(called, cut(it.Name))
-			if c, ok := a.tools[it.CallID]; ok && c.output < 0 && int(c.call) == i {
-				unanswered = append(unanswered, cut(it.Name))
-			}
-		case TypeFunctionCallOutput:
-			if it.IsError {
-				failed = append(failed, cut(it.Name))
-			}
-		case TypeAgentHandoff:
-			handoffs = append(handoffs, cut(it.NewAgentID))
-		}
-	}
+	return in.vals[i]
+}
+
+func (in *ruleInput) compute(i int) ref.Val {
+	s := in.s
 	var f Facts
 	if s.Facts != nil {
 		f = *s.Facts
 	}
-	inputs := s.Inputs
-	if len(inputs) == 0 {
-		inputs = []string{InputRecording}
+	switch i {
+	case varAgent:
+		return types.String(cut(s.AgentName))
+	case varVersion:
+		return types.String(cut(sessionVersion(*s)))
+	case varCloseReason:
+		return types.String(cut(in.c.CloseReason))
+	case varCloseReasonSource:
+		return types.String(in.c.CloseReasonSource)
+	case varSDKLanguage:
+		return types.String(cut(f.SDKLanguage))
+	case varSDKVersion:
+		return types.String(cut(f.SDKVersion))
+	case varEndedBy:
+		return types.String(cut(f.EndedBy))
+	case varOutcome:
+		return types.String(cut(f.Outcome))
+	case varTags:
+		return stringList(f.Tags)
+	case varInputs:
+		if len(s.Inputs) == 0 {
+			return stringList([]string{InputRecording})
+		}
+		return stringList(s.Inputs)
+	case varSimulated:
+		return types.Bool(f.Simulated)
+	case varScore, varVerdict:
+		o := overall(in.comps, in.c, in.cfg)
+		in.vals[varScore], in.vals[varVerdict] = types.Double(o.Score), types.String(o.Verdict)
+		in.have[varScore], in.have[varVerdict] = true, true
+		return in.vals[i]
+	case varComponents:
+		m := make(map[ref.Val]ref.Val, len(in.comps))
+		for _, comp := range in.comps {
+			if comp.Verdict != NotMeasured {
+				m[types.String(comp.Name)] = types.Double(comp.Score)
+			}
+		}
+		return types.NewRefValMap(types.DefaultTypeAdapter, m)
+	case varMetrics:
+		return metricValues(in.m, in.p.metrics)
+	case varTools:
+		var called, failed, unanswered []string
+		for j := range s.Items {
+			it := &s.Items[j]
+			switch it.Type {
+			case TypeFunctionCall:
+				called = append(called, it.Name)
+				if c, ok := in.a.tools[it.CallID]; ok && c.output < 0 && int(c.call) == j {
+					unanswered = append(unanswered, it.Name)
+				}
+			case TypeFunctionCallOutput:
+				if it.IsError {
+					failed = append(failed, it.Name)
+				}
+			}
+		}
+		return types.NewRefValMap(types.DefaultTypeAdapter, map[ref.Val]ref.Val{
+			types.String("called"): stringList(called), types.String("failed"): stringList(failed),
+			types.String("unanswered"): stringList(unanswered)})
+	case varFindings:
+		var codes []string
+		for _, comp := range in.comps {
+			for _, f := range comp.Findings {
+				if !slices.Contains(codes, f.Code) {
+					codes = append(codes, f.Code)
+				}
+			}
+		}
+		return stringList(codes)
+	case varHandoffs:
+		var to []string
+		for j := range s.Items {
+			if it := &s.Items[j]; it.Type == TypeAgentHandoff {
+				to = append(to, it.NewAgentID)
+			}
+		}
+		return stringList(to)
 	}
-	tags := make([]string, len(f.Tags))
-	for i, t := range f.Tags {
-		tags[i] = cut(t)
+	return types.NewErr("no variable %d", i)
+}
+
+// stringList is a list rules read, each entry cut (cut) and converted
+// once, so rules that walk it do not convert each entry again.
+func stringList(l []string) ref.Val {
+	vals := make([]ref.Val, len(l))
+	for i, s := range l {
+		vals[i] = types.String(cut(s))
 	}
-	return &ruleInput{cel: make(map[string]ref.Val, 8), vars: map[string]any{
-		"agent": cut(s.AgentName), "version": cut(sessionVersion(s)), "close_reason": cut(c.CloseReason), "close_reason_source": c.CloseReasonSource,
-		"sdk_language": cut(f.SDKLanguage), "sdk_version": cut(f.SDKVersion), "ended_by": cut(f.EndedBy), "outcome": cut(f.Outcome),
-		"tags": tags, "inputs": inputs, "simulated": f.Simulated, "score": ov.Score, "verdict": ov.Verdict,
-		"components": cs, "metrics": m, "tools": map[string][]string{"called": called, "failed": failed, "unanswered": unanswered},
-		"findings": nonNil(findings), "handoffs": nonNil(handoffs),
-	}}
+	return types.NewRefValList(types.DefaultTypeAdapter, vals)
 }
 
 // metricValues are the metrics the rules read (which: indices into
 // metricKeys, nil for all) by their JSON names; a metric the session did
 // not measure is absent.
-func metricValues(metrics Metrics, which []int) map[string]float64 {
-	mv := reflect.ValueOf(metrics)
+func metricValues(metrics *Metrics, which []int) ref.Val {
+	mv := reflect.ValueOf(metrics).Elem()
 	n := len(which)
 	if which == nil {
 		n = len(metricKeys)
 	}
-	m := make(map[string]float64, n)
+	m := make(map[ref.Val]ref.Val, n)
 	for j := range n {
 		i := j
 		if which != nil {
 			i = which[j]
 		}
-		key := metricKeys[i]
+		key := types.String(metricKeys[i])
 		// Without Interface(): no value boxed per metric.
 		switch f := mv.Field(metricFields[i]); f.Kind() {
 		case reflect.Int:
-			m[key] = float64(f.Int())
+			m[key] = types.Double(f.Int())
 		case reflect.Float64:
-			m[key] = f.Float()
+			m[key] = types.Double(f.Float())
 		case reflect.Struct: // Opt[float64] or Opt[int]: V, Set
 			if !f.Field(1).Bool() {
 				continue
 			}
 			if v := f.Field(0); v.Kind() == reflect.Int {
-				m[key] = float64(v.Int())
+				m[key] = types.Double(v.Int())
 			} else {
-				m[key] = v.Float()
+				m[key] = types.Double(v.Float())
 			}
 		}
 	}
-	return m
+	return types.NewRefValMap(types.DefaultTypeAdapter, m)
 }
 
 // cut bounds a string a rule reads to maxRuleString bytes, at a rune
@@ -596,13 +636,6 @@ func cut(s string) string {
 		n--
 	}
 	return s[:n]
-}
-
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
 }
 
 // eval runs one rule: its status, the values it read, and why it could not
@@ -632,20 +665,15 @@ func (r *compiledRule) values(in *ruleInput) []RuleValue {
 	out := make([]RuleValue, 0, len(r.read))
 	for _, name := range r.read {
 		variable, key, keyedRead := strings.Cut(name, ".")
-		v := in.vars[variable]
+		v := in.get(slices.Index(ruleVariables, variable))
 		if keyedRead {
-			switch m := v.(type) {
-			case map[string]float64:
-				x, ok := m[key]
-				if !ok {
-					out = append(out, RuleValue{Name: name, Value: "absent"})
-					continue
-				}
-				v = x
-			case map[string][]string:
-				v = m[key]
+			x, ok := v.(traits.Mapper).Find(types.String(key))
+			if !ok {
+				out = append(out, RuleValue{Name: name, Value: "absent"})
+				continue
 			}
-		} else if _, isMap := v.(map[string]float64); isMap {
+			v = x
+		} else if _, isMap := v.(traits.Mapper); isMap {
 			continue // the whole map: its keys were listed where read
 		}
 		out = append(out, RuleValue{Name: name, Value: formatValue(v)})
@@ -656,82 +684,91 @@ func (r *compiledRule) values(in *ruleInput) []RuleValue {
 // maxShownEntries is how many entries of a list a rule's values show.
 const maxShownEntries = 10
 
-func formatValue(v any) string {
+func formatValue(v ref.Val) string {
 	switch x := v.(type) {
-	case string:
-		return strconv.Quote(x)
-	case float64:
-		return num(round(x))
-	case bool:
-		return strconv.FormatBool(x)
-	case []string:
+	case types.String:
+		return strconv.Quote(string(x))
+	case types.Double:
+		return num(round(float64(x)))
+	case types.Bool:
+		return strconv.FormatBool(bool(x))
+	case traits.Lister:
 		// A long list shows its first entries and its length.
+		n := int(x.Size().(types.Int))
 		var b strings.Builder
 		b.WriteByte('[')
-		for i, s := range x[:min(len(x), maxShownEntries)] {
+		for i := range min(n, maxShownEntries) {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			b.WriteString(strconv.Quote(s))
+			b.WriteString(formatValue(x.Get(types.Int(i))))
 		}
-		if len(x) > maxShownEntries {
-			fmt.Fprintf(&b, ", … %d in all", len(x))
+		if n > maxShownEntries {
+			fmt.Fprintf(&b, ", … %d in all", n)
 		}
 		b.WriteByte(']')
 		return b.String()
-	case ref.Val:
-		return fmt.Sprint(x.Value())
 	}
-	return fmt.Sprint(v)
+	return fmt.Sprint(v.Value())
 }
 
-// applyRules evaluates the policy's rules that match the session, adds a
-// finding to the named component of each violated one, and returns the
-// results in config order.
+// applyRules evaluates the policy's rules that match the session, then
+// adds a finding to the named component of each violated one, and returns
+// the results in config order. Every rule sees the model's components and
+// verdict, none another rule's finding.
 func applyRules(p *policy, s Session, a *analysis, comps []Component, metrics Metrics, c Completion, cfg Config) []RuleResult {
 	if len(p.rules) == 0 {
 		return nil
 	}
 	version, tags := sessionVersion(s), sessionTags(s)
-	var in *ruleInput
+	in := &ruleInput{p: p, s: &s, a: a, comps: comps, m: &metrics, c: c, cfg: cfg}
 	var results []RuleResult
+	var violated []*compiledRule
 	for _, r := range p.rules {
 		if !r.When.applies(s.AgentName, version, c.CloseReason, tags) {
 			continue
 		}
-		if in == nil {
-			in = newRuleInput(p, s, a, comps, metrics, overall(comps, c, cfg), c)
-		}
 		res := r.eval(in)
-		if res.Status == RuleViolated {
-			addRuleFinding(&res, r, comps, cfg)
+		if res.Status == RuleViolated && r.Component != "" {
+			res.Deduction = r.Cost
+			violated = append(violated, r)
 		}
 		results = append(results, res)
 	}
+	addRuleFindings(results, violated, comps, cfg)
 	return results
 }
 
-// addRuleFinding puts a violated rule's finding in the component it
-// names, with its cost. A component no other input measured is measured by
-// the rule: the violation is its evidence.
-func addRuleFinding(res *RuleResult, r *compiledRule, comps []Component, cfg Config) {
-	if r.Component == "" {
+// addRuleFindings puts each violated rule's finding in the component it
+// names, with its cost, rebuilding each component once. A component no
+// other input measured is measured by the rule: the violation is its
+// evidence.
+func addRuleFindings(results []RuleResult, violated []*compiledRule, comps []Component, cfg Config) {
+	if len(violated) == 0 {
 		return
 	}
-	i := slices.IndexFunc(comps, func(c Component) bool { return c.Name == r.Component })
-	if i < 0 {
-		return
+	values := map[string][]RuleValue{}
+	for _, res := range results {
+		values[res.Name] = res.Values
 	}
-	res.Deduction = r.Cost
-	findings := append(slices.Clip(comps[i].Findings), Finding{Code: RuleCodePrefix + r.Name, Severity: r.Severity,
-		Deduction: r.Cost, Message: ruleMessage(r, res.Values)})
-	comps[i] = component(comps[i].Name, comps[i].Weight, findings, cfg)
+	for i := range comps {
+		var add []Finding
+		for _, r := range violated {
+			if r.Component == comps[i].Name {
+				add = append(add, Finding{Code: RuleCodePrefix + r.Name, Severity: r.Severity, Deduction: r.Cost,
+					Message: ruleMessage(r, values[r.Name])})
+			}
+		}
+		if add != nil {
+			comps[i] = component(comps[i].Name, comps[i].Weight, append(slices.Clip(comps[i].Findings), add...), cfg)
+		}
+	}
 }
 
 // ruleMessage explains a violation with the values the rule saw.
 func ruleMessage(r *compiledRule, values []RuleValue) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "rule %s violated (%s)", r.Name, strings.Join(strings.Fields(r.Expr), " "))
+	fmt.Fprintf(&b, "rule %s violated (%s)", r.Name, r.oneLine)
 	if len(values) > 0 {
 		b.WriteString(": ")
 		for i, v := range values {

@@ -58,3 +58,17 @@ func FuzzRuleExpr(f *testing.F) {
 		}
 	})
 }
+
+// TestRuleVariablesInOrder: the variable indices name the declared
+// variables.
+func TestRuleVariablesInOrder(t *testing.T) {
+	if len(ruleVariables) != nVars {
+		t.Fatalf("%d variables, %d indices", len(ruleVariables), nVars)
+	}
+	for i, want := range map[int]string{varAgent: "agent", varCloseReasonSource: "close_reason_source", varTags: "tags",
+		varSimulated: "simulated", varVerdict: "verdict", varMetrics: "metrics", varHandoffs: "handoffs"} {
+		if ruleVariables[i] != want {
+			t.Errorf("index %d is %s, want %s", i, ruleVariables[i], want)
+		}
+	}
+}
