@@ -58,17 +58,20 @@ func (c *cluster) rescoreCmd(cfgFile string, args ...string) *exec.Cmd {
 	return cmd
 }
 
-// TestRescoreKilledHalfwayResumes: 300 sessions scored by a worker process;
-// `lkscore rescore` under a config with rules is killed with SIGKILL once
-// the workers have published about half the new scorecards; run again, it
-// goes on, and every session ends with exactly one scorecard under the new
-// scoring version (and still one under the old).
+// TestRescoreKilledHalfwayResumes: 300 sessions scored by two worker
+// processes; `lkscore rescore` under a config with rules is killed with
+// SIGKILL once the workers have published about half the new scorecards;
+// run again, it goes on, and every session ends with exactly one scorecard
+// under the new scoring version (and still one under the old), each
+// byte-identical to the one the rescore computed itself (two replicas and
+// the CLI agree).
 func TestRescoreKilledHalfwayResumes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: runs processes")
 	}
 	c := newCluster(t)
 	c.startLkscore("worker", "worker")
+	c.startLkscore("worker-b", "worker")
 	l := c.startLoad("rs", 1)
 	<-l.burst(300, 16)
 	sent := l.finish() // the burst, and the odd one the steady load sent
@@ -155,8 +158,8 @@ scoring:
 	case <-time.After(3 * time.Minute):
 		t.Fatal("the second run did not finish")
 	}
-	if log := second.log.String(); !strings.Contains(log, "already published") {
-		t.Errorf("the second run does not say what was already there:\n%s", lastBytes(log, 2000))
+	if log := second.log.String(); !strings.Contains(log, "already published") || strings.Contains(log, "differ from this run's") {
+		t.Errorf("the second run does not say what was already there, or a published scorecard differs:\n%s", lastBytes(log, 2000))
 	}
 	after := c.byVersion()
 	if len(after[dry.ScoringVersion]) != n {
