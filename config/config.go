@@ -20,6 +20,7 @@ import (
 
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/regress"
+	"github.com/lkscore/lkscore/rules"
 	"github.com/lkscore/lkscore/scoring"
 )
 
@@ -760,7 +761,7 @@ func LoadScoring(path string) (scoring.Config, error) {
 			return scoring.Config{}, fmt.Errorf("config %s: %w", path, err)
 		}
 	}
-	if err := cfg.Scoring.Validate(); err != nil {
+	if err := rules.Validate(cfg.Scoring); err != nil {
 		return scoring.Config{}, err
 	}
 	return cfg.Scoring, nil

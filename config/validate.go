@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/lkscore/lkscore/rules"
 )
 
 // knownEvents are the webhook event names LiveKit sends (livekit/protocol webhook/consts.go).
@@ -57,7 +59,7 @@ func (c Config) Validate() error {
 	c.Webhook.validate(&p)
 	c.Limits.validate(&p)
 	c.validateStorage(&p)
-	if err := c.Scoring.Validate(); err != nil {
+	if err := rules.Validate(c.Scoring); err != nil {
 		p = append(p, err)
 	}
 	c.validatePipeline(&p)
@@ -416,13 +418,13 @@ func (c Config) validateThresholds(p *problems) {
 	if !c.Regression.Enabled {
 		p.add("regression.thresholds: set regression.enabled: true too (the detector counts them)")
 	}
-	rules := make([]string, len(c.Scoring.Rules))
+	names := make([]string, len(c.Scoring.Rules))
 	for i, r := range c.Scoring.Rules {
-		rules[i] = r.Name
+		names[i] = r.Name
 	}
 	seen := map[string]bool{}
 	for i, t := range ts {
-		if err := t.Validate(i, rules); err != nil {
+		if err := t.Validate(i, names); err != nil {
 			*p = append(*p, err)
 		}
 		if seen[t.Name] {

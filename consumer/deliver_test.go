@@ -18,6 +18,7 @@ import (
 	"github.com/lkscore/lkscore/internal/testenv"
 	"github.com/lkscore/lkscore/notify"
 	"github.com/lkscore/lkscore/regress"
+	"github.com/lkscore/lkscore/rules"
 	"github.com/lkscore/lkscore/scoring"
 	"github.com/lkscore/lkscore/wire"
 )
@@ -80,7 +81,7 @@ func TestDriftAlertReachesAlertmanagerAndWebhooks(t *testing.T) {
 	startWorker(t, ns.URL(), opts)
 	startWorker(t, ns.URL(), opts)
 	js := testenv.JetStream(t, ns.URL())
-	scorer, err := scoring.NewScorer(scoring.DefaultConfig())
+	scorer, err := rules.NewScorer(scoring.DefaultConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -310,7 +311,7 @@ func maxTime(a, b time.Time) time.Time {
 func driftVersion(t *testing.T, url string, healthy population.Params, seed uint64) []wire.Alert {
 	t.Helper()
 	js := testenv.JetStream(t, url)
-	scorer, err := scoring.NewScorer(scoring.DefaultConfig())
+	scorer, err := rules.NewScorer(scoring.DefaultConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -334,10 +335,10 @@ func driftVersion(t *testing.T, url string, healthy population.Params, seed uint
 func TestThresholdAlertReachesAlertmanager(t *testing.T) {
 	ns := startNATS(t)
 	am := testenv.StartAlertmanager(t)
-	rules := []scoring.Rule{{Name: "errored", Expr: `close_reason == "CR_ERROR"`, Severity: scoring.Critical}}
+	errored := []scoring.Rule{{Name: "errored", Expr: `close_reason == "CR_ERROR"`, Severity: scoring.Critical}}
 	const hold = 3 * time.Second
 	opts := func(c *config.Config) {
-		c.Scoring.Rules = rules
+		c.Scoring.Rules = errored
 		c.Regression.MinFiring = hold
 		c.Regression.Thresholds = []regress.Threshold{{Name: "errors_page", Rule: "errored", Agents: []string{"booking"},
 			AtLeast: 3, OfLast: 5, Severity: scoring.Critical}}
@@ -348,8 +349,8 @@ func TestThresholdAlertReachesAlertmanager(t *testing.T) {
 	startWorker(t, ns.URL(), opts)
 	js := testenv.JetStream(t, ns.URL())
 	cfg := scoring.DefaultConfig()
-	cfg.Rules = rules
-	scorer, err := scoring.NewScorer(cfg)
+	cfg.Rules = errored
+	scorer, err := rules.NewScorer(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

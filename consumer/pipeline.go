@@ -24,7 +24,7 @@ import (
 	"github.com/lkscore/lkscore/consumer/internal/score"
 	"github.com/lkscore/lkscore/consumer/internal/settle"
 	"github.com/lkscore/lkscore/consumer/internal/stage"
-	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/rules"
 	"github.com/lkscore/lkscore/wire"
 )
 
@@ -159,7 +159,7 @@ type handlers struct {
 
 func newHandlers(ctx context.Context, d pipelineDeps) (handlers, error) {
 	cfg, env := d.cfg, d.env
-	scorer, err := scoring.NewScorer(cfg.Scoring)
+	scorer, err := rules.NewScorer(cfg.Scoring)
 	if err != nil {
 		return handlers{}, err
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/lkscore/lkscore/consumer/internal/score"
 	"github.com/lkscore/lkscore/consumer/internal/work"
 	"github.com/lkscore/lkscore/recording"
+	"github.com/lkscore/lkscore/rules"
 	"github.com/lkscore/lkscore/scoring"
 	"github.com/lkscore/lkscore/wire"
 )
@@ -172,7 +173,7 @@ type rescoreTarget struct {
 // what is published or enqueued: each session gets one scorecard per
 // version.
 func Rescore(ctx context.Context, js jetstream.JetStream, s wire.Subjects, cfg config.Config, st score.Reader, o RescoreOptions) (RescoreReport, error) {
-	scorer, err := scoring.NewScorer(cfg.Scoring)
+	scorer, err := rules.NewScorer(cfg.Scoring)
 	if err != nil {
 		return RescoreReport{}, err
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/internal/testenv"
+	"github.com/lkscore/lkscore/rules"
 	"github.com/lkscore/lkscore/scoring"
 	"github.com/lkscore/lkscore/store"
 	"github.com/lkscore/lkscore/wire"
@@ -111,7 +112,7 @@ func TestRescoreDryRunThenPublish(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("dry run in %s", time.Since(t0))
-	scorer, _ := scoring.NewScorer(newCfg.Scoring)
+	scorer, _ := rules.NewScorer(newCfg.Scoring)
 	if dry.ScoringVersion != scorer.Version() || dry.Sessions != 24 || dry.Rescored != 22 || len(dry.Removed) != 2 ||
 		dry.Removed[0].Session != removed[0] || dry.Removed[1].Session != removed[1] || !strings.Contains(dry.Removed[0].Why, "recording is gone") {
 		t.Fatalf("dry run: %d sessions, %d rescored, removed %+v", dry.Sessions, dry.Rescored, dry.Removed)

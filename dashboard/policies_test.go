@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lkscore/lkscore/config"
+	"github.com/lkscore/lkscore/rules"
 	"github.com/lkscore/lkscore/scoring"
 )
 
@@ -21,7 +22,7 @@ func TestPolicyAndRulesShown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	scorer, err := scoring.NewScorer(cfg)
+	scorer, err := rules.NewScorer(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -102,17 +102,11 @@ func DefaultConfig() Config {
 }
 
 // Validate reports every problem at once, each naming its key (relative to
-// the scoring section): the model's, every policy's and every rule's (a
-// rule that does not compile or names a measure that does not exist).
+// the scoring section): the model's, every policy's and what scoring reads
+// of every rule. The rules' expressions are the engine's to check
+// (rules.Validate checks both).
 func (c Config) Validate() error {
-	_, err := c.compile()
-	return err
-}
-
-// compile validates the config and compiles its rules.
-func (c Config) compile() ([]*compiledRule, error) {
-	rules, err := compileRules(c.Rules)
-	return rules, errors.Join(c.validateModel(), c.validatePolicies(), err)
+	return errors.Join(c.validateModel(), c.validatePolicies(), validateRules(c.Rules))
 }
 
 // validateModel checks the weights and thresholds.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/recording"
+	"github.com/lkscore/lkscore/rules"
 	"github.com/lkscore/lkscore/scoring"
 )
 
@@ -294,7 +295,7 @@ func TestPolicyMatch(t *testing.T) {
 	p := scoring.AgentPolicy{Config: scoring.DefaultConfig(), Match: scoring.Match{Tags: []string{"beta"}, Versions: []string{"2.1"}}}
 	p.Verdict.Pass = 90
 	cfg.Agents = map[string]scoring.AgentPolicy{"booking": p}
-	scorer, err := scoring.NewScorer(cfg)
+	scorer, err := rules.NewScorer(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -341,7 +342,7 @@ func TestRuleTyposFailNamingTheRule(t *testing.T) {
 	} {
 		cfg := scoring.DefaultConfig()
 		cfg.Rules = []scoring.Rule{c.rule}
-		err := cfg.Validate()
+		err := rules.Validate(cfg)
 		if err == nil {
 			t.Errorf("rule %q accepted", c.rule.Expr)
 			continue
@@ -355,7 +356,7 @@ func TestRuleTyposFailNamingTheRule(t *testing.T) {
 				t.Errorf("rule %q: error %q does not say %q", c.rule.Name, err, w)
 			}
 		}
-		if _, err := scoring.NewScorer(cfg); err == nil {
+		if _, err := rules.NewScorer(cfg); err == nil {
 			t.Errorf("NewScorer accepted rule %q", c.rule.Name)
 		}
 	}
@@ -370,12 +371,12 @@ func TestRulesAreBounded(t *testing.T) {
 	cfg := scoring.DefaultConfig()
 	cfg.Rules = []scoring.Rule{{Name: "cubic", Severity: "critical",
 		Expr: `tools.called.exists(a, tools.called.exists(b, tools.called.exists(c, a + b + c == "never")))`}}
-	err := cfg.Validate()
+	err := rules.Validate(cfg)
 	if err == nil || !strings.Contains(err.Error(), "(cubic)") || !strings.Contains(err.Error(), "over the limit") {
 		t.Fatalf("cubic rule: %v", err)
 	}
 	cfg.Rules = []scoring.Rule{{Name: "linear", Severity: "critical", Expr: `tools.called.exists(t, t.startsWith("x"))`}}
-	scorer, err := scoring.NewScorer(cfg)
+	scorer, err := rules.NewScorer(cfg)
 	if err != nil {
 		t.Fatalf("a single pass over the tool calls refused: %v", err)
 	}
@@ -397,7 +398,7 @@ func TestRulesCannotReachOut(t *testing.T) {
 	for _, expr := range []string{"now() > timestamp('2026-01-01T00:00:00Z')", "file('/etc/passwd') == ''", "http.get('x') == ''", "env('HOME') == ''"} {
 		cfg := scoring.DefaultConfig()
 		cfg.Rules = []scoring.Rule{{Name: "out", Expr: expr, Severity: "info"}}
-		if err := cfg.Validate(); err == nil {
+		if err := rules.Validate(cfg); err == nil {
 			t.Errorf("%s compiled", expr)
 		}
 	}
@@ -410,7 +411,7 @@ func examplePolicies(t *testing.T) (scoring.Config, *scoring.Scorer) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	scorer, err := scoring.NewScorer(cfg)
+	scorer, err := rules.NewScorer(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -452,7 +453,7 @@ func TestRuleSeesEveryMetric(t *testing.T) {
 		{Name: "walks", Expr: `metrics.exists(k, k == "tool_calls")`, Severity: "info"},
 		{Name: "size", Expr: "size(metrics) >= 10", Severity: "info"},
 	}
-	scorer, err := scoring.NewScorer(cfg)
+	scorer, err := rules.NewScorer(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

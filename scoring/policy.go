@@ -96,9 +96,7 @@ type policy struct {
 	ref   PolicyRef
 	cfg   Config
 	match Match
-	rules []*compiledRule // the rules whose when can name this policy's agents
-	// metrics are the metrics its rules read (metricsRead).
-	metrics []int
+	rules []int // the rules (indices in Config.Rules) whose when can name this policy's agents
 }
 
 // validatePolicies checks every agent's policy, naming its key.
@@ -136,7 +134,7 @@ func (c Config) model() Config {
 
 // policyHash hashes what a policy scores with: its model, its match and
 // the rules that can apply to it, in config order.
-func policyHash(cfg Config, m Match, rules []*compiledRule) string {
+func policyHash(cfg Config, m Match, all []Rule, rules []int) string {
 	h := fnv.New32a()
 	b, _ := json.Marshal(struct {
 		Model Config `json:"model"`
@@ -145,7 +143,7 @@ func policyHash(cfg Config, m Match, rules []*compiledRule) string {
 	}{cfg.model(), m, func() []Rule {
 		out := make([]Rule, len(rules))
 		for i, r := range rules {
-			out[i] = r.Rule
+			out[i] = all[r]
 		}
 		return out
 	}()})
@@ -155,25 +153,29 @@ func policyHash(cfg Config, m Match, rules []*compiledRule) string {
 
 // resolvePolicies builds the default policy and one per agent, each with
 // the rules that can apply to its sessions.
-func resolvePolicies(c Config, rules []*compiledRule) (def *policy, agents map[string]*policy) {
-	forAgent := func(agent string) []*compiledRule {
-		var out []*compiledRule
-		for _, r := range rules {
+func resolvePolicies(c Config) (def *policy, agents map[string]*policy) {
+	forAgent := func(agent string) []int {
+		var out []int
+		for i, r := range c.Rules {
 			if len(r.When.Agents) == 0 || slices.Contains(r.When.Agents, agent) {
-				out = append(out, r)
+				out = append(out, i)
 			}
 		}
 		return out
 	}
 	// The default policy scores every agent without one, and an agent's
 	// sessions its policy does not match: any rule can apply.
-	def = &policy{cfg: c.model(), rules: rules, metrics: metricsRead(rules)}
-	def.ref = PolicyRef{Name: DefaultPolicy, Hash: policyHash(def.cfg, Match{}, rules)}
+	all := make([]int, len(c.Rules))
+	for i := range all {
+		all[i] = i
+	}
+	def = &policy{cfg: c.model(), rules: all}
+	def.ref = PolicyRef{Name: DefaultPolicy, Hash: policyHash(def.cfg, Match{}, c.Rules, all)}
 	agents = make(map[string]*policy, len(c.Agents))
 	for name, p := range c.Agents {
 		rs := forAgent(name)
-		pol := &policy{cfg: p.Config.model(), match: p.Match, rules: rs, metrics: metricsRead(rs)}
-		pol.ref = PolicyRef{Name: name, Hash: policyHash(pol.cfg, p.Match, rs)}
+		pol := &policy{cfg: p.Config.model(), match: p.Match, rules: rs}
+		pol.ref = PolicyRef{Name: name, Hash: policyHash(pol.cfg, p.Match, c.Rules, rs)}
 		agents[name] = pol
 	}
 	return def, agents

@@ -5,6 +5,7 @@
 package scoring
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -299,6 +300,7 @@ type Finding struct {
 // compiled rules.
 type Scorer struct {
 	cfg     Config
+	rules   CompiledRules // nil without rules
 	def     *policy
 	agents  map[string]*policy
 	named   bool // the config has policies or rules: scorecards name theirs
@@ -306,16 +308,29 @@ type Scorer struct {
 	pool    sync.Pool // of *scratch
 }
 
-// NewScorer validates cfg, compiles its rules and precomputes its scoring
-// version.
-func NewScorer(cfg Config) (*Scorer, error) {
-	rules, err := cfg.compile()
-	if err != nil {
+// NewScorer validates cfg and precomputes its scoring version. A config
+// with rules needs a rule engine: NewScorerWith (rules.NewScorer).
+func NewScorer(cfg Config) (*Scorer, error) { return NewScorerWith(cfg, nil) }
+
+// NewScorerWith is NewScorer with the engine that compiles and evaluates
+// the config's rules.
+func NewScorerWith(cfg Config, engine RuleEngine) (*Scorer, error) {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	def, agents := resolvePolicies(cfg, rules)
-	return &Scorer{cfg: cfg, def: def, agents: agents, named: len(cfg.Agents) > 0 || len(cfg.Rules) > 0, version: cfg.Version(),
-		pool: sync.Pool{New: func() any { return newScratch() }}}, nil
+	var compiled CompiledRules
+	if len(cfg.Rules) > 0 {
+		if engine == nil {
+			return nil, errors.New("scoring.rules: a config with rules is scored with a rule engine (rules.NewScorer)")
+		}
+		var err error
+		if compiled, err = engine.Compile(cfg.Rules); err != nil {
+			return nil, err
+		}
+	}
+	def, agents := resolvePolicies(cfg)
+	return &Scorer{cfg: cfg, rules: compiled, def: def, agents: agents, named: len(cfg.Agents) > 0 || len(cfg.Rules) > 0,
+		version: cfg.Version(), pool: sync.Pool{New: func() any { return newScratch() }}}, nil
 }
 
 // policyFor picks the session's policy: its agent's, when its match takes
@@ -372,7 +387,7 @@ func (sc *Scorecard) Comparable() bool {
 func (sc *Scorer) Score(s Session) Scorecard {
 	scr := sc.pool.Get().(*scratch)
 	defer sc.pool.Put(scr)
-	return score(s, sc.policyFor(s), sc.named, sc.version, scr)
+	return score(s, sc, sc.policyFor(s), scr)
 }
 
 // Score scores one session with cfg, which must be valid (Config.Validate;
@@ -385,8 +400,8 @@ func Score(s Session, cfg Config) Scorecard {
 	return sc.Score(s)
 }
 
-func score(s Session, p *policy, named bool, version string, scr *scratch) Scorecard {
-	cfg := p.cfg
+func score(s Session, sc *Scorer, p *policy, scr *scratch) Scorecard {
+	cfg, version := p.cfg, sc.version
 	recorded := s.hasRecording()
 	if !recorded && len(s.Items) == 0 {
 		s.Items = ItemsFromSpans(s.Spans)
@@ -419,7 +434,7 @@ func score(s Session, p *policy, named bool, version string, scr *scratch) Score
 	if len(inputs) == 0 {
 		inputs = []string{InputRecording}
 	}
-	sc := Scorecard{
+	card := Scorecard{
 		Schema: Schema, ScoringVersion: version, ModelVersion: ModelVersion, Inputs: inputs,
 		Session:    sessionRef(s),
 		Completion: completion(s),
@@ -428,14 +443,14 @@ func score(s Session, p *policy, named bool, version string, scr *scratch) Score
 		Audio:      s.Audio,
 		Spans:      spanMetrics(s.Spans),
 	}
-	if named {
+	if sc.named {
 		ref := p.ref
-		sc.Policy = &ref
-		sc.Rules = applyRules(p, s, a, comps, sc.Metrics, sc.Completion, cfg)
+		card.Policy = &ref
+		card.Rules = applyRules(p, sc.rules, sc.cfg.Rules, s, a, comps, card.Metrics, card.Completion, cfg)
 	}
-	sc.Overall = overall(comps, sc.Completion, cfg)
-	ruleVerdict(&sc.Overall, sc.Rules)
-	return sc
+	card.Overall = overall(comps, card.Completion, cfg)
+	ruleVerdict(&card.Overall, card.Rules)
+	return card
 }
 
 // unmeasured says why a session without a recording cannot measure a
@@ -657,3 +672,7 @@ func round(v float64) float64 {
 
 // num formats a rounded number for messages without trailing zeros.
 func num(v float64) string { return fmt.Sprintf("%g", round(v)) }
+
+// FormatNumber is how a scorecard's messages write a number: rounded to 2
+// decimals, without trailing zeros (for a rule engine's values).
+func FormatNumber(v float64) string { return num(v) }

@@ -16,6 +16,7 @@ import (
 	"github.com/lkscore/lkscore/cmd/lkscore/offline"
 	"github.com/lkscore/lkscore/consumer"
 	"github.com/lkscore/lkscore/regress"
+	"github.com/lkscore/lkscore/rules"
 	"github.com/lkscore/lkscore/scoring"
 )
 
@@ -144,7 +145,7 @@ func baselineKV(ctx context.Context, c *cli.Command, getenv func(string) string)
 	}
 	sv := c.String("scoring-version")
 	if sv == "" {
-		scorer, err := scoring.NewScorer(cfg.Scoring)
+		scorer, err := rules.NewScorer(cfg.Scoring)
 		if err != nil {
 			closeFn()
 			return nil, "", nil, exitError{code: 2, err: err}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/regress"
+	"github.com/lkscore/lkscore/rules"
 	"github.com/lkscore/lkscore/scoring"
 )
 
@@ -25,7 +26,7 @@ func ScoreSamples(ctx context.Context, paths []string, configPath, agentName str
 	if err != nil {
 		return nil, "", ExitError{Code: 2, Err: err}
 	}
-	scorer, err := scoring.NewScorer(cfg)
+	scorer, err := rules.NewScorer(cfg)
 	if err != nil {
 		return nil, "", ExitError{Code: 2, Err: err}
 	}

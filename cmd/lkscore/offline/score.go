@@ -14,6 +14,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/lkscore/lkscore/config"
+	"github.com/lkscore/lkscore/rules"
 	"github.com/lkscore/lkscore/scoring"
 )
 
@@ -136,7 +137,7 @@ func score(ctx context.Context, c *cli.Command, getenv func(string) string, stdo
 	if err != nil {
 		return ExitError{Code: 2, Err: err}
 	}
-	scorer, err := scoring.NewScorer(cfg)
+	scorer, err := rules.NewScorer(cfg)
 	if err != nil {
 		return ExitError{Code: 2, Err: err}
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/lkscore/lkscore/consumer/internal/metrics"
 	"github.com/lkscore/lkscore/consumer/internal/work"
 	"github.com/lkscore/lkscore/recording"
+	"github.com/lkscore/lkscore/rules"
 	"github.com/lkscore/lkscore/scoring"
 	"github.com/lkscore/lkscore/store"
 	"github.com/lkscore/lkscore/wire"
@@ -354,7 +355,7 @@ func LoadScorer(ctx context.Context, js jetstream.JetStream, s wire.Subjects, ti
 	if err := json.Unmarshal(e.Value(), &cfg); err != nil {
 		return nil, failure.Permanent(fmt.Errorf("rescore config %s: %w", version, err))
 	}
-	sc, err := scoring.NewScorer(cfg)
+	sc, err := rules.NewScorer(cfg)
 	if err != nil {
 		return nil, failure.Permanent(fmt.Errorf("rescore config %s: %w", version, err))
 	}

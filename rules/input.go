@@ -1,4 +1,4 @@
-package scoring
+package rules
 
 import (
 	"reflect"
@@ -8,9 +8,12 @@ import (
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/interpreter"
+
+	"github.com/lkscore/lkscore/scoring"
 )
 
-// What a session's rules read: the rule variables as CEL values.
+// What a session's rules read: the rule variables as CEL values, from the
+// session as scoring shows it (scoring.RuleSession).
 
 // The rule variables, by index: ruleVariables' order.
 const (
@@ -37,18 +40,12 @@ const (
 
 // ruleInput is what the rules of one session read, each variable
 // converted to its CEL value the first time a rule reads it and kept for
-// the session's other rules. It sees the model's components and verdict:
-// the rules' own findings are added after every rule has run.
+// the session's other rules.
 type ruleInput struct {
-	p     *policy
-	s     *Session
-	a     *analysis
-	comps []Component
-	m     *Metrics
-	c     Completion
-	cfg   Config
-	have  [nVars]bool
-	vals  [nVars]ref.Val
+	s       *scoring.RuleSession
+	metrics []int // the metrics some rule reads; nil: all
+	have    [nVars]bool
+	vals    [nVars]ref.Val
 }
 
 func (in *ruleInput) ResolveName(name string) (any, bool) {
@@ -71,88 +68,52 @@ func (in *ruleInput) get(i int) ref.Val {
 
 func (in *ruleInput) compute(i int) ref.Val {
 	s := in.s
-	var f Facts
-	if s.Facts != nil {
-		f = *s.Facts
-	}
 	switch i {
 	case varAgent:
-		return types.String(cut(s.AgentName))
+		return types.String(cut(s.Agent()))
 	case varVersion:
-		return types.String(cut(sessionVersion(*s)))
+		return types.String(cut(s.Version()))
 	case varCloseReason:
-		return types.String(cut(in.c.CloseReason))
+		return types.String(cut(s.Completion().CloseReason))
 	case varCloseReasonSource:
-		return types.String(in.c.CloseReasonSource)
+		return types.String(s.Completion().CloseReasonSource)
 	case varSDKLanguage:
-		return types.String(cut(f.SDKLanguage))
+		return types.String(cut(s.Facts().SDKLanguage))
 	case varSDKVersion:
-		return types.String(cut(f.SDKVersion))
+		return types.String(cut(s.Facts().SDKVersion))
 	case varEndedBy:
-		return types.String(cut(f.EndedBy))
+		return types.String(cut(s.Facts().EndedBy))
 	case varOutcome:
-		return types.String(cut(f.Outcome))
+		return types.String(cut(s.Facts().Outcome))
 	case varTags:
-		return stringList(f.Tags)
+		return stringList(s.Facts().Tags)
 	case varInputs:
-		if len(s.Inputs) == 0 {
-			return stringList([]string{InputRecording})
-		}
-		return stringList(s.Inputs)
+		return stringList(s.Inputs())
 	case varSimulated:
-		return types.Bool(f.Simulated)
-	case varScore, varVerdict:
-		o := overall(in.comps, in.c, in.cfg)
-		in.vals[varScore], in.vals[varVerdict] = types.Double(o.Score), types.String(o.Verdict)
-		in.have[varScore], in.have[varVerdict] = true, true
-		return in.vals[i]
+		return types.Bool(s.Facts().Simulated)
+	case varScore:
+		return types.Double(s.Overall().Score)
+	case varVerdict:
+		return types.String(s.Overall().Verdict)
 	case varComponents:
-		m := make(map[ref.Val]ref.Val, len(in.comps))
-		for _, comp := range in.comps {
-			if comp.Verdict != NotMeasured {
+		m := map[ref.Val]ref.Val{}
+		for _, comp := range s.Components() {
+			if comp.Verdict != scoring.NotMeasured {
 				m[types.String(comp.Name)] = types.Double(comp.Score)
 			}
 		}
 		return types.NewRefValMap(types.DefaultTypeAdapter, m)
 	case varMetrics:
-		return metricValues(in.m, in.p.metrics)
+		return metricValues(s.Metrics(), in.metrics)
 	case varTools:
-		var called, failed, unanswered []string
-		for j := range s.Items {
-			it := &s.Items[j]
-			switch it.Type {
-			case TypeFunctionCall:
-				called = append(called, it.Name)
-				if c, ok := in.a.tools[it.CallID]; ok && c.output < 0 && int(c.call) == j {
-					unanswered = append(unanswered, it.Name)
-				}
-			case TypeFunctionCallOutput:
-				if it.IsError {
-					failed = append(failed, it.Name)
-				}
-			}
-		}
+		called, failed, unanswered := s.Tools()
 		return types.NewRefValMap(types.DefaultTypeAdapter, map[ref.Val]ref.Val{
 			types.String("called"): stringList(called), types.String("failed"): stringList(failed),
 			types.String("unanswered"): stringList(unanswered)})
 	case varFindings:
-		var codes []string
-		for _, comp := range in.comps {
-			for _, f := range comp.Findings {
-				if !slices.Contains(codes, f.Code) {
-					codes = append(codes, f.Code)
-				}
-			}
-		}
-		return stringList(codes)
+		return stringList(s.FindingCodes())
 	case varHandoffs:
-		var to []string
-		for j := range s.Items {
-			if it := &s.Items[j]; it.Type == TypeAgentHandoff {
-				to = append(to, it.NewAgentID)
-			}
-		}
-		return stringList(to)
+		return stringList(s.Handoffs())
 	}
 	return types.NewErr("no variable %d", i)
 }
@@ -170,7 +131,7 @@ func stringList(l []string) ref.Val {
 // metricValues are the metrics the rules read (which: indices into
 // metricKeys, nil for all) by their JSON names; a metric the session did
 // not measure is absent.
-func metricValues(metrics *Metrics, which []int) ref.Val {
+func metricValues(metrics *scoring.Metrics, which []int) ref.Val {
 	mv := reflect.ValueOf(metrics).Elem()
 	n := len(which)
 	if which == nil {

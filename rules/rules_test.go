@@ -1,9 +1,11 @@
-package scoring
+package rules
 
 import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/lkscore/lkscore/scoring"
 )
 
 // FuzzRuleExpr: any text as a rule's expression either fails to compile
@@ -28,20 +30,20 @@ func FuzzRuleExpr(f *testing.F) {
 		f.Add(seed)
 	}
 	lat, conf := 1.2, 0.9
-	s := Session{Key: "k", AgentName: "a", CloseReason: "CR_USER_INITIATED", Facts: &Facts{Tags: []string{"version:1", "beta"}}}
+	s := scoring.Session{Key: "k", AgentName: "a", CloseReason: "CR_USER_INITIATED", Facts: &scoring.Facts{Tags: []string{"version:1", "beta"}}}
 	for i := range 40 {
 		s.Items = append(s.Items,
-			Item{ID: "u", Type: TypeMessage, Role: RoleUser, Text: "hi", CreatedAt: float64(100 + 4*i), TranscriptConfidence: &conf},
-			Item{ID: "a", Type: TypeMessage, Role: RoleAssistant, Text: "hello", CreatedAt: float64(102 + 4*i), HasMetrics: true, E2ELatency: &lat},
-			Item{ID: "c", Type: TypeFunctionCall, CallID: string(rune('a' + i%26)), Name: "lookup", CreatedAt: float64(103 + 4*i)},
-			Item{ID: "h", Type: TypeAgentHandoff, NewAgentID: "billing", CreatedAt: float64(103 + 4*i)})
+			scoring.Item{ID: "u", Type: scoring.TypeMessage, Role: scoring.RoleUser, Text: "hi", CreatedAt: float64(100 + 4*i), TranscriptConfidence: &conf},
+			scoring.Item{ID: "a", Type: scoring.TypeMessage, Role: scoring.RoleAssistant, Text: "hello", CreatedAt: float64(102 + 4*i), HasMetrics: true, E2ELatency: &lat},
+			scoring.Item{ID: "c", Type: scoring.TypeFunctionCall, CallID: string(rune('a' + i%26)), Name: "lookup", CreatedAt: float64(103 + 4*i)},
+			scoring.Item{ID: "h", Type: scoring.TypeAgentHandoff, NewAgentID: "billing", CreatedAt: float64(103 + 4*i)})
 	}
 	f.Fuzz(func(t *testing.T, expr string) {
-		cfg := DefaultConfig()
-		cfg.Rules = []Rule{{Name: "fuzzed", Expr: expr, Severity: Warning}}
+		cfg := scoring.DefaultConfig()
+		cfg.Rules = []scoring.Rule{{Name: "fuzzed", Expr: expr, Severity: scoring.Warning}}
 		sc, err := NewScorer(cfg)
 		if err != nil {
-			var re *RuleError
+			var re *scoring.RuleError
 			if !errors.As(err, &re) || re.Name != "fuzzed" || !strings.Contains(err.Error(), "scoring.rules[0] (fuzzed)") {
 				t.Fatalf("%q: %v is not a RuleError naming the rule", expr, err)
 			}
@@ -52,7 +54,7 @@ func FuzzRuleExpr(f *testing.F) {
 			t.Fatalf("%q: %d rule results", expr, len(card.Rules))
 		}
 		switch card.Rules[0].Status {
-		case RuleViolated, RulePassed, RuleNotEvaluated:
+		case scoring.RuleViolated, scoring.RulePassed, scoring.RuleNotEvaluated:
 		default:
 			t.Fatalf("%q: status %q", expr, card.Rules[0].Status)
 		}
