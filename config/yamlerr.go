@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/lkscore/lkscore/internal/typo"
 )
 
 // explainYAML rewrites yaml.v3's decoding errors ("line 2: cannot unmarshal
@@ -190,31 +192,5 @@ func yamlName(f reflect.StructField) string {
 // closest returns the candidate nearest to s by edit distance, if it is
 // near enough to be a typo (at most a third of its length, at least 1).
 func closest(s string, candidates []string) string {
-	best, bestD := "", max(1, len(s)/3)+1
-	for _, c := range candidates {
-		if d := editDistance(s, c); d < bestD {
-			best, bestD = c, d
-		}
-	}
-	return best
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
+	return typo.Closest(s, candidates, max(1, len(s)/3))
 }

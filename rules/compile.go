@@ -22,6 +22,7 @@ import (
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/common/types/traits"
 
+	"github.com/lkscore/lkscore/internal/typo"
 	"github.com/lkscore/lkscore/scoring"
 )
 
@@ -325,46 +326,10 @@ var ruleVariables = []string{"agent", "version", "close_reason", "close_reason_s
 
 // nearest suggests the known key closest to a typo.
 func nearest(key string, known []string) string {
-	best, bestD, bestP := "", 4, 0
-	for _, k := range known {
-		// The fewest edits; of those, the longest shared beginning.
-		d, p := editDistance(key, k), commonPrefix(key, k)
-		if d < bestD || d == bestD && p > bestP {
-			best, bestD, bestP = k, d, p
-		}
+	if best := typo.Closest(key, known, 3); best != "" {
+		return fmt.Sprintf(" (did you mean %q?)", best)
 	}
-	if best == "" {
-		return ""
-	}
-	return fmt.Sprintf(" (did you mean %q?)", best)
-}
-
-func commonPrefix(a, b string) int {
-	n := 0
-	for n < len(a) && n < len(b) && a[n] == b[n] {
-		n++
-	}
-	return n
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
+	return ""
 }
 
 // eval runs one rule: its status, the values it read, and why it could not

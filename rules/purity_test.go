@@ -12,7 +12,7 @@ import (
 
 // TestPurity keeps rule evaluation as pure as scoring: its own files import
 // the standard library (none of the packages that do I/O, log, read the
-// clock or reach the network), scoring and CEL only; and nothing it depends
+// clock or reach the network), scoring, internal/typo and CEL only; and nothing it depends
 // on, CEL included, is a network, logging, NATS, S3 or LiveKit package.
 // CEL brings google.golang.org/protobuf for its value types (no I/O): that
 // is why this is a package of its own, and scoring has no protobuf at all.
@@ -31,7 +31,8 @@ func TestPurity(t *testing.T) {
 		for _, imp := range pf.Imports {
 			path, _ := strconv.Unquote(imp.Path.Value)
 			third := strings.Contains(strings.Split(path, "/")[0], ".")
-			allowed := path == "github.com/lkscore/lkscore/scoring" || strings.HasPrefix(path, "github.com/google/cel-go/")
+			allowed := path == "github.com/lkscore/lkscore/scoring" || path == "github.com/lkscore/lkscore/internal/typo" ||
+				strings.HasPrefix(path, "github.com/google/cel-go/")
 			if banned[path] || (third && !allowed) {
 				t.Errorf("%s imports %s: rules must stay pure (standard library, scoring, CEL)", f, path)
 			}
