@@ -751,6 +751,28 @@ func redactURL(u string) string {
 // the rest), for tools that score recordings without running the daemon.
 // The file is still parsed strictly. An empty path gives the defaults.
 func LoadScoring(path string) (scoring.Config, error) {
+	sc, err := readScoring(path)
+	if err != nil {
+		return scoring.Config{}, err
+	}
+	if err := rules.Validate(sc); err != nil {
+		return scoring.Config{}, err
+	}
+	return sc, nil
+}
+
+// LoadScorer is LoadScoring and the scorer of what it read: the rules are
+// compiled once, not validated and then compiled again.
+func LoadScorer(path string) (*scoring.Scorer, error) {
+	sc, err := readScoring(path)
+	if err != nil {
+		return nil, err
+	}
+	return rules.NewScorer(sc)
+}
+
+// readScoring reads a config file's scoring section, strictly.
+func readScoring(path string) (scoring.Config, error) {
 	cfg := Default()
 	if path != "" {
 		b, err := os.ReadFile(path)
@@ -760,9 +782,6 @@ func LoadScoring(path string) (scoring.Config, error) {
 		if err := decodeStrict(b, &cfg); err != nil {
 			return scoring.Config{}, fmt.Errorf("config %s: %w", path, err)
 		}
-	}
-	if err := rules.Validate(cfg.Scoring); err != nil {
-		return scoring.Config{}, err
 	}
 	return cfg.Scoring, nil
 }

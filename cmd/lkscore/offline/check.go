@@ -14,7 +14,6 @@ import (
 
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/regress"
-	"github.com/lkscore/lkscore/rules"
 	"github.com/lkscore/lkscore/scoring"
 )
 
@@ -22,11 +21,7 @@ import (
 // scoring section of the config file at configPath, and returns the
 // regression samples, in argument order, and the scoring version.
 func ScoreSamples(ctx context.Context, paths []string, configPath, agentName string, getenv func(string) string) ([]regress.Sample, string, error) {
-	cfg, err := config.LoadScoring(configPath)
-	if err != nil {
-		return nil, "", ExitError{Code: 2, Err: err}
-	}
-	scorer, err := rules.NewScorer(cfg)
+	scorer, err := config.LoadScorer(configPath)
 	if err != nil {
 		return nil, "", ExitError{Code: 2, Err: err}
 	}
@@ -37,7 +32,7 @@ func ScoreSamples(ctx context.Context, paths []string, configPath, agentName str
 			return nil, "", ExitError{Code: 1, Err: fmt.Errorf("score %s: %w", src, err)}
 		}
 		in := s.Session.ScoringInput(src, agentName)
-		if in.Audio, err = localAudio(src, cfg.Audio); err != nil {
+		if in.Audio, err = localAudio(src, scorer.Audio()); err != nil {
 			return nil, "", ExitError{Code: 1, Err: fmt.Errorf("score %s: %w", src, err)}
 		}
 		card := scorer.Score(in)

@@ -14,7 +14,6 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/lkscore/lkscore/config"
-	"github.com/lkscore/lkscore/rules"
 	"github.com/lkscore/lkscore/scoring"
 )
 
@@ -133,11 +132,7 @@ func score(ctx context.Context, c *cli.Command, getenv func(string) string, stdo
 	if path == "" {
 		path = getenv("LKSCORE_CONFIG")
 	}
-	cfg, err := config.LoadScoring(path)
-	if err != nil {
-		return ExitError{Code: 2, Err: err}
-	}
-	scorer, err := rules.NewScorer(cfg)
+	scorer, err := config.LoadScorer(path)
 	if err != nil {
 		return ExitError{Code: 2, Err: err}
 	}
@@ -160,7 +155,7 @@ func score(ctx context.Context, c *cli.Command, getenv func(string) string, stdo
 			return ExitError{Code: 1, Err: fmt.Errorf("score %s: %w", src, err)}
 		}
 		in := out.Session.ScoringInput(src, c.String("agent"))
-		if in.Audio, err = localAudio(src, cfg.Audio); err != nil {
+		if in.Audio, err = localAudio(src, scorer.Audio()); err != nil {
 			_ = w.Flush()
 			return ExitError{Code: 1, Err: fmt.Errorf("score %s: %w", src, err)}
 		}
