@@ -342,12 +342,6 @@ func (sc *Scorer) policyFor(s Session) *policy {
 	return sc.def
 }
 
-// Policy names the policy a session of this agent with these tags would
-// be scored with.
-func (sc *Scorer) Policy(agent string, tags []string) PolicyRef {
-	return sc.policyFor(Session{AgentName: agent, Facts: &Facts{Tags: tags}}).ref
-}
-
 // Audio is the model's audio settings (the audio measurement uses its
 // awkward silence).
 func (sc *Scorer) Audio() AudioConfig { return sc.def.cfg.Audio }
@@ -390,8 +384,9 @@ func (sc *Scorer) Score(s Session) Scorecard {
 	return score(s, sc, sc.policyFor(s), scr)
 }
 
-// Score scores one session with cfg, which must be valid (Config.Validate;
-// it panics otherwise). Use a Scorer to score many.
+// Score scores one session with cfg, which must be valid (Config.Validate)
+// and have no rules (those need a rule engine: rules.NewScorer); it panics
+// otherwise. Use a Scorer to score many.
 func Score(s Session, cfg Config) Scorecard {
 	sc, err := NewScorer(cfg)
 	if err != nil {
