@@ -16,6 +16,11 @@ const (
 	// HeaderSessions lists, comma-separated, the session keys a forwarded
 	// SDK request concerned (an OTLP request may carry several).
 	HeaderSessions = "Lk-Sessions"
+	// HeaderMetadataVersion is the value of regression.version_metadata_key
+	// in an agent_job_* event's job (else room) metadata, read at ingest
+	// before the stored event loses its metadata: the only piece of
+	// metadata a stored webhook keeps (docs/security.md).
+	HeaderMetadataVersion = "Lk-Metadata-Version"
 )
 
 // HeaderDLQPrefix starts every header a dead letter adds (HeaderDLQ*).

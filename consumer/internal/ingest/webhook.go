@@ -41,6 +41,9 @@ type webhookHandler struct {
 	keys    auth.KeyProvider
 	maxBody int64
 	events  map[string]bool
+	// versionKey is regression.version_metadata_key: its value is read
+	// from a job's metadata before the stored event loses it.
+	versionKey string
 	// inflight caps the signed bodies read at once (http.max_inflight_webhooks).
 	inflight *slots
 
@@ -70,6 +73,7 @@ func newWebhookHandler(o Options, keys auth.KeyProvider) (*webhookHandler, error
 	p, m := o.plumbing(), o.Metrics
 	h := &webhookHandler{
 		plumbing: p, privacy: cfg.Privacy, keys: keys, maxBody: cfg.Webhook.MaxBodyBytes, events: ev,
+		versionKey:     cfg.Regression.VersionMetadataKey,
 		inflight:       newSlots(cfg.HTTP.MaxInflightWebhooks),
 		requests:       map[string]prometheus.Counter{},
 		stored:         map[eventOutcome]prometheus.Counter{},
@@ -208,8 +212,11 @@ func (h *webhookHandler) store(w http.ResponseWriter, ctx context.Context, ev *l
 		w.Header().Set("Retry-After", "2")
 		return h.reject(w, http.StatusServiceUnavailable, "queue unavailable, retry later")
 	}
+	// What a feature reads of the metadata is read before it goes: the
+	// version regression detection keys on, and nothing else.
+	version := storedVersion(ev, h.versionKey)
 	// Every stored event loses the free text the application put in it,
-	// whatever the session's redaction: lkscore reads none of it.
+	// whatever the session's redaction.
 	clean, err := redactEvent(ev, h.privacy.Redacted(ev.GetJob().GetEnableRedaction()))
 	if err != nil {
 		h.log.Warn("webhook not stored: storing it without its free text failed", "event_id", ev.Id, "err", err)
@@ -220,6 +227,9 @@ func (h *webhookHandler) store(w http.ResponseWriter, ctx context.Context, ev *l
 	msg.Data = body
 	msg.Header.Set(wire.HeaderEvent, ev.Event)
 	msg.Header.Set(wire.HeaderAPIKey, apiKey)
+	if version != "" {
+		msg.Header.Set(wire.HeaderMetadataVersion, version)
+	}
 	ctx, cancel := context.WithTimeout(ctx, h.timeout)
 	defer cancel()
 	start := time.Now()
@@ -251,6 +261,24 @@ func (h *webhookHandler) reject(w http.ResponseWriter, code int, msg string) str
 	h.metrics.Rejected.WithLabelValues("webhook", reason).Inc()
 	http.Error(w, msg, code)
 	return reason
+}
+
+// storedVersion is the value of regression.version_metadata_key (key) in
+// an agent_job_* event's job metadata, else its room's, as the stored
+// event keeps it (wire.HeaderMetadataVersion): bounded, without control
+// characters (a header value cannot hold a line break). "" for other events.
+func storedVersion(ev *livekit.WebhookEvent, key string) string {
+	job := ev.GetJob()
+	if key == "" || job == nil {
+		return ""
+	}
+	v := facts.MetadataValue(key, job.GetMetadata(), job.GetRoom().GetMetadata(), ev.GetRoom().GetMetadata())
+	return strings.TrimSpace(strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return -1
+		}
+		return r
+	}, v))
 }
 
 // redactEvent re-encodes an event without the free text the application

@@ -107,7 +107,7 @@ func (l *Locator) multipartObject(ctx context.Context, loc recording.Location) e
 	}
 	ref := &facts.RecordingRef{SessionKey: s.Key, RoomName: s.RoomName, Object: loc.Key, Bucket: loc.Bucket,
 		Location: "s3://" + loc.Bucket + "/" + loc.Key, Origin: "egress_ended", Problems: s.Problems}
-	return l.facts.Add(ctx, l.recordingUpdate(s, ref, nil))
+	return l.facts.Add(ctx, l.recordingUpdate(s, ref, nil, ""))
 }
 
 // OpenEgressLinks creates or updates the egress links bucket: egress files

@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/livekit/protocol/livekit"
@@ -106,6 +105,9 @@ type located struct {
 	// job is the ended job a webhook announced: its facts go with the
 	// recording's.
 	job *livekit.Job
+	// version is the job's metadata version ingest kept
+	// (wire.HeaderMetadataVersion).
+	version string
 	// apiKey signed the upload or the webhook ("" when unknown).
 	apiKey string
 }
@@ -134,9 +136,9 @@ func (l *Locator) Handle(ctx context.Context, m jetstream.Msg) error {
 		}
 		switch ev.Event {
 		case "agent_job_ended":
-			return l.jobEnded(ctx, &ev, m.Headers().Get(wire.HeaderAPIKey))
+			return l.jobEnded(ctx, &ev, m.Headers().Get(wire.HeaderAPIKey), m.Headers().Get(wire.HeaderMetadataVersion))
 		case "agent_job_started":
-			return l.jobStarted(ctx, &ev)
+			return l.jobStarted(ctx, &ev, m.Headers().Get(wire.HeaderMetadataVersion))
 		case "participant_left", "participant_connection_aborted":
 			return l.participantLeft(ctx, &ev, m)
 		case "room_finished":
@@ -149,13 +151,16 @@ func (l *Locator) Handle(ctx context.Context, m jetstream.Msg) error {
 	return failure.Permanent(fmt.Errorf("locator: unexpected subject %s", subj))
 }
 
-func (l *Locator) jobEnded(ctx context.Context, ev *livekit.WebhookEvent, apiKey string) error {
+// jobEnded records an agent_job_ended event's facts and looks for its
+// recording; version is the metadata value ingest kept
+// (wire.HeaderMetadataVersion).
+func (l *Locator) jobEnded(ctx context.Context, ev *livekit.WebhookEvent, apiKey, version string) error {
 	job, room, err := jobAndRoom(ev)
 	if err != nil {
 		return err
 	}
 	// The job's facts count even before its recording arrives.
-	obs := withRoomName(room, l.jobObservations(job)...)
+	obs := withRoomName(room, l.jobObservations(job, version)...)
 	if apiKey != "" {
 		obs = append(obs, facts.Observation{Field: facts.FieldAPIKey, Value: facts.Bounded(apiKey, 128), Source: facts.SourceWebhook, Evidence: "webhook token"})
 	}
@@ -168,7 +173,7 @@ func (l *Locator) jobEnded(ctx context.Context, ev *livekit.WebhookEvent, apiKey
 	}
 	var legacy []located
 	for _, f := range found {
-		f.origin, f.job = "agent_job_ended", job
+		f.origin, f.job, f.version = "agent_job_ended", job, version
 		v, _ := l.layout.Match(f.dir + recording.ObjectHeader)
 		if v.JobID == job.GetId() {
 			return l.record(ctx, f)
@@ -206,12 +211,12 @@ func jobAndRoom(ev *livekit.WebhookEvent) (*livekit.Job, *livekit.Room, error) {
 
 // jobStarted records what agent_job_started says about the job (its agent
 // name, deployment and participant identity); the job has not ended.
-func (l *Locator) jobStarted(ctx context.Context, ev *livekit.WebhookEvent) error {
+func (l *Locator) jobStarted(ctx context.Context, ev *livekit.WebhookEvent, version string) error {
 	job, room, err := jobAndRoom(ev)
 	if err != nil {
 		return err
 	}
-	obs := slices.DeleteFunc(l.jobObservations(job), func(o facts.Observation) bool {
+	obs := slices.DeleteFunc(l.jobObservations(job, version), func(o facts.Observation) bool {
 		return o.Field == facts.FieldJobStatus || o.Field == facts.FieldCloseReason || o.Field == facts.FieldJobError
 	})
 	return l.facts.Add(ctx, facts.Update{RoomID: room.GetSid(), JobID: job.GetId(), Observations: withRoomName(room, obs...)})
@@ -220,8 +225,9 @@ func (l *Locator) jobStarted(ctx context.Context, ev *livekit.WebhookEvent) erro
 // jobObservations are the facts an agent_job_ended webhook gives. JS_FAILED
 // is CR_ERROR unless its error is the agent's normal departure
 // (isDepartureError): livekit-server ends every job whose agent left the
-// room that way, a clean one included.
-func (l *Locator) jobObservations(job *livekit.Job) []facts.Observation {
+// room that way, a clean one included. version is what ingest read of
+// regression.version_metadata_key (wire.HeaderMetadataVersion).
+func (l *Locator) jobObservations(job *livekit.Job, version string) []facts.Observation {
 	status := job.GetState().GetStatus()
 	jobErr := facts.Bounded(job.GetState().GetError(), facts.MaxEvidence)
 	obs := []facts.Observation{
@@ -236,7 +242,7 @@ func (l *Locator) jobObservations(job *livekit.Job) []facts.Observation {
 	if job.GetEnableRedaction() {
 		obs = append(obs, facts.Observation{Field: facts.FieldRedaction, Value: "true", Source: facts.SourceWebhook})
 	}
-	if tag := l.version.tag(job); tag != "" {
+	if tag := l.version.tag(job, version); tag != "" {
 		obs = append(obs, facts.Observation{Field: facts.FieldTag, Value: tag, Source: facts.SourceWebhook, Evidence: "metadata " + l.version.key})
 	}
 	if status == livekit.JobStatus_JS_FAILED && !facts.IsDepartureError(jobErr) {
@@ -297,7 +303,7 @@ func (l *Locator) record(ctx context.Context, f located) error {
 	}
 	ref := &facts.RecordingRef{SessionKey: s.Key, RoomName: s.RoomName, Dir: f.dir, Location: l.store.Location(f.dir),
 		Origin: f.origin, Problems: s.Problems}
-	u := l.recordingUpdate(s, ref, f.job)
+	u := l.recordingUpdate(s, ref, f.job, f.version)
 	if f.apiKey != "" {
 		u.Observations = append(u.Observations, facts.Observation{Field: facts.FieldAPIKey, Value: facts.Bounded(f.apiKey, 128), Source: facts.SourceHeader,
 			Evidence: "upload token"})
@@ -307,7 +313,7 @@ func (l *Locator) record(ctx context.Context, f located) error {
 
 // recordingUpdate is what a located recording adds to its session's facts:
 // where it is, what its header says, and the ended job when one came with it.
-func (l *Locator) recordingUpdate(s *recording.Session, ref *facts.RecordingRef, job *livekit.Job) facts.Update {
+func (l *Locator) recordingUpdate(s *recording.Session, ref *facts.RecordingRef, job *livekit.Job, version string) facts.Update {
 	u := facts.Update{RoomID: s.RoomID, JobID: s.JobID, Recording: ref}
 	if s.CloseReasonSource == recording.SourceSummary {
 		u.Observations = append(u.Observations, facts.Observation{Field: facts.FieldCloseReason, Value: s.CloseReason,
@@ -328,7 +334,7 @@ func (l *Locator) recordingUpdate(s *recording.Session, ref *facts.RecordingRef,
 		u.Observations = append(u.Observations, facts.Observation{Field: facts.FieldRedaction, Value: "true", Source: facts.SourceHeader})
 	}
 	if job != nil {
-		u.Observations = append(u.Observations, l.jobObservations(job)...)
+		u.Observations = append(u.Observations, l.jobObservations(job, version)...)
 		u.JobEnded = true
 	}
 	return u
@@ -342,30 +348,29 @@ func (l *Locator) readHeader(ctx context.Context, dir string) (*recording.Sessio
 	return s, err // parse errors and limits are permanent (failure.Classify)
 }
 
-// versionFromMetadata turns a key of the job's (else the room's) JSON
-// metadata into a tag regression detection reads after the version tag and
-// the deployment id (regression.version_metadata_key, regress.KeyOf).
+// versionFromMetadata turns the value of a key of the job's (else the
+// room's) JSON metadata into a tag regression detection reads after the
+// version tag and the deployment id (regression.version_metadata_key,
+// regress.KeyOf). Ingest reads the value before the stored event loses its
+// metadata and keeps it in wire.HeaderMetadataVersion; an event stored
+// without that header (by a version that kept the metadata) is read from
+// its metadata.
 type versionFromMetadata struct {
 	key, prefix string
 }
 
-func (v versionFromMetadata) tag(job *livekit.Job) string {
+// tag is the version tag of a job: stored (the header's value) when ingest
+// kept one, else what the job's own metadata says.
+func (v versionFromMetadata) tag(job *livekit.Job, stored string) string {
 	if v.key == "" {
 		return ""
 	}
-	for _, md := range []string{job.GetMetadata(), job.GetRoom().GetMetadata()} {
-		var m map[string]any
-		if md == "" || json.Unmarshal([]byte(md), &m) != nil {
-			continue
-		}
-		switch val := m[v.key].(type) {
-		case string:
-			if val != "" {
-				return facts.Bounded(v.prefix+val, 128)
-			}
-		case float64:
-			return facts.Bounded(v.prefix+strconv.FormatFloat(val, 'f', -1, 64), 128)
-		}
+	val := stored
+	if val == "" {
+		val = facts.MetadataValue(v.key, job.GetMetadata(), job.GetRoom().GetMetadata())
 	}
-	return ""
+	if val == "" {
+		return ""
+	}
+	return facts.Bounded(v.prefix+val, 128)
 }

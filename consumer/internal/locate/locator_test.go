@@ -26,7 +26,7 @@ func TestJobStatusDeparture(t *testing.T) {
 		{livekit.JobStatus_JS_SUCCESS, "", "CR_UNKNOWN"},
 	} {
 		job := &livekit.Job{Id: "AJ", State: &livekit.JobState{Status: tc.status, Error: tc.err}}
-		r := facts.Resolve(l.jobObservations(job))
+		r := facts.Resolve(l.jobObservations(job, ""))
 		departed := tc.status == livekit.JobStatus_JS_FAILED && tc.want == "CR_UNKNOWN"
 		if r.CloseReason != tc.want || r.JobStatus != tc.status.String() || r.JobError != tc.err ||
 			departed != strings.Contains(r.CloseReasonEvidence, "not an error") {
@@ -35,26 +35,30 @@ func TestJobStatusDeparture(t *testing.T) {
 	}
 }
 
-// TestVersionFromMetadata: regression.version_metadata_key reads the job's
-// JSON metadata, else the room's, into the version tag.
+// TestVersionFromMetadata: regression.version_metadata_key is the value
+// ingest kept (wire.HeaderMetadataVersion) when there is one; an event
+// stored with its metadata (before ingest kept the value) is read from the
+// job's JSON metadata, else the room's.
 func TestVersionFromMetadata(t *testing.T) {
 	t.Parallel()
 	v := versionFromMetadata{key: "agent_version", prefix: "version:"} // regress.MetadataVersionTag in the daemon
 	for _, c := range []struct {
-		job, room, want string
+		stored, job, room, want string
 	}{
-		{`{"agent_version": "1.4.2"}`, `{"agent_version": "0.9"}`, "version:1.4.2"},
-		{``, `{"agent_version": "0.9"}`, "version:0.9"},
-		{`{"agent_version": 7}`, ``, "version:7"},
-		{`not json`, `{"other": "x"}`, ""},
-		{`{"agent_version": ""}`, ``, ""},
+		{"2.0", ``, ``, "version:2.0"},
+		{"2.0", `{"agent_version": "1.4.2"}`, ``, "version:2.0"},
+		{"", `{"agent_version": "1.4.2"}`, `{"agent_version": "0.9"}`, "version:1.4.2"},
+		{"", ``, `{"agent_version": "0.9"}`, "version:0.9"},
+		{"", `{"agent_version": 7}`, ``, "version:7"},
+		{"", `not json`, `{"other": "x"}`, ""},
+		{"", `{"agent_version": ""}`, ``, ""},
 	} {
 		job := &livekit.Job{Metadata: c.job, Room: &livekit.Room{Metadata: c.room}}
-		if got := v.tag(job); got != c.want {
-			t.Errorf("job %q room %q: %q, want %q", c.job, c.room, got, c.want)
+		if got := v.tag(job, c.stored); got != c.want {
+			t.Errorf("stored %q job %q room %q: %q, want %q", c.stored, c.job, c.room, got, c.want)
 		}
 	}
-	if got := (versionFromMetadata{}).tag(&livekit.Job{Metadata: `{"agent_version": "1"}`}); got != "" {
+	if got := (versionFromMetadata{}).tag(&livekit.Job{Metadata: `{"agent_version": "1"}`}, "1"); got != "" {
 		t.Errorf("no key configured: %q", got)
 	}
 }
