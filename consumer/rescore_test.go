@@ -14,6 +14,7 @@ import (
 	"github.com/livekit/protocol/livekit"
 
 	"github.com/lkscore/lkscore/config"
+	"github.com/lkscore/lkscore/consumer/rescore"
 	"github.com/lkscore/lkscore/internal/testenv"
 	"github.com/lkscore/lkscore/rules"
 	"github.com/lkscore/lkscore/scoring"
@@ -105,9 +106,9 @@ func TestRescoreDryRunThenPublish(t *testing.T) {
 	}
 	js := testenv.JetStream(t, ns.URL())
 	ctx := context.Background()
-	opts := RescoreOptions{Since: time.Now().Add(-time.Hour), DryRun: true, InFlight: 8, Wait: settleWait}
+	opts := rescore.Options{Since: time.Now().Add(-time.Hour), DryRun: true, InFlight: 8, Wait: settleWait}
 	t0 = time.Now()
-	dry, err := Rescore(ctx, js, wire.NewSubjects(cfg.NATS.SubjectPrefix, cfg.NATS.StreamPrefix), newCfg, st, opts)
+	dry, err := rescore.Run(ctx, js, wire.NewSubjects(cfg.NATS.SubjectPrefix, cfg.NATS.StreamPrefix), newCfg, st, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +138,7 @@ func TestRescoreDryRunThenPublish(t *testing.T) {
 	if total != 22 {
 		t.Errorf("agents' sessions add up to %d", total)
 	}
-	byAgent := map[string]AgentDiff{}
+	byAgent := map[string]rescore.AgentDiff{}
 	for _, a := range dry.Agents {
 		byAgent[a.Agent] = a
 	}
@@ -155,7 +156,7 @@ func TestRescoreDryRunThenPublish(t *testing.T) {
 		}
 	}
 	var text bytes.Buffer
-	if err := WriteRescore(&text, dry); err != nil {
+	if err := rescore.WriteReport(&text, dry); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"verdicts by agent", "booking", "sessions that moved most", "2 sessions could not be rescored",
@@ -168,7 +169,7 @@ func TestRescoreDryRunThenPublish(t *testing.T) {
 	// Publish: the daemon's workers score the rescore items.
 	opts.DryRun = false
 	t0 = time.Now()
-	pub, err := Rescore(ctx, js, wire.NewSubjects(cfg.NATS.SubjectPrefix, cfg.NATS.StreamPrefix), newCfg, st, opts)
+	pub, err := rescore.Run(ctx, js, wire.NewSubjects(cfg.NATS.SubjectPrefix, cfg.NATS.StreamPrefix), newCfg, st, opts)
 	t.Logf("published in %s", time.Since(t0))
 	if err != nil {
 		t.Fatal(err)
@@ -199,7 +200,7 @@ func TestRescoreDryRunThenPublish(t *testing.T) {
 		}
 	}
 	// Again: everything is there; nothing is enqueued.
-	again, err := Rescore(ctx, js, wire.NewSubjects(cfg.NATS.SubjectPrefix, cfg.NATS.StreamPrefix), newCfg, st, opts)
+	again, err := rescore.Run(ctx, js, wire.NewSubjects(cfg.NATS.SubjectPrefix, cfg.NATS.StreamPrefix), newCfg, st, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

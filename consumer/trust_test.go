@@ -20,6 +20,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/lkscore/lkscore/config"
+	"github.com/lkscore/lkscore/consumer/forget"
 	"github.com/lkscore/lkscore/consumer/internal/facts"
 	"github.com/lkscore/lkscore/internal/testenv"
 	"github.com/lkscore/lkscore/recording"
@@ -308,7 +309,7 @@ func TestForgetForgets(t *testing.T) {
 		t.Fatal(err)
 	}
 	layout, _ := cfg.Layout()
-	steps := Forget(context.Background(), js, d.subjects, st, layout, 2*time.Second, "RM_Gone/AJ_Gone")
+	steps := forget.Run(context.Background(), js, d.subjects, st, layout, 2*time.Second, "RM_Gone/AJ_Gone")
 	for _, s := range steps {
 		t.Logf("%-55s removed %-3d %s %s", s.Place, s.Removed, s.Note, s.Err)
 		if s.Err != "" {
@@ -427,33 +428,6 @@ func TestDashboardHostAndFrames(t *testing.T) {
 	}
 	if c := get2("attacker.example", map[string]string{"Authorization": "Bearer dash-token-0123456789"}); c == http.StatusOK {
 		t.Errorf("behind a proxy, another Host: %d", c)
-	}
-}
-
-// versionedStore is a recording store whose bucket keeps versions.
-type versionedStore struct {
-	objs    []store.ObjectInfo
-	deleted []string
-}
-
-func (v *versionedStore) List(context.Context, string) ([]store.ObjectInfo, error) {
-	return v.objs, nil
-}
-func (v *versionedStore) Delete(_ context.Context, key string) error {
-	v.deleted = append(v.deleted, key)
-	return nil
-}
-func (v *versionedStore) Versioning(context.Context) (string, error) { return "Enabled", nil }
-
-// TestForgetSaysVersionsRemain: deleting from a bucket that keeps versions,
-// forget says that S3 keeps the earlier versions, rather than claiming the
-// upload is gone.
-func TestForgetSaysVersionsRemain(t *testing.T) {
-	st := &versionedStore{objs: []store.ObjectInfo{{Key: "RM_v/AJ_v/chat_history.json"}, {Key: "RM_v/AJ_v/header.binpb"}}}
-	layout, _ := config.Default().Layout()
-	step := forgetUpload(context.Background(), st, layout, nil, "RM_v", "AJ_v")
-	if step.Removed != 2 || len(st.deleted) != 2 || !strings.Contains(step.Note, "versioning is Enabled") {
-		t.Errorf("%+v, deleted %v", step, st.deleted)
 	}
 }
 

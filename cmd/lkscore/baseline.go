@@ -14,7 +14,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/lkscore/lkscore/cmd/lkscore/offline"
-	"github.com/lkscore/lkscore/consumer"
+	"github.com/lkscore/lkscore/consumer/rescore"
 	"github.com/lkscore/lkscore/regress"
 	"github.com/lkscore/lkscore/rules"
 	"github.com/lkscore/lkscore/scoring"
@@ -116,7 +116,7 @@ func storedBaseline(ctx context.Context, c *cli.Command, getenv func(string) str
 	agent, ver := c.String("agent"), c.String("version")
 	var samples []regress.Sample
 	seen := 0
-	err = consumer.ReadScorecards(ctx, js, subj, time.Time{}, cfg.NATS.RequestTimeout, func(card *scoring.Scorecard, seq uint64) {
+	err = rescore.ReadScorecards(ctx, js, subj, time.Time{}, cfg.NATS.RequestTimeout, func(card *scoring.Scorecard, seq uint64) {
 		k := regress.KeyOf(card, cfg.Regression.VersionTag)
 		if card.ScoringVersion != sv || k.Agent != agent {
 			return

@@ -12,7 +12,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/lkscore/lkscore/cmd/lkscore/offline"
-	"github.com/lkscore/lkscore/consumer"
+	"github.com/lkscore/lkscore/consumer/forget"
 	"github.com/lkscore/lkscore/store"
 )
 
@@ -52,7 +52,7 @@ func forgetCommand(getenv func(string) string, stdout io.Writer) *cli.Command {
 			if err != nil {
 				return exitError{code: 2, err: err}
 			}
-			steps := consumer.Forget(ctx, js, subj, st, layout, cfg.NATS.RequestTimeout, c.String("session"))
+			steps := forget.Run(ctx, js, subj, st, layout, cfg.NATS.RequestTimeout, c.String("session"))
 			if err := printForget(stdout, steps, asJSON); err != nil {
 				return exitError{code: 1, err: err}
 			}
@@ -66,7 +66,7 @@ func forgetCommand(getenv func(string) string, stdout io.Writer) *cli.Command {
 	}
 }
 
-func printForget(w io.Writer, steps []consumer.ForgetStep, asJSON bool) error {
+func printForget(w io.Writer, steps []forget.Step, asJSON bool) error {
 	if asJSON {
 		return json.NewEncoder(w).Encode(steps)
 	}

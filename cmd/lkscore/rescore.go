@@ -12,7 +12,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/lkscore/lkscore/cmd/lkscore/offline"
-	"github.com/lkscore/lkscore/consumer"
+	"github.com/lkscore/lkscore/consumer/rescore"
 	"github.com/lkscore/lkscore/store"
 )
 
@@ -56,7 +56,7 @@ func rescoreCommand(getenv func(string) string, stdout, stderr io.Writer) *cli.C
 			if err != nil {
 				return exitError{code: 1, err: err}
 			}
-			rep, err := consumer.Rescore(ctx, js, subj, cfg, st, consumer.RescoreOptions{Since: since, Agent: c.String("agent"),
+			rep, err := rescore.Run(ctx, js, subj, cfg, st, rescore.Options{Since: since, Agent: c.String("agent"),
 				DryRun: c.Bool("dry-run"), MeasureAudio: audio == "measure", InFlight: int(c.Int("in-flight")), Wait: c.Duration("wait"),
 				Progress: stderr})
 			if err != nil {
@@ -65,7 +65,7 @@ func rescoreCommand(getenv func(string) string, stdout, stderr io.Writer) *cli.C
 			if asJSON {
 				err = json.NewEncoder(stdout).Encode(rep)
 			} else {
-				err = consumer.WriteRescore(stdout, rep)
+				err = rescore.WriteReport(stdout, rep)
 			}
 			if err != nil {
 				return exitError{code: 1, err: err}

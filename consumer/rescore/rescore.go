@@ -1,4 +1,4 @@
-package consumer
+package rescore
 
 import (
 	"bytes"
@@ -27,8 +27,8 @@ import (
 	"github.com/lkscore/lkscore/wire"
 )
 
-// RescoreOptions say what `lkscore rescore` re-scores and how.
-type RescoreOptions struct {
+// Options say what `lkscore rescore` re-scores and how.
+type Options struct {
 	// Since: the sessions whose work or scorecard the streams stored at or
 	// after it.
 	Since time.Time
@@ -51,8 +51,8 @@ type RescoreOptions struct {
 	Progress io.Writer
 }
 
-// RescoreReport is what a rescore found and did.
-type RescoreReport struct {
+// Report is what a rescore found and did.
+type Report struct {
 	ScoringVersion string   `json:"scoring_version"`
 	Since          string   `json:"since"`
 	Agent          string   `json:"agent,omitempty"`
@@ -161,7 +161,7 @@ type rescoreTarget struct {
 	key  string
 }
 
-// Rescore re-scores the sessions the streams hold since o.Since under
+// Run re-scores the sessions the streams hold since o.Since under
 // cfg's scoring model (its policies and rules): each session's latest work
 // item in the sessions stream, its recording and audio in the store, its
 // facts as the item carries them. It diffs the new scorecards with the
@@ -172,16 +172,16 @@ type rescoreTarget struct {
 // ahead of what the workers published. Run again after a kill, it skips
 // what is published or enqueued: each session gets one scorecard per
 // version.
-func Rescore(ctx context.Context, js jetstream.JetStream, s wire.Subjects, cfg config.Config, st score.Reader, o RescoreOptions) (RescoreReport, error) {
+func Run(ctx context.Context, js jetstream.JetStream, s wire.Subjects, cfg config.Config, st score.Reader, o Options) (Report, error) {
 	scorer, err := rules.NewScorer(cfg.Scoring)
 	if err != nil {
-		return RescoreReport{}, err
+		return Report{}, err
 	}
 	version := scorer.Version()
 	// What the workers publish from here on is followed from here: an item
 	// an earlier run enqueued may be scored while this one reads.
 	began := time.Now().Add(-time.Second)
-	rep := RescoreReport{ScoringVersion: version, Since: o.Since.UTC().Format(time.RFC3339), Agent: o.Agent, DryRun: o.DryRun,
+	rep := Report{ScoringVersion: version, Since: o.Since.UTC().Format(time.RFC3339), Agent: o.Agent, DryRun: o.DryRun,
 		Removed: []MissingSession{}, Failed: []MissingSession{}, Agents: []AgentDiff{}, Movers: []SessionDiff{}, Changed: []SessionDiff{},
 		OldVersions: []string{}}
 	wait := cfg.NATS.RequestTimeout
@@ -404,7 +404,7 @@ func movers(diffs []SessionDiff, n int) []SessionDiff {
 // published every one (or o.Wait passes).
 func publishRescore(ctx context.Context, js jetstream.JetStream, s wire.Subjects, n config.NATS, scorer *scoring.Scorer, start time.Time,
 	targets map[string]*rescoreTarget,
-	fresh map[string][]byte, published map[string]storedCard, enqueued map[string]bool, o RescoreOptions, rep *RescoreReport,
+	fresh map[string][]byte, published map[string]storedCard, enqueued map[string]bool, o Options, rep *Report,
 	progress func(string, ...any)) error {
 	version := scorer.Version()
 	cfgJSON, err := json.Marshal(scorer.Config())
@@ -629,8 +629,8 @@ func readSince(ctx context.Context, js jetstream.JetStream, stream string, since
 	return nil
 }
 
-// WriteRescore prints a rescore's report for people.
-func WriteRescore(w io.Writer, rep RescoreReport) error {
+// WriteReport prints a rescore's report for people.
+func WriteReport(w io.Writer, rep Report) error {
 	var b strings.Builder
 	mode := "dry run: nothing published"
 	if !rep.DryRun {

@@ -1,4 +1,4 @@
-package consumer
+package forget
 
 import (
 	"bytes"
@@ -25,8 +25,8 @@ import (
 	"github.com/lkscore/lkscore/wire"
 )
 
-// ForgetStep is one place `lkscore forget` looked in.
-type ForgetStep struct {
+// Step is one place `lkscore forget` looked in.
+type Step struct {
 	Place   string `json:"place"`
 	Removed int    `json:"removed"`
 	Note    string `json:"note,omitempty"`
@@ -40,7 +40,7 @@ type forgetStore interface {
 	store.Deleter
 }
 
-// Forget erases one session everywhere lkscore keeps it: its stored
+// Run erases one session everywhere lkscore keeps it: its stored
 // objects, its facts, its scorecards, work items, upload notices, dead
 // letters, its job's and its room's participant webhooks, and its
 // regression samples; and it asks running dashboards to drop it. Stream and
@@ -49,14 +49,14 @@ type forgetStore interface {
 // place, with what it could not erase.
 // requestTimeout (config nats.request_timeout) bounds each KV request and
 // each wait for a stream's next message.
-func Forget(ctx context.Context, js jetstream.JetStream, s wire.Subjects, st forgetStore, layout recording.Layout, requestTimeout time.Duration,
-	sessionKey string) []ForgetStep {
+func Run(ctx context.Context, js jetstream.JetStream, s wire.Subjects, st forgetStore, layout recording.Layout, requestTimeout time.Duration,
+	sessionKey string) []Step {
 	room, job, ok := strings.Cut(sessionKey, "/")
 	if !ok || room == "" || job == "" {
-		return []ForgetStep{{Place: "session key", Err: fmt.Sprintf("%q is not room_id/job_id", sessionKey)}}
+		return []Step{{Place: "session key", Err: fmt.Sprintf("%q is not room_id/job_id", sessionKey)}}
 	}
 	factsJob := recording.FactsJobID(job)
-	var steps []ForgetStep
+	var steps []Step
 	var ref *facts.RecordingRef
 	kv, err := js.KeyValue(ctx, s.SessionFacts())
 	fkey := facts.Key(room, factsJob)
@@ -71,7 +71,7 @@ func Forget(ctx context.Context, js jetstream.JetStream, s wire.Subjects, st for
 
 	// The facts. A key-value bucket's stream denies message deletes, so
 	// they are purged, not erased: docs/security.md says what they hold.
-	step := ForgetStep{Place: "bucket " + s.SessionFacts(), Note: kvPurgeNote}
+	step := Step{Place: "bucket " + s.SessionFacts(), Note: kvPurgeNote}
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		step.Note = "no such bucket"
 	} else if err != nil {
@@ -99,7 +99,7 @@ func Forget(ctx context.Context, js jetstream.JetStream, s wire.Subjects, st for
 	steps = append(steps, step)
 	// The tee's copies of the session's SDK requests waiting for their
 	// relay (forward.targets), and their notices.
-	fstep := ForgetStep{Place: "recording store " + forward.Prefix}
+	fstep := Step{Place: "recording store " + forward.Prefix}
 	if n, ferr := forward.Forget(ctx, st, sessionKey); ferr != nil {
 		fstep.Err = ferr.Error()
 	} else {
@@ -111,7 +111,7 @@ func Forget(ctx context.Context, js jetstream.JetStream, s wire.Subjects, st for
 	}))
 	steps = append(steps, forgetSamples(ctx, js, s.RegressionBucket(), sessionKey, requestTimeout))
 	steps = append(steps, forgetInDashboards(ctx, js.Conn(), s.Forget(), sessionKey))
-	steps = append(steps, ForgetStep{Place: "deduplication", Note: "the streams remember the session key for " +
+	steps = append(steps, Step{Place: "deduplication", Note: "the streams remember the session key for " +
 		"pipeline.dedup_window: a re-upload of this session within it is dropped as a duplicate, after it the session " +
 		"would be scored again; streams drop their copies at nats.max_age and retention.results anyway"})
 	return steps
@@ -122,9 +122,9 @@ func Forget(ctx context.Context, js jetstream.JetStream, s wire.Subjects, st for
 func forgetUpload(ctx context.Context, st interface {
 	store.Lister
 	store.Deleter
-}, layout recording.Layout, ref *facts.RecordingRef, room, job string) ForgetStep {
+}, layout recording.Layout, ref *facts.RecordingRef, room, job string) Step {
 	dir := layout.Dir(recording.Vars{RoomID: room, JobID: job})
-	step := ForgetStep{Place: "recording store"}
+	step := Step{Place: "recording store"}
 	switch {
 	case ref != nil && ref.Object != "" && ref.Bucket != "":
 		step.Note = fmt.Sprintf("s3://%s/%s is an egress file in another bucket: lkscore does not delete it", ref.Bucket, ref.Object)
@@ -185,8 +185,8 @@ func webhookOf(room, job string) func(jetstream.Msg) bool {
 // forgetIn erases the messages of a stream (on subjects, nil for all) that
 // match, with secure delete.
 func forgetIn(ctx context.Context, js jetstream.JetStream, stream string, subjects []string, wait time.Duration,
-	match func(jetstream.Msg) bool) ForgetStep {
-	step := ForgetStep{Place: "stream " + stream}
+	match func(jetstream.Msg) bool) Step {
+	step := Step{Place: "stream " + stream}
 	st, err := js.Stream(ctx, stream)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		step.Note = "no such stream"
@@ -262,8 +262,8 @@ const kvPurgeNote = "purged: JetStream lets no message of a key-value bucket be 
 
 // forgetSamples removes the session's samples from every regression history
 // that holds one.
-func forgetSamples(ctx context.Context, js jetstream.JetStream, bucket, sessionKey string, wait time.Duration) ForgetStep {
-	step := ForgetStep{Place: "bucket " + bucket + " (regression samples)"}
+func forgetSamples(ctx context.Context, js jetstream.JetStream, bucket, sessionKey string, wait time.Duration) Step {
+	step := Step{Place: "bucket " + bucket + " (regression samples)"}
 	kv, err := js.KeyValue(ctx, bucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		step.Note = "regression detection has not run"
@@ -343,8 +343,8 @@ func forgetSample[T any, P interface {
 
 // forgetInDashboards asks every running dashboard to drop the session from
 // its index, and counts those that answered.
-func forgetInDashboards(ctx context.Context, nc *nats.Conn, subject, sessionKey string) ForgetStep {
-	step := ForgetStep{Place: "running dashboards"}
+func forgetInDashboards(ctx context.Context, nc *nats.Conn, subject, sessionKey string) Step {
+	step := Step{Place: "running dashboards"}
 	inbox := nc.NewRespInbox()
 	sub, err := nc.SubscribeSync(inbox)
 	if err != nil {
