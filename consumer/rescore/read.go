@@ -1,0 +1,168 @@
+package rescore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/lkscore/lkscore/consumer/internal/work"
+	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/wire"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// ReadScorecards hands every scorecard the results stream holds since
+// since to fn, in order, with its stream sequence.
+func ReadScorecards(ctx context.Context, js jetstream.JetStream, s wire.Subjects, since time.Time, wait time.Duration,
+	fn func(card *scoring.Scorecard, seq uint64)) error {
+	return readSince(ctx, js, s.ResultStream(), since, wait, func(m jetstream.Msg, seq uint64) {
+		var card scoring.Scorecard
+		if json.Unmarshal(m.Data(), &card) == nil {
+			fn(&card, seq)
+		}
+	})
+}
+
+// readSince hands every message a stream stored at or after since to fn,
+// in order.
+func readSince(ctx context.Context, js jetstream.JetStream, stream string, since time.Time, wait time.Duration,
+	fn func(jetstream.Msg, uint64)) error {
+	st, err := js.Stream(ctx, stream)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	info, err := st.Info(ctx)
+	if err != nil {
+		return err
+	}
+	if info.State.Msgs == 0 || info.State.LastTime.Before(since) {
+		return nil
+	}
+	cons, err := js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverByStartTimePolicy,
+		OptStartTime: &since})
+	if err != nil {
+		return err
+	}
+	// The first message says how many follow; then batches of what is
+	// there, so no fetch waits for messages that will not come.
+	first, err := cons.Next(jetstream.FetchMaxWait(wait))
+	if errors.Is(err, nats.ErrTimeout) || errors.Is(err, jetstream.ErrNoMessages) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	handle := func(m jetstream.Msg) uint64 {
+		meta, err := m.Metadata()
+		if err != nil {
+			return 0
+		}
+		fn(m, meta.Sequence.Stream)
+		return meta.NumPending
+	}
+	pending := handle(first)
+	for pending > 0 {
+		batch, err := cons.Fetch(int(min(pending, 500)), jetstream.FetchMaxWait(wait))
+		if err != nil {
+			return err
+		}
+		n := 0
+		for m := range batch.Messages() {
+			n++
+			pending = handle(m)
+		}
+		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
+			return err
+		}
+		if n == 0 {
+			return fmt.Errorf("%s: %d messages pending, none delivered within %s", stream, pending, wait)
+		}
+	}
+	return nil
+}
+
+// cardsRead is what a run keeps of the results stream: the latest
+// scorecard of each session under another version (the diff's old side)
+// and the sessions already published under this one.
+type cardsRead struct {
+	old       map[string]*oldCard
+	published map[string]bool
+}
+
+// versions are the old scoring versions, sorted.
+func (c cardsRead) versions() []string {
+	seen := map[string]bool{}
+	out := []string{}
+	for _, o := range c.old {
+		if !seen[o.version] {
+			seen[o.version] = true
+			out = append(out, o.version)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// readCards reads the results stream since o.Since (of o.Agent).
+func (r *run) readCards(ctx context.Context) (cardsRead, error) {
+	c := cardsRead{old: map[string]*oldCard{}, published: map[string]bool{}}
+	err := readSince(ctx, r.js, r.s.ResultStream(), r.o.Since, r.wait, func(m jetstream.Msg, seq uint64) {
+		h := m.Headers()
+		if r.o.Agent != "" && h.Get(wire.HeaderAgentName) != r.o.Agent {
+			return
+		}
+		key := h.Get(wire.HeaderSessionKey)
+		if h.Get(wire.HeaderScoringVersion) == r.version {
+			c.published[key] = true
+			return
+		}
+		var card scoring.Scorecard
+		if json.Unmarshal(m.Data(), &card) != nil {
+			return
+		}
+		c.old[key] = briefOf(&card, seq)
+	})
+	if err != nil {
+		return c, fmt.Errorf("read %s: %w", r.s.ResultStream(), err)
+	}
+	return c, nil
+}
+
+// workRead is what a run keeps of the sessions stream: each session's
+// latest original work item, and the sessions whose rescore item of this
+// version is already enqueued.
+type workRead struct {
+	latest   map[string]work.Item
+	enqueued map[string]bool
+}
+
+// readWork reads the sessions stream since o.Since (of o.Agent).
+func (r *run) readWork(ctx context.Context) (workRead, error) {
+	w := workRead{latest: map[string]work.Item{}, enqueued: map[string]bool{}}
+	err := readSince(ctx, r.js, r.s.SessionStream(), r.o.Since, r.wait, func(m jetstream.Msg, _ uint64) {
+		var item work.Item
+		if json.Unmarshal(m.Data(), &item) != nil || item.SessionKey == "" {
+			return
+		}
+		if r.o.Agent != "" && item.AgentName != r.o.Agent {
+			return
+		}
+		switch item.ScoringVersion {
+		case "":
+			w.latest[item.SessionKey] = item
+		case r.version:
+			w.enqueued[item.SessionKey] = true
+		}
+	})
+	if err != nil {
+		return w, fmt.Errorf("read %s: %w", r.s.SessionStream(), err)
+	}
+	return w, nil
+}
