@@ -103,45 +103,12 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 		}
 	}()
 	// Bind the ops port first, so probes answer (not ready) while NATS comes up.
-	if d.opsLn, err = net.Listen("tcp", d.cfg.OpsListen); err != nil {
-		return fmt.Errorf("ops_listen %s: %w (set ops_listen, LKSCORE_OPS_LISTEN or --ops-listen to a free address)", d.cfg.OpsListen, err)
-	}
-	access, err := dashboard.NewAccess(d.cfg.Dashboard.Token, d.cfg.Dashboard.ExternalURL, d.cfg.Dashboard.AllowedHosts)
-	if err != nil {
+	if err := d.startOps(); err != nil {
 		return err
 	}
-	d.ops = d.httpServer(ops.Handler(d.notReady, d.gatherer, &d.ui, d.cfg.OpsPprof, access.Guard))
-	d.ops.ReadTimeout = d.cfg.HTTP.ReadHeaderTimeout + d.cfg.HTTP.BodyTimeout // the ops endpoints take no bodies
-	go d.serve(d.ops, d.opsLn)
-
-	// The data dir holds the embedded NATS server's store: one process at a
-	// time. (Processes on an external NATS may share a local recording store
-	// on one host: its writes are atomic renames.)
-	if d.cfg.NATS.URL == "" {
-		if d.lock, err = lockDataDir(d.cfg.DataDir); err != nil {
-			return err
-		}
-	}
-	url, natsCfg := d.cfg.NATS.URL, d.cfg.NATS
-	if url == "" {
-		token, err := broker.EmbeddedToken(d.cfg.DataDir)
-		if err != nil {
-			return err
-		}
-		interval, always, _ := d.cfg.NATS.EmbeddedSyncInterval() // validated
-		if d.embedded, err = broker.StartEmbedded(d.cfg.DataDir, d.cfg.NATS.EmbeddedPort, d.cfg.NATS.RequestTimeout, token, interval, always); err != nil {
-			return err
-		}
-		url, natsCfg.Token, d.embeddedToken = d.embedded.ClientURL(), token, token
-		d.log.Info("embedded nats started", "url", url, "store_dir", filepath.Join(d.cfg.DataDir, "nats"),
-			"token_file", filepath.Join(d.cfg.DataDir, broker.TokenFile))
-	}
-	if d.nc, err = broker.Connect(url, natsCfg, d.log); err != nil {
-		return err
-	}
-	js, err := jetstream.New(d.nc)
+	js, err := d.connectNATS(ctx)
 	if err != nil {
-		return fmt.Errorf("jetstream: %w", err)
+		return err
 	}
 	if err := broker.EnsureStreams(ctx, js, d.subjects, d.cfg, d.log); err != nil {
 		return err
@@ -165,7 +132,8 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 		d.seen.WatchWaiting(func() ([]wire.IngestWaiting, int) { return settler.Waiting(20) })
 	}
 	process := fmt.Sprintf("%s/%d", hostname(), os.Getpid())
-	if d.seenSub, err = seen.Serve(d.nc, d.subjects.Ingestion(), func() wire.IngestionReport { return d.seen.Report(process, d.cfg.Role) }); err != nil {
+	report := func() wire.IngestionReport { return d.seen.Report(process, d.cfg.Role) }
+	if d.seenSub, err = seen.Serve(d.nc, d.subjects.Ingestion(), report); err != nil {
 		return err
 	}
 	if err := d.ui.Start(ctx, d.cfg, js, d.subjects, fs, st, d.gatherer, d.log); err != nil {
@@ -173,33 +141,92 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	}
 	listen := ""
 	if d.cfg.Runs(config.RoleIngest) {
-		sp, err := spool.New(spool.Options{Store: st, Sink: fs, Connected: d.nc.IsConnected, Spooled: d.metrics.OTLPSpooled,
-			Drained: d.metrics.OTLPUnspooled, Log: d.log})
-		if err != nil {
+		if listen, err = d.startIngest(ctx, js, st, fs); err != nil {
 			return err
 		}
-		h, err := ingest.Handler(ingest.Options{Config: d.cfg, JS: js, Store: st, Facts: fs, Connected: d.nc.IsConnected, Spool: sp,
-			Metrics: d.metrics, Log: d.log, Seen: d.seen, Tee: forward.NewTee(d.cfg, st, js, d.fwd, d.log)})
-		if err != nil {
-			return err
-		}
-		sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			sp.Run(sctx)
-		}()
-		d.spoolStop = func() { cancel(); <-done }
-		if d.ingestLn, err = net.Listen("tcp", d.cfg.Listen); err != nil {
-			return fmt.Errorf("listen %s: %w (set listen, LKSCORE_LISTEN or --listen to a free address)", d.cfg.Listen, err)
-		}
-		d.ingest = d.httpServer(h)
-		go d.serve(d.ingest, d.ingestLn)
-		listen = d.ingestLn.Addr().String()
 	}
 	d.ready.Store(true)
 	d.log.Info("lkscore ready", "role", d.cfg.Role, "listen", listen, "ops_listen", d.opsLn.Addr().String(), "config", d.cfg)
 	return nil
+}
+
+// startOps serves the ops port: probes, metrics and the dashboard.
+func (d *Daemon) startOps() (err error) {
+	if d.opsLn, err = net.Listen("tcp", d.cfg.OpsListen); err != nil {
+		return fmt.Errorf("ops_listen %s: %w (set ops_listen, LKSCORE_OPS_LISTEN or --ops-listen to a free address)", d.cfg.OpsListen, err)
+	}
+	access, err := dashboard.NewAccess(d.cfg.Dashboard.Token, d.cfg.Dashboard.ExternalURL, d.cfg.Dashboard.AllowedHosts)
+	if err != nil {
+		return err
+	}
+	d.ops = d.httpServer(ops.Handler(d.notReady, d.gatherer, &d.ui, d.cfg.OpsPprof, access.Guard))
+	d.ops.ReadTimeout = d.cfg.HTTP.ReadHeaderTimeout + d.cfg.HTTP.BodyTimeout // the ops endpoints take no bodies
+	go d.serve(d.ops, d.opsLn)
+	return nil
+}
+
+// connectNATS connects to nats.url, or starts the embedded server in the
+// data dir (taking its lock) and connects to it.
+func (d *Daemon) connectNATS(ctx context.Context) (jetstream.JetStream, error) {
+	url, natsCfg := d.cfg.NATS.URL, d.cfg.NATS
+	if url == "" {
+		// The data dir holds the embedded NATS server's store: one process
+		// at a time. (Processes on an external NATS may share a local
+		// recording store on one host: its writes are atomic renames.)
+		var err error
+		if d.lock, err = lockDataDir(d.cfg.DataDir); err != nil {
+			return nil, err
+		}
+		token, err := broker.EmbeddedToken(d.cfg.DataDir)
+		if err != nil {
+			return nil, err
+		}
+		interval, always, _ := d.cfg.NATS.EmbeddedSyncInterval() // validated
+		d.embedded, err = broker.StartEmbedded(d.cfg.DataDir, d.cfg.NATS.EmbeddedPort, d.cfg.NATS.RequestTimeout, token, interval, always)
+		if err != nil {
+			return nil, err
+		}
+		url, natsCfg.Token, d.embeddedToken = d.embedded.ClientURL(), token, token
+		d.log.Info("embedded nats started", "url", url, "store_dir", filepath.Join(d.cfg.DataDir, "nats"),
+			"token_file", filepath.Join(d.cfg.DataDir, broker.TokenFile))
+	}
+	var err error
+	if d.nc, err = broker.Connect(url, natsCfg, d.log); err != nil {
+		return nil, err
+	}
+	js, err := jetstream.New(d.nc)
+	if err != nil {
+		return nil, fmt.Errorf("jetstream: %w", err)
+	}
+	return js, nil
+}
+
+// startIngest starts the OTLP spool's drain and serves the ingest port; it
+// returns the address it listens on.
+func (d *Daemon) startIngest(ctx context.Context, js jetstream.JetStream, st store.Store, fs *factstore.Store) (string, error) {
+	sp, err := spool.New(spool.Options{Store: st, Sink: fs, Connected: d.nc.IsConnected, Spooled: d.metrics.OTLPSpooled,
+		Drained: d.metrics.OTLPUnspooled, Log: d.log})
+	if err != nil {
+		return "", err
+	}
+	h, err := ingest.Handler(ingest.Options{Config: d.cfg, JS: js, Store: st, Facts: fs, Connected: d.nc.IsConnected, Spool: sp,
+		Metrics: d.metrics, Log: d.log, Seen: d.seen, Tee: forward.NewTee(d.cfg, st, js, d.fwd, d.log)})
+	if err != nil {
+		return "", err
+	}
+	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sp.Run(sctx)
+	}()
+	d.spoolStop = func() { cancel(); <-done }
+	if d.ingestLn, err = net.Listen("tcp", d.cfg.Listen); err != nil {
+		return "", fmt.Errorf("listen %s: %w (set listen, LKSCORE_LISTEN or --listen to a free address)", d.cfg.Listen, err)
+	}
+	d.ingest = d.httpServer(h)
+	go d.serve(d.ingest, d.ingestLn)
+	return d.ingestLn.Addr().String(), nil
 }
 
 func (d *Daemon) serve(s *http.Server, ln net.Listener) {

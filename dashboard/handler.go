@@ -186,8 +186,9 @@ type page struct {
 func (h *Handler) page(r *http.Request, title string, f Filter, held int) page {
 	firing, _ := h.alerts.Alerts("", 0, h.now())
 	return page{Title: title, Filter: f, Since: r.URL.Query().Get("since"), Window: h.index.window, Held: held,
-		Agents: h.index.Agents(), Versions: h.index.Versions(), Projects: h.index.Projects(), Verdicts: []string{scoring.Pass, scoring.Warn, scoring.Fail, scoring.Unscored},
-		Reasons: config.CloseReasons(), Firing: len(firing), Query: filterQuery(r)}
+		Agents: h.index.Agents(), Versions: h.index.Versions(), Projects: h.index.Projects(),
+		Verdicts: []string{scoring.Pass, scoring.Warn, scoring.Fail, scoring.Unscored},
+		Reasons:  config.CloseReasons(), Firing: len(firing), Query: filterQuery(r)}
 }
 
 // filterQuery is the request's filter parameters, re-encoded.
@@ -400,7 +401,8 @@ func writeCSV(w io.Writer, rows []Entry) error {
 	}
 	c := csvText
 	for _, e := range rows {
-		_ = cw.Write([]string{e.At.UTC().Format(time.RFC3339Nano), c(e.Key), c(e.RoomID), c(e.RoomName), c(e.JobID), c(e.AgentName), c(e.Version), e.Verdict,
+		_ = cw.Write([]string{e.At.UTC().Format(time.RFC3339Nano), c(e.Key), c(e.RoomID), c(e.RoomName), c(e.JobID), c(e.AgentName),
+			c(e.Version), e.Verdict,
 			f(e.Score), f(e.Components[0]), f(e.Components[1]), f(e.Components[2]), f(e.Components[3]), e.CloseReason, e.Source,
 			f(e.E2EP50), f(e.E2EP95), f(e.HeardP50), f(e.HeardP95), strings.Join(e.Codes, " ")})
 	}

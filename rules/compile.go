@@ -2,7 +2,11 @@
 // docs/policies.md) with CEL (github.com/google/cel-go): the
 // scoring.RuleEngine the daemon and the tools score with. It is pure like
 // scoring: no I/O, no clock, every evaluation bounded by CEL's cost
-// estimate when the rule is compiled.
+// estimate when the rule is compiled. It owns the rules' language (the
+// variables a rule reads, their conversion, the compiled programs); it
+// must not import the daemon (consumer), NATS, S3, HTTP or logging (CI
+// checks), and scoring must not import it: scoring is handed it as a
+// scoring.RuleEngine.
 package rules
 
 import (

@@ -75,33 +75,37 @@ func baselineCommand(getenv func(string) string, stdout io.Writer) *cli.Command 
 					&cli.StringFlag{Name: "nats-url", Usage: "NATS URL, with --scoring-version (env LKSCORE_NATS_URL)"},
 					&cli.StringFlag{Name: "data-dir", Usage: "the daemon's data directory, with --scoring-version (env LKSCORE_DATA_DIR)"},
 				},
-				Action: func(ctx context.Context, c *cli.Command) error {
-					if sv := c.String("scoring-version"); sv != "" {
-						if c.Args().Len() > 0 {
-							return exitError{code: 2, err: errors.New("baseline build: --scoring-version builds from stored scorecards: give no PATH")}
-						}
-						b, err := storedBaseline(ctx, c, getenv, sv)
-						if err != nil {
-							return err
-						}
-						return writeBaseline(stdout, c.String("output"), b)
-					}
-					if c.Args().Len() == 0 {
-						return exitError{code: 2, err: errors.New("baseline build: want at least one PATH, or --scoring-version")}
-					}
-					path := c.String("config")
-					if path == "" {
-						path = getenv("LKSCORE_CONFIG")
-					}
-					samples, sv, err := offline.ScoreSamples(ctx, c.Args().Slice(), path, c.String("agent"), getenv)
-					if err != nil {
-						return err
-					}
-					return writeBaseline(stdout, c.String("output"), regress.NewBaseline(c.String("agent"), c.String("version"), sv, samples))
-				},
+				Action: func(ctx context.Context, c *cli.Command) error { return buildBaseline(ctx, c, getenv, stdout) },
 			},
 		},
 	}
+}
+
+// buildBaseline is `lkscore baseline build`: from recordings given as
+// paths, or from the stored scorecards of --scoring-version.
+func buildBaseline(ctx context.Context, c *cli.Command, getenv func(string) string, stdout io.Writer) error {
+	if sv := c.String("scoring-version"); sv != "" {
+		if c.Args().Len() > 0 {
+			return exitError{code: 2, err: errors.New("baseline build: --scoring-version builds from stored scorecards: give no PATH")}
+		}
+		b, err := storedBaseline(ctx, c, getenv, sv)
+		if err != nil {
+			return err
+		}
+		return writeBaseline(stdout, c.String("output"), b)
+	}
+	if c.Args().Len() == 0 {
+		return exitError{code: 2, err: errors.New("baseline build: want at least one PATH, or --scoring-version")}
+	}
+	path := c.String("config")
+	if path == "" {
+		path = getenv("LKSCORE_CONFIG")
+	}
+	samples, sv, err := offline.ScoreSamples(ctx, c.Args().Slice(), path, c.String("agent"), getenv)
+	if err != nil {
+		return err
+	}
+	return writeBaseline(stdout, c.String("output"), regress.NewBaseline(c.String("agent"), c.String("version"), sv, samples))
 }
 
 // storedBaseline builds an agent version's baseline from the scorecards of

@@ -83,7 +83,8 @@ func doctor(ctx context.Context, c *cli.Command, getenv func(string) string) []c
 	add("config", "ok", "role %s, data_dir %s", cfg.Role, cfg.DataDir)
 
 	if len(cfg.LiveKit.Keys) == 0 {
-		add("keys", "FAIL", "no LiveKit keys: set LIVEKIT_API_KEY and LIVEKIT_API_SECRET, or livekit.keys_file (LKSCORE_KEYS_FILE), to the key your LiveKit server "+
+		add("keys", "FAIL", "no LiveKit keys: set LIVEKIT_API_KEY and LIVEKIT_API_SECRET, or livekit.keys_file (LKSCORE_KEYS_FILE), "+
+			"to the key your LiveKit server "+
 			"or project signs webhooks with")
 	} else {
 		add("keys", "ok", "%d LiveKit key(s)", len(cfg.LiveKit.Keys))
@@ -217,5 +218,6 @@ func testWebhook(ctx context.Context, c *cli.Command, cfg config.Config) check {
 	if err := sdkclient.New(url, key, secret).Webhook(wctx, ev); err != nil {
 		return check{"test webhook", "FAIL", fmt.Sprintf("%s/webhook refused a webhook signed with key %s: %v", url, key, err)}
 	}
-	return check{"test webhook", "ok", fmt.Sprintf("%s/webhook accepted a room_started signed with key %s (stored only when webhook.events lists it)", url, key)}
+	return check{"test webhook", "ok",
+		fmt.Sprintf("%s/webhook accepted a room_started signed with key %s (stored only when webhook.events lists it)", url, key)}
 }

@@ -185,42 +185,49 @@ func tail(ctx context.Context, js jetstream.JetStream, subj wire.Subjects, f tai
 			}
 			return err
 		}
-		h := m.Headers()
-		if len(f.verdicts) > 0 && !slices.Contains(f.verdicts, h.Get(wire.HeaderVerdict)) {
-			continue
+		printed, err := printTailed(m, f, w)
+		if err != nil {
+			return err
 		}
-		if f.agent != "" && h.Get(wire.HeaderAgentName) != f.agent {
-			continue
+		if printed {
+			shown++
 		}
-		if f.asJSON {
-			if _, err := fmt.Fprintf(w, "%s\n", m.Data()); err != nil {
-				return err
-			}
-		} else if f.alerts {
-			var a wire.Alert
-			if err := json.Unmarshal(m.Data(), &a); err != nil {
-				return fmt.Errorf("alert: %w", err)
-			}
-			if _, err := fmt.Fprintln(w, alertLine(a)); err != nil {
-				return err
-			}
-		} else {
-			var sc scoring.Scorecard
-			if err := json.Unmarshal(m.Data(), &sc); err != nil {
-				return fmt.Errorf("scorecard: %w", err)
-			}
-			meta, _ := m.Metadata()
-			at := time.Now()
-			if meta != nil {
-				at = meta.Timestamp
-			}
-			if _, err := fmt.Fprintln(w, tailLine(at, sc)); err != nil {
-				return err
-			}
-		}
-		shown++
 	}
 	return nil
+}
+
+// printTailed prints a followed message if the filter keeps it.
+func printTailed(m jetstream.Msg, f tailFilter, w io.Writer) (bool, error) {
+	h := m.Headers()
+	if len(f.verdicts) > 0 && !slices.Contains(f.verdicts, h.Get(wire.HeaderVerdict)) {
+		return false, nil
+	}
+	if f.agent != "" && h.Get(wire.HeaderAgentName) != f.agent {
+		return false, nil
+	}
+	var line string
+	switch {
+	case f.asJSON:
+		line = string(m.Data())
+	case f.alerts:
+		var a wire.Alert
+		if err := json.Unmarshal(m.Data(), &a); err != nil {
+			return false, fmt.Errorf("alert: %w", err)
+		}
+		line = alertLine(a)
+	default:
+		var sc scoring.Scorecard
+		if err := json.Unmarshal(m.Data(), &sc); err != nil {
+			return false, fmt.Errorf("scorecard: %w", err)
+		}
+		at := time.Now()
+		if meta, _ := m.Metadata(); meta != nil {
+			at = meta.Timestamp
+		}
+		line = tailLine(at, sc)
+	}
+	_, err := fmt.Fprintln(w, line)
+	return err == nil, err
 }
 
 // tailLine is one scorecard on one line.

@@ -123,7 +123,8 @@ func (e *ConnectError) Error() string {
 	case errors.Is(e.Err, nats.ErrNoServers):
 		return fmt.Sprintf("cannot reach NATS at %s: nothing answers there", e.URL)
 	case errors.Is(e.Err, nats.ErrAuthorization), errors.Is(e.Err, nats.ErrAuthExpired), errors.Is(e.Err, nats.ErrAuthRevoked):
-		return fmt.Sprintf("NATS at %s refused lkscore's credentials (nats.creds_file, nats.nkey_file, LKSCORE_NATS_TOKEN, or the embedded server's token in <data_dir>/nats.token)", e.URL)
+		return fmt.Sprintf("NATS at %s refused lkscore's credentials (nats.creds_file, nats.nkey_file, LKSCORE_NATS_TOKEN, "+
+			"or the embedded server's token in <data_dir>/nats.token)", e.URL)
 	}
 	return fmt.Sprintf("connect to NATS at %s: %v", e.URL, e.Err)
 }

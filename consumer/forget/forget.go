@@ -1,3 +1,11 @@
+// Package forget erases one session everywhere lkscore keeps it
+// (`lkscore forget`, docs/security.md): the recording store, the facts
+// bucket, every stream's messages of the session (secure delete), the
+// tee's copies, the regression samples and the running dashboards' indexes.
+// It owns no data of its own: it knows where every other part keeps a
+// session, so a part that starts keeping one must add its place here (and
+// to TestForgetForgets). It must not import the daemon's assembly
+// (consumer): the CLI calls Run with a JetStream handle and a store.
 package forget
 
 import (

@@ -281,7 +281,8 @@ func (s roomStory) closeReason(sdk string) (reason, evidence string) {
 	case e == endingServerShutdown && sdk == SDKPython:
 		return say(agent.CloseReason_CR_JOB_SHUTDOWN, "the Python SDK closes the session of a shut-down job with job_shutdown")
 	case e == endingAgentLeft && sdk == SDKNode:
-		return say(agent.CloseReason_CR_USER_INITIATED, "agents-js reports user_initiated for a session the agent closed (session.shutdown(), ctx.shutdown())")
+		return say(agent.CloseReason_CR_USER_INITIATED,
+			"agents-js reports user_initiated for a session the agent closed (session.shutdown(), ctx.shutdown())")
 	}
 	return "", ""
 }
@@ -298,11 +299,13 @@ func (s roomStory) ambiguous(sdk string) string {
 	}
 	switch e {
 	case endingRoomDeleted:
-		return fmt.Sprintf("%s: %s: the room was deleted; agents-js reports user_initiated, the Python SDK participant_disconnected or job_shutdown, whichever closes first (%s)", SourceRoom, shows, sdk)
+		return fmt.Sprintf("%s: %s: the room was deleted; agents-js reports user_initiated, the Python SDK participant_disconnected "+
+			"or job_shutdown, whichever closes first (%s)", SourceRoom, shows, sdk)
 	case endingServerShutdown:
 		return fmt.Sprintf("%s: %s: the server shut down; agents-js reports user_initiated, the Python SDK job_shutdown (%s)", SourceRoom, shows, sdk)
 	case endingAgentLeft:
-		return fmt.Sprintf("%s: %s; agents-js reports user_initiated, the Python SDK user_initiated (session.shutdown()) or job_shutdown (ctx.shutdown()), for a reason no signal named (%s)", SourceRoom, shows, sdk)
+		return fmt.Sprintf("%s: %s; agents-js reports user_initiated, the Python SDK user_initiated (session.shutdown()) "+
+			"or job_shutdown (ctx.shutdown()), for a reason no signal named (%s)", SourceRoom, shows, sdk)
 	}
 	return ""
 }

@@ -12,6 +12,11 @@
 // the tee never fails an SDK request. The worker role relays (Relay): one
 // durable consumer per target, retried with the pipeline's backoff; the
 // copy is deleted once relayed.
+//
+// It owns the copies under Prefix, the forward stream and its relay
+// consumers. It must not import ingest (ingest calls the Tee) nor the
+// daemon's assembly (consumer); forget erases a session's copies through
+// Forget.
 package forward
 
 import (
@@ -95,7 +100,8 @@ func NewMetrics(reg prometheus.Registerer) Metrics {
 		Dropped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lkscore_forward_dropped_total",
 			Help: "SDK requests accepted and not copied for relay (answered all the same), per reason: tmp, partial, store, queue."}, []string{"reason"}),
 		Relays: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lkscore_forward_relays_total",
-			Help: "Relay attempts per forward target and outcome: relayed, retry, refused (a 4xx, dead-lettered), expired (older than forward.max_age), gone (the copy was forgotten)."},
+			Help: "Relay attempts per forward target and outcome: relayed, retry, refused (a 4xx, dead-lettered), " +
+				"expired (older than forward.max_age), gone (the copy was forgotten)."},
 			[]string{"target", "outcome"}),
 	}
 	if reg != nil {

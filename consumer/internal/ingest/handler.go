@@ -64,7 +64,8 @@ func Handler(o Options) (http.Handler, error) {
 	mux.Handle("/observability/recordings/v0", o.Tee.Wrap("upload", col))
 	otlpSlots, otlpBufs := newSlots(cfg.HTTP.MaxInflightOTLP), &bodyBuffers{} // shared by the three signals: decoding is what costs
 	for _, sig := range []string{"traces", "logs", "metrics"} {
-		rcv := &otlpReceiver{signal: sig, seen: o.Seen, keys: keys, facts: o.Facts, connected: connectedOrAlways(o.Connected), spool: o.Spool, refusals: o.refusals, maxBody: cfg.Limits.OTLPBytes,
+		rcv := &otlpReceiver{signal: sig, seen: o.Seen, keys: keys, facts: o.Facts, connected: connectedOrAlways(o.Connected),
+			spool: o.Spool, refusals: o.refusals, maxBody: cfg.Limits.OTLPBytes,
 			maxElements: cfg.Limits.OTLPElements, inflight: otlpSlots, bufs: otlpBufs, metrics: o.Metrics, log: o.Log}
 		if sig == "metrics" {
 			rcv.facts = nil // metrics carry no session facts lkscore uses
@@ -82,7 +83,8 @@ type unknownPath struct{ refusals *refusalLog }
 
 func (u unknownPath) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	u.refusals.refused("ingest", refusedUnknownPath, "request to a path lkscore does not serve", "method", r.Method,
-		"path", cleanPath(r.URL.Path), "hint", "LiveKit webhooks go to /webhook; LIVEKIT_OBSERVABILITY_URL is this server's base URL (the SDK adds /observability/…)")
+		"path", cleanPath(r.URL.Path),
+		"hint", "LiveKit webhooks go to /webhook; LIVEKIT_OBSERVABILITY_URL is this server's base URL (the SDK adds /observability/…)")
 	http.Error(w, "not found: LiveKit webhooks go to /webhook, agents SDK uploads and OTLP to /observability/…", http.StatusNotFound)
 }
 
@@ -102,8 +104,9 @@ type plumbing struct {
 
 // plumbing is o's, NATS taken as always connected when o.Connected is nil.
 func (o Options) plumbing() plumbing {
-	return plumbing{pub: o.JS, connected: connectedOrAlways(o.Connected), refusals: o.refusals, subjects: wire.NewSubjects(o.Config.NATS.SubjectPrefix, o.Config.NATS.StreamPrefix),
-		timeout: o.Config.NATS.PublishTimeout, metrics: o.Metrics, log: o.Log, seen: o.Seen}
+	return plumbing{pub: o.JS, connected: connectedOrAlways(o.Connected), refusals: o.refusals,
+		subjects: wire.NewSubjects(o.Config.NATS.SubjectPrefix, o.Config.NATS.StreamPrefix),
+		timeout:  o.Config.NATS.PublishTimeout, metrics: o.Metrics, log: o.Log, seen: o.Seen}
 }
 
 // collapseSlashes tolerates a doubled slash ("//observability/…"): the SDK

@@ -157,10 +157,26 @@ func (o *otlpReceiver) serve(w http.ResponseWriter, r *http.Request) error {
 	} else {
 		updates = traceFacts(&traces)
 	}
-	sorted := sortedUpdates(updates)
+	if err := o.store(r.Context(), sortedUpdates(updates), apiKey); err != nil {
+		return err
+	}
+	o.seen.Accept("otlp_"+o.signal, apiKey)
+	if isJSON {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte("{}"))
+		return nil
+	}
+	w.Header().Set("Content-Type", "application/x-protobuf")
+	w.WriteHeader(http.StatusOK) // an empty Export*ServiceResponse
+	return nil
+}
+
+// store adds a request's facts, each session's with the signing key, to
+// the facts bucket; while NATS is down it spools them (package spool).
+func (o *otlpReceiver) store(ctx context.Context, sorted []*facts.Update, apiKey string) error {
 	for _, u := range sorted {
 		if u.JobID != "" && u.JobID != facts.RoomKeyJob {
-			forward.NoteSessions(r.Context(), u.RoomID+"/"+u.JobID)
+			forward.NoteSessions(ctx, u.RoomID+"/"+u.JobID)
 			u.Observations = append(u.Observations, facts.Observation{Field: facts.FieldAPIKey, Value: apiKey, Source: facts.SourceOTLP,
 				Evidence: "OTLP token"})
 		}
@@ -173,26 +189,18 @@ func (o *otlpReceiver) serve(w http.ResponseWriter, r *http.Request) error {
 		for i, u := range sorted {
 			kept[i] = *u
 		}
-		if err := o.spool.Put(r.Context(), o.signal, kept); err != nil {
+		if err := o.spool.Put(ctx, o.signal, kept); err != nil {
 			return err
 		}
 		o.log.Warn("otlp facts spooled: NATS is down", "signal", o.signal, "sessions", len(kept))
-		sorted = nil
+		return nil
 	}
 	for _, u := range sorted {
-		if err := o.facts.Add(r.Context(), *u); err != nil {
+		if err := o.facts.Add(ctx, *u); err != nil {
 			return err
 		}
 		o.metrics.OTLPFacts.WithLabelValues(o.signal).Add(float64(len(u.Observations)))
 	}
-	o.seen.Accept("otlp_"+o.signal, apiKey)
-	if isJSON {
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte("{}"))
-		return nil
-	}
-	w.Header().Set("Content-Type", "application/x-protobuf")
-	w.WriteHeader(http.StatusOK) // an empty Export*ServiceResponse
 	return nil
 }
 

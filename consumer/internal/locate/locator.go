@@ -162,7 +162,8 @@ func (l *Locator) jobEnded(ctx context.Context, ev *livekit.WebhookEvent, apiKey
 	// The job's facts count even before its recording arrives.
 	obs := withRoomName(room, l.jobObservations(job, version)...)
 	if apiKey != "" {
-		obs = append(obs, facts.Observation{Field: facts.FieldAPIKey, Value: facts.Bounded(apiKey, 128), Source: facts.SourceWebhook, Evidence: "webhook token"})
+		obs = append(obs, facts.Observation{Field: facts.FieldAPIKey, Value: facts.Bounded(apiKey, 128), Source: facts.SourceWebhook,
+			Evidence: "webhook token"})
 	}
 	if err := l.facts.Add(ctx, facts.Update{RoomID: room.GetSid(), JobID: job.GetId(), Observations: obs, JobEnded: true}); err != nil {
 		return err

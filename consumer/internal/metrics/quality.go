@@ -67,7 +67,8 @@ func NewQuality(reg prometheus.Registerer) *Quality {
 		}, []string{"sdk", "sdk_version", "signal"}),
 		sources: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "lkscore_session_close_reason_sources_total",
-			Help: "Scorecards by where their close reason came from (summary, otlp_span, otlp_log, otlp_log_implied, job_status, webhook_room, absent, other), by SDK and release.",
+			Help: "Scorecards by where their close reason came from (summary, otlp_span, otlp_log, otlp_log_implied, job_status, " +
+				"webhook_room, absent, other), by SDK and release.",
 		}, []string{"sdk", "sdk_version", "source"}),
 		agents:   NewLabelCap(0),
 		releases: NewLabelCap(maxReleases),

@@ -4,6 +4,10 @@
 // named. Every process keeps its own; the dashboard's ingestion view asks
 // them all over NATS (Serve, Gather) and merges the answers, and /metrics
 // has the same figures per process.
+//
+// It owns the ingestion request subject's question and answer (wire's
+// IngestionReport); it imports nothing of lkscore but wire, so that ingest,
+// the settler and the dashboard can all use it.
 package seen
 
 import (
@@ -50,7 +54,8 @@ func NewTracker(reg prometheus.Registerer, now func() time.Time) *Tracker {
 			Help: "When this process last accepted a request, per endpoint and the API key that signed it (Unix seconds)."},
 			[]string{"endpoint", "api_key"}),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lkscore_ingest_refused_total",
-			Help: "Requests refused before anything was stored, per endpoint and reason (no_token, bad_token, unknown_key, bad_signature, bad_checksum, no_grant, bad_upload, unknown_path)."},
+			Help: "Requests refused before anything was stored, per endpoint and reason (no_token, bad_token, unknown_key, " +
+				"bad_signature, bad_checksum, no_grant, bad_upload, unknown_path)."},
 			[]string{"endpoint", "reason"}),
 	}
 	if reg != nil {

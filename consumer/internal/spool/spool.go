@@ -10,6 +10,10 @@
 // store under Prefix, durably (the store's own commit), and is answered
 // 200; Run adds them to the session facts once NATS is back and deletes
 // them. A store that is down too gets the 503 as before.
+//
+// It owns the objects under Prefix in the recording store and their
+// format; it must not import ingest (ingest hands it the facts) nor the
+// daemon's assembly (consumer).
 package spool
 
 import (

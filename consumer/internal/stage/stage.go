@@ -89,8 +89,9 @@ func New(spec Spec, cons jetstream.Consumer, p Pacing, d Deps) *Stage {
 	if spec.Concurrency > 0 {
 		p.Concurrency = spec.Concurrency
 	}
-	return &Stage{name: spec.Name, consumerName: spec.Consumer.Durable, cons: cons, handle: spec.Handle, onGiveUp: spec.OnGiveUp, maxBackoff: spec.MaxBackoff,
-		Pacing: p, health: d.Health, dlq: d.DLQ, metrics: d.Metrics, log: d.Log, now: d.Now}
+	return &Stage{name: spec.Name, consumerName: spec.Consumer.Durable, cons: cons, handle: spec.Handle, onGiveUp: spec.OnGiveUp,
+		maxBackoff: spec.MaxBackoff,
+		Pacing:     p, health: d.Health, dlq: d.DLQ, metrics: d.Metrics, log: d.Log, now: d.Now}
 }
 
 // Start begins fetching. Work runs under workCtx, which outlives the
