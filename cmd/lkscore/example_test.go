@@ -19,6 +19,7 @@ import (
 // agent's scorecards only, also for two names that share an alert subject
 // token (support.bot, support_bot); unfiltered, every one.
 func TestExampleConsumer(t *testing.T) {
+	t.Parallel()
 	bin := filepath.Join(t.TempDir(), "scorecards")
 	if out, err := exec.Command("go", "build", "-o", bin, "../../examples/scorecards").CombinedOutput(); err != nil {
 		t.Fatalf("build the example: %v\n%s", err, out)

@@ -31,6 +31,8 @@ func tailCommand(getenv func(string) string, stdout, stderr io.Writer) *cli.Comm
 			&cli.StringFlag{Name: "agent", Usage: "only this agent name"},
 			&cli.StringFlag{Name: "since", Usage: "replay from a point in time: a duration (1h) or an RFC 3339 time; default: only new scorecards"},
 			&cli.IntFlag{Name: "limit", Usage: "stop after this many scorecards (0: follow until interrupted)"},
+			&cli.DurationFlag{Name: "quiet-after", Value: 5 * time.Second,
+				Usage: "after this long with nothing shown, say once on stderr what tail waits on"},
 			&cli.BoolFlag{Name: "alerts",
 				Usage: "follow regression, drift and failure alerts instead of scorecards (--agent, --json, --since and --limit apply)"},
 		),
@@ -67,10 +69,10 @@ type tailFilter struct {
 	// quietAfter: what tail waits on and how to send a session.
 	hint    string
 	hintOut io.Writer
+	// quietAfter is how long tail waits in silence before the hint
+	// (--quiet-after).
+	quietAfter time.Duration
 }
-
-// quietAfter is how long tail waits in silence before saying what it waits on.
-const quietAfter = 5 * time.Second
 
 // quietHint says what tail is waiting on and how to get a session into
 // the daemon it follows.
@@ -108,7 +110,7 @@ func tailFilterFrom(c *cli.Command) (tailFilter, error) {
 		return tailFilter{}, err
 	}
 	f := tailFilter{reasons: c.StringSlice("close-reason"), verdicts: c.StringSlice("verdict"), agent: c.String("agent"),
-		asJSON: asJSON, limit: int(c.Int("limit")), alerts: c.Bool("alerts")}
+		asJSON: asJSON, limit: int(c.Int("limit")), alerts: c.Bool("alerts"), quietAfter: c.Duration("quiet-after")}
 	if f.alerts && (len(f.reasons) > 0 || len(f.verdicts) > 0) {
 		return f, errors.New("tail: --close-reason and --verdict filter scorecards, not --alerts")
 	}
@@ -169,7 +171,7 @@ func tail(ctx context.Context, js jetstream.JetStream, subj wire.Subjects, f tai
 				return ctx.Err()
 			}
 			if errors.Is(err, nats.ErrTimeout) || errors.Is(err, jetstream.ErrNoMessages) || errors.Is(err, context.DeadlineExceeded) {
-				if !hinted && shown == 0 && time.Since(started) >= quietAfter {
+				if !hinted && shown == 0 && time.Since(started) >= f.quietAfter {
 					hinted = true
 					what := "scorecards"
 					if f.alerts {

@@ -146,16 +146,20 @@ func TestTail(t *testing.T) {
 	}
 }
 
+// testQuiet is the tests' --quiet-after: long enough for a fetch or two.
+const testQuiet = 1500 * time.Millisecond
+
 // TestTailSaysWhatItWaitsOn: after a few quiet seconds tail tells, once, on
 // stderr, what it follows and how to send a test session; stdout stays
 // for scorecards.
 func TestTailSaysWhatItWaitsOn(t *testing.T) {
+	t.Parallel()
 	d, _ := startTestDaemon(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	stop := time.AfterFunc(quietAfter+2*time.Second, cancel) // as Ctrl-C would
+	stop := time.AfterFunc(testQuiet+2*time.Second, cancel) // as Ctrl-C would
 	defer stop.Stop()
-	code, out, stderr := runTail(ctx, d.NATSURL())
+	code, out, stderr := runTail(ctx, d.NATSURL(), "--quiet-after", testQuiet.String())
 	if code != 0 || out != "" || strings.Count(stderr, "no scorecards in LKSCORE_RESULTS yet") != 1 ||
 		!strings.Contains(stderr, "lkscore bench --sessions 5 --url http://") {
 		t.Errorf("exit %d, stdout %q, stderr %q", code, out, stderr)
@@ -188,6 +192,7 @@ func TestTailAlerts(t *testing.T) {
 // its quiet message says how many older ones the stream holds instead of
 // "no scorecards yet".
 func TestTailSinceSaysWhatItReplayed(t *testing.T) {
+	t.Parallel()
 	d, _ := startTestDaemon(t)
 	js := testenv.JetStream(t, d.NATSURL())
 	scorer, err := scoring.NewScorer(scoring.DefaultConfig())
@@ -198,16 +203,25 @@ func TestTailSinceSaysWhatItReplayed(t *testing.T) {
 	run := func(args ...string) (int, string, string) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		stop := time.AfterFunc(quietAfter+2*time.Second, cancel)
+		stop := time.AfterFunc(testQuiet+2*time.Second, cancel)
 		defer stop.Stop()
-		return runTail(ctx, d.NATSURL(), args...)
+		return runTail(ctx, d.NATSURL(), append(args, "--quiet-after", testQuiet.String())...)
 	}
-	code, out, stderr := run("--since", "1h")
-	if code != 0 || strings.Count(out, "\n") != 2 || !strings.Contains(stderr, "tail: replayed 2 since") {
-		t.Errorf("--since 1h: exit %d, stdout %q, stderr %q", code, out, stderr)
-	}
+	// Both at once: each follows on its own.
 	later := time.Now().Add(time.Second).UTC().Format(time.RFC3339)
-	code, out, stderr = run("--since", later)
+	type result struct {
+		code        int
+		out, stderr string
+	}
+	replay := make(chan result, 1)
+	go func() {
+		code, out, stderr := run("--since", "1h")
+		replay <- result{code, out, stderr}
+	}()
+	code, out, stderr := run("--since", later)
+	if r := <-replay; r.code != 0 || strings.Count(r.out, "\n") != 2 || !strings.Contains(r.stderr, "tail: replayed 2 since") {
+		t.Errorf("--since 1h: exit %d, stdout %q, stderr %q", r.code, r.out, r.stderr)
+	}
 	if code != 0 || out != "" || !strings.Contains(stderr, "nothing matched since") || !strings.Contains(stderr, "holds 2 scorecards") ||
 		strings.Contains(stderr, "no scorecards in") {
 		t.Errorf("--since %s: exit %d, stdout %q, stderr %q", later, code, out, stderr)

@@ -18,6 +18,9 @@ import (
 // uses (its embedded NATS store) exits non-zero within 2 s, naming the dir
 // and the process holding it.
 func TestServeDataDirLocked(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: builds the lkscore and nats-server binaries")
+	}
 	bin, _ := binaries(t)
 	dir := t.TempDir()
 	cfgFile := filepath.Join(t.TempDir(), "c.yml")
