@@ -25,6 +25,9 @@ import (
 type natsNode struct {
 	name, client, route, dir string
 	proc                     *proc
+	// monitor (the HTTP monitoring port, /healthz) and conf (a config
+	// file, e.g. the lame duck timings) are optional.
+	monitor, conf string
 }
 
 // startNATSCluster starts three nats-server processes clustered over
@@ -49,8 +52,16 @@ func (n *natsNode) start(t *testing.T, routes []string) {
 	t.Helper()
 	_, bin := binaries(t)
 	host, port, _ := net.SplitHostPort(n.client)
-	n.proc = startProc(t, "nats-"+n.name, exec.Command(bin, "-a", host, "-p", port, "-n", n.name, "-js", "-sd", n.dir,
-		"--cluster_name", "lkscore-test", "--cluster", "nats://"+n.route, "--routes", strings.Join(routes, ",")))
+	args := []string{"-a", host, "-p", port, "-n", n.name, "-js", "-sd", n.dir,
+		"--cluster_name", "lkscore-test", "--cluster", "nats://" + n.route, "--routes", strings.Join(routes, ",")}
+	if n.conf != "" {
+		args = append([]string{"-c", n.conf}, args...)
+	}
+	if n.monitor != "" {
+		_, mport, _ := net.SplitHostPort(n.monitor)
+		args = append(args, "-m", mport)
+	}
+	n.proc = startProc(t, "nats-"+n.name, exec.Command(bin, args...))
 }
 
 func (n *natsNode) kill(t *testing.T) {

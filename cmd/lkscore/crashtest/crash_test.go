@@ -153,6 +153,18 @@ type cluster struct {
 	// env is added to every lkscore process.
 	urls []string
 	env  []string
+	// front, when set, is the process the load sends to instead of ingest:
+	// a test that restarts every process moves it first, as a Service
+	// stops routing to a pod that is terminating.
+	front atomic.Pointer[proc]
+}
+
+// frontHTTP is the ingest address the load sends to.
+func (c *cluster) frontHTTP() string {
+	if p := c.front.Load(); p != nil {
+		return p.http
+	}
+	return c.ingest.http
 }
 
 // natsURL is the NATS URL the processes and the test connect to.
@@ -334,12 +346,14 @@ func (l *load) sentBefore(at time.Time) []string {
 func (l *load) session(i int) {
 	room, job := fmt.Sprintf("RM_%s%05d", l.prefix, i), fmt.Sprintf("AJ_%s%05d", l.prefix, i)
 	header, _ := proto.Marshal(&livekit.MetricsRecordingHeader{RoomId: room, JobId: job, SessionSummary: `{"close_reason":"CR_USER_INITIATED"}`})
-	snd := sdkclient.New("http://"+l.c.ingest.http, crashKey, crashSecret)
+	// Each try goes to the current front, as a retry through a Service
+	// reaches another pod once one is terminating.
+	snd := func() *sdkclient.Sender { return sdkclient.New("http://"+l.c.frontHTTP(), crashKey, crashSecret) }
 	ctx := context.Background()
-	l.retry("upload", func() error { return snd.Upload(ctx, header, l.chat) })
+	l.retry("upload", func() error { return snd().Upload(ctx, header, l.chat) })
 	ev := &livekit.WebhookEvent{Event: "agent_job_ended", Id: "EV_" + job, CreatedAt: time.Now().Unix(),
 		Job: &livekit.Job{Id: job, AgentName: "crash-agent", Room: &livekit.Room{Sid: room}, State: &livekit.JobState{Status: livekit.JobStatus_JS_SUCCESS}}}
-	l.retry("webhook", func() error { return snd.Webhook(ctx, ev) })
+	l.retry("webhook", func() error { return snd().Webhook(ctx, ev) })
 	l.mu.Lock()
 	l.sent[room+"/"+job] = time.Now()
 	l.mu.Unlock()
