@@ -471,7 +471,7 @@ func Default() Config {
 			SettleWindow:      20 * time.Second,
 			RoomFinishedWait:  25 * time.Second,
 			DedupWindow:       24 * time.Hour,
-			AckWait:           15 * time.Second,
+			AckWait:           5 * time.Second,
 			MaxAckPending:     10_000,
 			HealthInterval:    time.Second,
 			StallAfter:        time.Minute,
