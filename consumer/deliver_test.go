@@ -411,9 +411,17 @@ func TestThresholdAlertReachesAlertmanager(t *testing.T) {
 			t.Errorf("label %s = %q, want %q", k, got.Labels[k], v)
 		}
 	}
-	if !strings.Contains(got.Annotations["worst_sessions"], v1.Session.Key) || !strings.Contains(got.Annotations["summary"], "errors_page") ||
-		!strings.Contains(got.Annotations["description"], "at least 3 of the last 5") {
+	// A threshold's annotations say what it counted and which sessions hit
+	// it; it has no baseline, effect or test to show.
+	if !strings.Contains(got.Annotations["sessions"], v1.Session.Key) || !strings.Contains(got.Annotations["summary"], "errors_page") ||
+		!strings.Contains(got.Annotations["description"], "at least 3 of the last 5") || got.Annotations["counted"] != fired.BaselineOf ||
+		got.Annotations["current"] != "3" || got.Annotations["limit"] != "3" || got.Annotations["n_current"] != "4" {
 		t.Errorf("annotations %v", got.Annotations)
+	}
+	for _, k := range []string{"worst_sessions", "baseline", "effect", "test", "n_baseline", "baseline_of"} {
+		if v, ok := got.Annotations[k]; ok {
+			t.Errorf("threshold annotation %s = %q: it has none", k, v)
+		}
 	}
 	// Clean sessions: once fewer than three of the last five violate and
 	// the hold is over, it resolves, once.

@@ -21,11 +21,17 @@ import (
 
 func testHandler(t *testing.T, token string) *Handler {
 	t.Helper()
+	return testHandlerWith(t, token, NewAlertIndex(10))
+}
+
+// testHandlerWith is testHandler showing the alerts of ax.
+func testHandlerWith(t *testing.T, token string, ax *AlertIndex) *Handler {
+	t.Helper()
 	idx := NewIndex(3, "version:")
 	for i, v := range []string{"pass", "warn", "fail", "warn"} {
 		idx.add(Entry{Seq: uint64(i + 1), At: time.Now(), Key: "RM_" + string(rune('a'+i)) + "/AJ", Verdict: v, Score: float64(90 - 10*i)})
 	}
-	h, err := NewHandler(idx, NewAlertIndex(10), Sources{
+	h, err := NewHandler(idx, ax, Sources{
 		Scorecard:   func(context.Context, uint64) (scoring.Scorecard, error) { return scoring.Scorecard{}, nil },
 		Items:       func(context.Context, string) ([]scoring.Item, error) { return nil, errors.New("not stored") },
 		DeadLetters: func(context.Context) (int, error) { return 2, nil },
@@ -316,6 +322,46 @@ func TestExportEscapesFormulas(t *testing.T) {
 	for _, cell := range []string{`'=HYPERLINK(""http://evil"",""x"")`, ",'+1,", ",'@SUM(A1),", ",'-2,", ",RM_x,"} {
 		if !strings.Contains(b.String(), cell) {
 			t.Errorf("export lacks %s:\n%s", cell, b.String())
+		}
+	}
+}
+
+// TestThresholdAlertReadsAsOne: a threshold alert (every version, a count
+// against a limit, no baseline) shows as what it is on the alerts page
+// and the overview: its count of the sessions looked at and its limit, "all
+// versions" with no version link (a filter on "*" matches nothing), the
+// sessions that hit it; a regression alert keeps baseline → current and
+// its version's link.
+func TestThresholdAlertReadsAsOne(t *testing.T) {
+	t.Parallel()
+	ax := NewAlertIndex(10)
+	now := time.Now()
+	add := func(seq uint64, a wire.Alert) {
+		b, _ := json.Marshal(a)
+		ax.add(seq, now, b)
+	}
+	add(1, wire.Alert{ID: "threshold/booking/errors", Kind: "threshold", Status: wire.AlertFiring, Agent: "booking", Version: "*",
+		Metric: "errors_page", Current: 3, NCurrent: 4, Limit: 3, BaselineOf: "rule errored violated in at least 3 of the last 5 sessions",
+		WorstSessions: []wire.SessionRef{{Session: "RM_t/AJ_t"}}, Since: now.Add(-time.Minute), At: now})
+	add(2, wire.Alert{ID: "regression/booking/2/x/e2e", Kind: "regression", Status: wire.AlertFiring, Agent: "booking", Version: "2",
+		Metric: "e2e_latency_p50_ms", Baseline: 950, Current: 1400, Test: "mann_whitney_u", BaselineOf: "version 1",
+		Since: now.Add(-time.Minute), At: now})
+	h := testHandlerWith(t, "", ax)
+	for _, page := range []string{"/ui/alerts", "/ui"} {
+		body := get(h, "127.0.0.1:5000", page, nil).Body.String()
+		for _, want := range []string{"all versions", "(limit 3)", "950 → 1400"} {
+			if !strings.Contains(body, want) {
+				t.Errorf("%s lacks %q", page, want)
+			}
+		}
+		if strings.Contains(body, "version=%2A") || strings.Contains(body, "0 → 3") {
+			t.Errorf("%s shows the threshold as a comparison or links version *", page)
+		}
+	}
+	body := get(h, "127.0.0.1:5000", "/ui/alerts", nil).Body.String()
+	for _, want := range []string{"3 of 4 sessions (limit 3)", "RM_t/AJ_t", "version=2"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("alerts page lacks %q", want)
 		}
 	}
 }

@@ -119,6 +119,9 @@ func (a *Alertmanager) postable(al wire.Alert, now time.Time) postable {
 }
 
 func annotations(al wire.Alert, ext string) map[string]string {
+	if al.Kind == "threshold" {
+		return thresholdAnnotations(al, ext)
+	}
 	m := map[string]string{
 		"summary":     Summary(al),
 		"description": Description(al),
@@ -145,6 +148,35 @@ func annotations(al wire.Alert, ext string) map[string]string {
 		m["worst_sessions"] = strings.Join(ws, ", ")
 		if ext != "" {
 			m["worst_session_url"] = sessionPage(ext, ws[0])
+		}
+	}
+	if ext != "" {
+		m["dashboard"] = alertsPage(ext, al)
+	}
+	return m
+}
+
+// thresholdAnnotations are a threshold alert's: what it counted, the count
+// and the limit, how many sessions it looked at, and the sessions that hit
+// it (a threshold compares no baseline and runs no test).
+func thresholdAnnotations(al wire.Alert, ext string) map[string]string {
+	m := map[string]string{
+		"summary":     Summary(al),
+		"description": Description(al),
+		"counted":     al.BaselineOf,
+		"current":     num(al.Current),
+		"limit":       num(al.Limit),
+		"n_current":   strconv.Itoa(al.NCurrent),
+		"alert_id":    al.ID,
+	}
+	var hit []string
+	for _, s := range al.WorstSessions {
+		hit = append(hit, s.Session)
+	}
+	if len(hit) > 0 {
+		m["sessions"] = strings.Join(hit[:min(len(hit), 5)], ", ")
+		if ext != "" {
+			m["session_url"] = sessionPage(ext, hit[0])
 		}
 	}
 	if ext != "" {
