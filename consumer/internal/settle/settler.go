@@ -52,6 +52,9 @@ type Settler struct {
 	selected         map[string]bool // close reasons this deployment's pool scores
 	metrics          *metrics.Pipeline
 
+	// failingSince is when publications began failing (zero: they
+	// succeed); guarded by mu.
+	failingSince time.Time
 	// mu guards pending, waiting and inflight: the watch loop and the publishers
 	// share them.
 	mu      sync.Mutex
@@ -438,7 +441,17 @@ func (s *Settler) publish(ctx context.Context, j publishJob) {
 		if _, ok := s.pending[j.key]; !ok {
 			s.pending[j.key] = s.Now()
 		}
+		if s.failingSince.IsZero() && !inProcess(err) {
+			s.failingSince = s.Now()
+		}
 		return
+	}
+	if !s.failingSince.IsZero() {
+		// How long publishing failed (a NATS restart, the facts bucket's
+		// or the sessions stream's leader election): lkscore's share of a
+		// stall starts where the server answers again.
+		s.Log.Info("settler: publishing resumed", "failed_for", s.Now().Sub(s.failingSince).Round(time.Millisecond).String())
+		s.failingSince = time.Time{}
 	}
 	delete(s.pending, j.key)
 	if published && s.metrics != nil && !j.ready.IsZero() {

@@ -77,6 +77,9 @@ type Stage struct {
 	now     func() time.Time
 
 	stopFetch context.CancelFunc
+	// failingSince is when fetches began failing (zero: they succeed);
+	// the fetch loop alone touches it.
+	failingSince time.Time
 	fetching  sync.WaitGroup
 	inflight  sync.WaitGroup
 	busy      atomic.Int64 // messages being worked on
@@ -155,8 +158,10 @@ func (s *Stage) fetchLoop(ctx, workCtx context.Context) {
 		for range n - got {
 			<-slots
 		}
-		if err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, context.DeadlineExceeded) &&
-			!errors.Is(err, context.Canceled) && ctx.Err() == nil {
+		failed := err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, context.DeadlineExceeded) &&
+			!errors.Is(err, context.Canceled) && ctx.Err() == nil
+		s.noteFetch(failed, got)
+		if failed {
 			s.consumerError(err)
 			select { // do not spin on a broken connection
 			case <-time.After(100 * time.Millisecond):
@@ -164,6 +169,22 @@ func (s *Stage) fetchLoop(ctx, workCtx context.Context) {
 				return
 			}
 		}
+	}
+}
+
+// noteFetch logs when a stage's fetches resume after failing (a NATS
+// restart, a consumer leader's election): how long they failed and whether
+// the first good fetch brought work. The restart tests read it to tell
+// lkscore's share of a stall from the server's (docs/guarantees.md).
+func (s *Stage) noteFetch(failed bool, got int) {
+	now := s.now()
+	switch {
+	case failed && s.failingSince.IsZero():
+		s.failingSince = now
+	case !failed && !s.failingSince.IsZero():
+		s.log.Info("fetch resumed", "consumer", s.consumerName, "failed_for", now.Sub(s.failingSince).Round(time.Millisecond).String(),
+			"messages", got)
+		s.failingSince = time.Time{}
 	}
 }
 
