@@ -80,7 +80,7 @@ func TestDocsMatchCode(t *testing.T) {
 		}
 		// Variables for tests and for the agents (not lkscore's own).
 		other := map[string]bool{"LKSCORE_REQUIRE_S3": true, "LKSCORE_REQUIRE_HELM": true, "LKSCORE_REQUIRE_AGENTS_JS": true, "LKSCORE_REQUIRE_BROWSER": true, "LKSCORE_REQUIRE_AUDIO_TOOLS": true, "LKSCORE_REQUIRE_ALERTMANAGER": true, "LKSCORE_CRASH_LOGS": true, "LKSCORE_SCREENSHOT_DIR": true,
-			"LIVEKIT_OBSERVABILITY_URL": true, "LIVEKIT_URL": true}
+			"LKSCORE_ROLLING_ROUNDS": true, "LKSCORE_BACKLOG_ROUNDS": true, "LIVEKIT_OBSERVABILITY_URL": true, "LIVEKIT_URL": true}
 		// Stream and bucket names share the prefix.
 		subj := wire.NewSubjects("lkscore.", "LKSCORE")
 		for _, n := range []string{subj.WebhookStream(), subj.UploadStream(), subj.SessionStream(), subj.ResultStream(),
@@ -159,7 +159,7 @@ func TestDocsNameOnlyWhatExists(t *testing.T) {
 	walk(newApp(func(string) string { return "" }, io.Discard, io.Discard))
 	env := map[string]bool{"LKSCORE_CONFIG": true, "LKSCORE_REQUIRE_S3": true, "LKSCORE_REQUIRE_HELM": true,
 		"LKSCORE_REQUIRE_AGENTS_JS": true, "LKSCORE_REQUIRE_BROWSER": true, "LKSCORE_REQUIRE_AUDIO_TOOLS": true, "LKSCORE_SCREENSHOT_DIR": true,
-		"LKSCORE_REQUIRE_ALERTMANAGER": true, "LKSCORE_CRASH_LOGS": true}
+		"LKSCORE_REQUIRE_ALERTMANAGER": true, "LKSCORE_CRASH_LOGS": true, "LKSCORE_ROLLING_ROUNDS": true, "LKSCORE_BACKLOG_ROUNDS": true}
 	getenv := func(k string) string { env[k] = true; return "" }
 	_, _ = config.Load("", getenv, nil)
 	subj := wire.NewSubjects("lkscore.", "LKSCORE")
