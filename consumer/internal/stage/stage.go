@@ -80,11 +80,11 @@ type Stage struct {
 	// failingSince is when fetches began failing (zero: they succeed);
 	// the fetch loop alone touches it.
 	failingSince time.Time
-	fetching  sync.WaitGroup
-	inflight  sync.WaitGroup
-	busy      atomic.Int64 // messages being worked on
-	progress  atomic.Int64 // Unix ns of the last settled message
-	lastErr   atomic.Int64 // Unix ns of the last consumer error logged
+	fetching     sync.WaitGroup
+	inflight     sync.WaitGroup
+	busy         atomic.Int64 // messages being worked on
+	progress     atomic.Int64 // Unix ns of the last settled message
+	lastErr      atomic.Int64 // Unix ns of the last consumer error logged
 }
 
 // New is the stage of spec on cons; a spec's concurrency overrides p's.
