@@ -38,7 +38,6 @@ func TestNATSRestartBacklog(t *testing.T) {
 	// The daemon as one process, as the issue measured it: the load goes to
 	// its ingest server (the cluster's own ingest process stays idle).
 	c.ingest = c.startLkscore("all", "all")
-	all := map[string]time.Time{}
 	var worst []string
 	for r := range rounds {
 		l := c.startLoad(fmt.Sprintf("Bk%d", r), 1) // a trickle; the burst is the load
@@ -81,7 +80,6 @@ func TestNATSRestartBacklog(t *testing.T) {
 						ackAt.Sub(stopAt).Round(time.Millisecond), lag.Seconds()))
 				}
 			}
-			all[k] = scored
 		}
 		t.Logf("restart %d: %d sessions (%d waiting when NATS answered %.1f s after SIGTERM); the backlog's longest wait %.2f s; %d of it over %s; "+
 			"scorecards per second from the fault: %s", r+1, len(sent), waiting, backAt.Sub(stopAt).Seconds(), maxLag.Seconds(), late, bound,
