@@ -29,6 +29,9 @@ type KV[T any] struct {
 	// the entry's key and revision, so a caller may keep decoded values.
 	Encode func(v *T) ([]byte, error)
 	Decode func(key string, rev uint64, data []byte, v *T) error
+	// Recent, when set, remembers the entries this process wrote or read
+	// last; Modify starts from them instead of reading (see Recent).
+	Recent *Recent
 }
 
 // Get returns the value under key and its revision; an absent key gives the
@@ -39,26 +42,43 @@ func (b KV[T]) Get(ctx context.Context, key string) (*T, uint64, error) {
 	e, err := b.Bucket.Get(rctx, key)
 	v := new(T)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		b.Recent.Forget(key)
 		return v, 0, nil
 	}
 	if err != nil {
 		return nil, 0, fmt.Errorf("read %s: %w", key, err)
 	}
+	if err := b.decode(key, e.Revision(), e.Value(), v); err != nil {
+		return nil, 0, err
+	}
+	b.Recent.Remember(key, e.Revision(), e.Value())
+	return v, e.Revision(), nil
+}
+
+func (b KV[T]) decode(key string, rev uint64, data []byte, v *T) error {
+	var err error
 	if b.Decode != nil {
-		err = b.Decode(key, e.Revision(), e.Value(), v)
+		err = b.Decode(key, rev, data, v)
 	} else {
-		err = json.Unmarshal(e.Value(), v)
+		err = json.Unmarshal(data, v)
 	}
 	if err != nil {
-		return nil, 0, failure.Permanent(fmt.Errorf("%s is not valid JSON: %w", key, err))
+		return failure.Permanent(fmt.Errorf("%s is not valid JSON: %w", key, err))
 	}
-	return v, e.Revision(), nil
+	return nil
 }
 
 // Put writes v under key with compare-and-set: created when rev is 0
 // (absent), else updated only if still at rev. It returns the new revision;
 // IsConflict tells a lost race.
 func (b KV[T]) Put(ctx context.Context, key string, v *T, rev uint64) (uint64, error) {
+	return b.put(ctx, key, v, rev, false)
+}
+
+// put is Put; absent says the entry is only guessed absent (nothing
+// remembered): written on "no revision yet" (a deleted entry's marker
+// conflicts, and the caller reads it).
+func (b KV[T]) put(ctx context.Context, key string, v *T, rev uint64, absent bool) (uint64, error) {
 	var data []byte
 	var err error
 	if b.Encode != nil {
@@ -71,10 +91,21 @@ func (b KV[T]) Put(ctx context.Context, key string, v *T, rev uint64) (uint64, e
 	}
 	wctx, cancel := context.WithTimeout(ctx, b.Timeout)
 	defer cancel()
-	if rev == 0 {
-		return b.Bucket.Create(wctx, key, data)
+	var written uint64
+	switch {
+	case absent:
+		written, err = b.Bucket.Update(wctx, key, data, 0)
+	case rev == 0:
+		written, err = b.Bucket.Create(wctx, key, data)
+	default:
+		written, err = b.Bucket.Update(wctx, key, data, rev)
 	}
-	return b.Bucket.Update(wctx, key, data, rev)
+	if err != nil {
+		b.Recent.Forget(key)
+		return 0, err
+	}
+	b.Recent.Remember(key, written, data)
+	return written, nil
 }
 
 // Entry is a value as read or written, with its revision (0: absent).
@@ -108,20 +139,25 @@ func (b KV[T]) Modify(ctx context.Context, key string, from *Entry[T], change fu
 			case <-time.After(pause):
 			}
 		}
-		var cur Entry[T]
-		if from != nil {
-			cur, from = *from, nil // a conflict reads the entry afresh
-		} else {
-			v, rev, err := b.Get(ctx, key)
-			if err != nil {
-				return Entry[T]{}, false, err
-			}
-			cur = Entry[T]{Value: v, Rev: rev}
+		cur, source, err := b.start(ctx, key, from, attempt)
+		if err != nil {
+			return Entry[T]{}, false, err
 		}
+		from = nil // a conflict reads the entry afresh
 		if !change(cur.Value) {
-			return cur, false, nil
+			if source == guessedAbsent {
+				// Nothing to write to an empty entry: the real one decides.
+				if cur, source, err = b.start(ctx, key, nil, attempts); err != nil {
+					return Entry[T]{}, false, err
+				}
+				if !change(cur.Value) {
+					return cur, false, nil
+				}
+			} else {
+				return cur, false, nil
+			}
 		}
-		rev, err := b.Put(ctx, key, cur.Value, cur.Rev)
+		rev, err := b.put(ctx, key, cur.Value, cur.Rev, source == guessedAbsent)
 		if err == nil {
 			return Entry[T]{Value: cur.Value, Rev: rev}, true, nil
 		}
@@ -130,6 +166,40 @@ func (b KV[T]) Modify(ctx context.Context, key string, from *Entry[T], change fu
 		}
 	}
 	return Entry[T]{}, false, fmt.Errorf("write %s: %d conflicting writers in a row", key, attempts)
+}
+
+// Where Modify's starting entry came from.
+const (
+	readEntry     = iota // read now
+	givenEntry           // the caller's, or remembered (Recent)
+	guessedAbsent        // nothing remembered: written as new, read on a conflict
+)
+
+// start is the entry Modify applies its change to on attempt: on the first
+// attempt, the one remembered if newer than from (Recent), else from, else
+// (with Recent, nothing remembered) a guess that it is absent; on a later
+// attempt, the one read now.
+func (b KV[T]) start(ctx context.Context, key string, from *Entry[T], attempt int) (Entry[T], int, error) {
+	if attempt == 0 && b.Recent != nil {
+		data, rev, ok := b.Recent.get(key)
+		switch {
+		case ok && (from == nil || rev > from.Rev): // newer than the caller's
+			v := new(T)
+			if err := b.decode(key, rev, data, v); err == nil {
+				return Entry[T]{Value: v, Rev: rev}, givenEntry, nil
+			}
+		case !ok && from == nil:
+			return Entry[T]{Value: new(T)}, guessedAbsent, nil
+		}
+	}
+	if from != nil {
+		return *from, givenEntry, nil
+	}
+	v, rev, err := b.Get(ctx, key)
+	if err != nil {
+		return Entry[T]{}, readEntry, err
+	}
+	return Entry[T]{Value: v, Rev: rev}, readEntry, nil
 }
 
 // IsConflict reports whether a write lost a compare-and-set: the key

@@ -69,6 +69,36 @@ func (n *NATS) Start() {
 	n.port = s.Addr().(*net.TCPAddr).Port
 }
 
+// Msgs is the server's count of messages in (from clients) and out (to
+// clients) since it started, as its /varz reports them.
+func (n *NATS) Msgs() (in, out int64) {
+	v, err := n.srv.Varz(nil)
+	if err != nil {
+		n.t.Fatalf("varz: %v", err)
+	}
+	return v.InMsgs, v.OutMsgs
+}
+
+// ConsumersIdle reports whether every JetStream consumer on the server has
+// nothing pending and nothing unacknowledged. It asks the server in-process,
+// so it sends no message (a test counting messages can poll it).
+func (n *NATS) ConsumersIdle() bool {
+	jsz, err := n.srv.Jsz(&server.JSzOptions{Accounts: true, Streams: true, Consumer: true})
+	if err != nil {
+		n.t.Fatalf("jsz: %v", err)
+	}
+	for _, acc := range jsz.AccountDetails {
+		for _, st := range acc.Streams {
+			for _, c := range st.Consumer {
+				if c.NumPending > 0 || c.NumAckPending > 0 {
+					return false
+				}
+			}
+		}
+	}
+	return true
+}
+
 // Stop shuts the server down; it is a no-op when stopped.
 func (n *NATS) Stop() {
 	if n.srv != nil {

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"sync"
+	"time"
 
 	gojson "github.com/goccy/go-json"
 	"github.com/nats-io/nats.go"
@@ -52,6 +53,10 @@ type Detector struct {
 	// one agent/version: they share one history entry, and goroutines
 	// racing on it would only lose compare-and-sets to each other.
 	stripes [64]sync.Mutex
+	// recent remembers the histories and version indexes this process
+	// wrote or read last: a session's sample is written on the revision
+	// remembered, without reading the history first (broker.Recent).
+	recent  *broker.Recent
 	cacheMu sync.Mutex
 	cache   map[string]cachedHistory // by history key
 }
@@ -76,7 +81,8 @@ func New(env broker.Env, o Options) (*Detector, error) {
 			m.Alerts.WithLabelValues(kind, status).Add(0)
 		}
 	}
-	return &Detector{Env: env, kv: kv, cfg: cfg, alerts: m.Alerts, sessions: m.AgentSessions, sessionLabels: m.AgentVersions}, nil
+	return &Detector{Env: env, kv: kv, cfg: cfg, alerts: m.Alerts, sessions: m.AgentSessions, sessionLabels: m.AgentVersions,
+		recent: broker.NewRecent(256, time.Minute)}, nil
 }
 
 // Bucket is the regression bucket.
@@ -370,7 +376,7 @@ func (r *Detector) windows() broker.KV[regress.Window] {
 }
 
 func (r *Detector) indexes() broker.KV[versionIndex] {
-	return broker.KV[versionIndex]{Bucket: r.kv, Timeout: r.Timeouts.Request, Attempts: 50}
+	return broker.KV[versionIndex]{Bucket: r.kv, Timeout: r.Timeouts.Request, Attempts: 50, Recent: r.recent}
 }
 
 func (r *Detector) baselines() broker.KV[regress.Baseline] {
@@ -380,7 +386,7 @@ func (r *Detector) baselines() broker.KV[regress.Baseline] {
 // histories encode with goccy/go-json, and decode the revision this process
 // last wrote from its cache.
 func (r *Detector) histories() broker.KV[regress.History] {
-	return broker.KV[regress.History]{Bucket: r.kv, Timeout: r.Timeouts.Request, Attempts: 50,
+	return broker.KV[regress.History]{Bucket: r.kv, Timeout: r.Timeouts.Request, Attempts: 50, Recent: r.recent,
 		Encode: func(h *regress.History) ([]byte, error) { return gojson.Marshal(h) },
 		Decode: func(key string, rev uint64, data []byte, h *regress.History) error {
 			r.cacheMu.Lock()

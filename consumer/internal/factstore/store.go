@@ -8,8 +8,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"slices"
+	"sync"
 	"time"
 
 	gojson "github.com/goccy/go-json"
@@ -26,17 +28,55 @@ import (
 // Store reads and merges session facts in the KV bucket, every write a
 // compare-and-set (broker.KV).
 type Store struct {
-	kv  broker.KV[facts.SessionFacts]
-	now func() time.Time
+	kv broker.KV[facts.SessionFacts]
+	// stripes serialize this process's writers of one entry: each starts
+	// from the last one's write (remembered) instead of losing a
+	// compare-and-set to it and reading the entry again.
+	stripes *[64]sync.Mutex
+	// listed are sessions this process listed in their room's entry whose
+	// joined mark waits for their next write (Add).
+	listed *broker.Recent
+	now    func() time.Time
 	// RedactAll keeps no error text of any session (privacy.redaction:
 	// always): every session is redacted.
 	RedactAll bool
 }
 
+// Remembered entries (broker.Recent): about 20 s of sessions at 100/s (a
+// session's entry and its room's), each trusted for a minute.
+const (
+	recentEntries = 4096
+	recentFor     = time.Minute
+)
+
 // New works on the facts bucket kv.
 func New(kv jetstream.KeyValue, timeout time.Duration, now func() time.Time) *Store {
 	return &Store{now: now, kv: broker.KV[facts.SessionFacts]{Bucket: kv, Timeout: timeout,
-		Decode: func(_ string, _ uint64, data []byte, f *facts.SessionFacts) error { return Decode(data, f) }}}
+		Decode: func(_ string, _ uint64, data []byte, f *facts.SessionFacts) error { return Decode(data, f) },
+		Recent: broker.NewRecent(recentEntries, recentFor)}, stripes: new([64]sync.Mutex),
+		listed: broker.NewRecent(recentEntries, time.Hour)}
+}
+
+// modify is kv.Modify with key's stripe held.
+func (s *Store) modify(ctx context.Context, key string, from *broker.Entry[facts.SessionFacts],
+	change func(*facts.SessionFacts) bool) (broker.Entry[facts.SessionFacts], bool, error) {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(key))
+	mu := &s.stripes[h.Sum32()%uint32(len(s.stripes))]
+	mu.Lock()
+	defer mu.Unlock()
+	return s.kv.Modify(ctx, key, from, change)
+}
+
+// Observe records an entry the bucket's watch delivered (the settler's),
+// so that this process's next change to it starts from it without a read,
+// whichever process wrote it.
+func (s *Store) Observe(e jetstream.KeyValueEntry) {
+	if e.Operation() != jetstream.KeyValuePut {
+		s.kv.Recent.Forget(e.Key())
+		return
+	}
+	s.kv.Recent.Remember(e.Key(), e.Revision(), e.Value())
 }
 
 // Bucket is the facts bucket, for watching it.
@@ -54,14 +94,16 @@ func (s *Store) Add(ctx context.Context, u facts.Update) error {
 	}
 	key := facts.Key(u.RoomID, u.JobID)
 	joined := true
-	written, _, err := s.kv.Modify(ctx, key, nil, func(f *facts.SessionFacts) bool {
+	written, _, err := s.modify(ctx, key, nil, func(f *facts.SessionFacts) bool {
 		if f.RoomID == "" {
 			f.RoomID, f.JobID = u.RoomID, u.JobID
 		}
-		joined = f.RoomJoined || facts.IsRoomKey(key)
+		listed := s.listed.Has(key)
+		joined = f.RoomJoined || facts.IsRoomKey(key) || listed
 		if !facts.Merge(f, u) {
 			return false
 		}
+		f.RoomJoined = f.RoomJoined || listed
 		f.LastInputAt = s.now().UTC()
 		return true
 	})
@@ -74,9 +116,17 @@ func (s *Store) Add(ctx context.Context, u facts.Update) error {
 	if err != nil {
 		return err
 	}
+	if len(obs) == 0 {
+		// The room had nothing to give: the session is listed, so every
+		// room fact from now on is copied to it (roomEvent). Marking it
+		// joined can wait for its next write (in this process; another
+		// process finds it listed and marks it then): one write fewer.
+		s.listed.Remember(key, 1, nil)
+		return nil
+	}
 	// Continue from the entry just written: no read of it, unless another
 	// writer changed it meanwhile (the compare-and-set says so).
-	_, _, err = s.kv.Modify(ctx, key, &written, func(f *facts.SessionFacts) bool {
+	_, _, err = s.modify(ctx, key, &written, func(f *facts.SessionFacts) bool {
 		if f.RoomID == "" || f.RoomJoined {
 			return false
 		}
@@ -149,7 +199,7 @@ func (s *Store) roomKeys(ctx context.Context, roomID string) ([]string, error) {
 // Modify applies change to the entry under key (a zero entry when absent)
 // and writes it if change returns true.
 func (s *Store) Modify(ctx context.Context, key string, change func(*facts.SessionFacts) bool) error {
-	_, _, err := s.kv.Modify(ctx, key, nil, change)
+	_, _, err := s.modify(ctx, key, nil, change)
 	return err
 }
 
@@ -157,7 +207,7 @@ func (s *Store) Modify(ctx context.Context, key string, change func(*facts.Sessi
 // or write) instead of reading it; change may modify it.
 func (s *Store) ModifyFrom(ctx context.Context, key string, from broker.Entry[facts.SessionFacts],
 	change func(*facts.SessionFacts) bool) error {
-	_, _, err := s.kv.Modify(ctx, key, &from, change)
+	_, _, err := s.modify(ctx, key, &from, change)
 	return err
 }
 

@@ -271,6 +271,7 @@ func (s *Settler) consider(ctx context.Context, e jetstream.KeyValueEntry) {
 	if key == LowWaterKey {
 		return
 	}
+	s.facts.Observe(e)
 	if e.Operation() != jetstream.KeyValuePut {
 		s.setWaiting(key, false, time.Time{})
 		s.setPending(key, time.Time{})
