@@ -118,6 +118,9 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 		return err
 	}
 	fs.RedactAll = d.cfg.Privacy.Redacted(false)
+	if !d.cfg.Runs(config.RoleWorker) {
+		fs.WithoutMemory() // no settler here watches the facts
+	}
 	st, err := store.Open(ctx, d.cfg)
 	if err != nil {
 		return err

@@ -68,6 +68,12 @@ func (s *Store) modify(ctx context.Context, key string, from *broker.Entry[facts
 	return s.kv.Modify(ctx, key, from, change)
 }
 
+// WithoutMemory makes every change read its entry first (no broker.Recent):
+// for a process without the settler's watch (the ingest role), whose memory
+// of entries that other processes write would mostly be stale, each stale
+// one costing a lost compare-and-set.
+func (s *Store) WithoutMemory() { s.kv.Recent, s.listed = nil, nil }
+
 // Observe records an entry the bucket's watch delivered (the settler's),
 // so that this process's next change to it starts from it without a read,
 // whichever process wrote it.
