@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"sync"
 	"time"
 
@@ -56,8 +57,12 @@ type Detector struct {
 	// recent remembers the histories and version indexes this process
 	// wrote or read last: a session's sample is written on the revision
 	// remembered, without reading the history first (broker.Recent).
-	recent  *broker.Recent
-	cacheMu sync.Mutex
+	recent *broker.Recent
+	// pending are the samples waiting for their history's stripe, by
+	// history key: whoever holds the stripe writes them all (addSamples).
+	pendingMu sync.Mutex
+	pending   map[string][]*pendingSample
+	cacheMu   sync.Mutex
 	cache   map[string]cachedHistory // by history key
 }
 
@@ -124,13 +129,16 @@ func (r *Detector) Handle(ctx context.Context, m jetstream.Msg) error {
 	seq := meta.Sequence.Stream
 	key := regress.KeyOf(&card, r.cfg.VersionTag)
 	stripe := &r.stripes[fnv32(regress.HistoryKey(key))%uint32(len(r.stripes))]
+	p := r.enqueue(regress.HistoryKey(key), regress.SampleOf(&card, seq))
 	stripe.Lock()
 	defer stripe.Unlock()
-	sample := regress.SampleOf(&card, seq)
-	h, added, err := r.addSample(ctx, key, sample)
-	if err != nil {
-		return fmt.Errorf("regression history %s: %w", key, err)
+	if !p.done {
+		r.addSamples(ctx, key)
 	}
+	if p.err != nil {
+		return fmt.Errorf("regression history %s: %w", key, p.err)
+	}
+	h, added := p.h, p.added
 	index, _, err := r.indexes().Modify(ctx, regress.VersionIndexKey(key.Agent, key.ScoringVersion), nil, func(idx *versionIndex) bool {
 		if idx.Versions == nil {
 			idx.Versions = map[string]versionSpan{}
@@ -161,7 +169,7 @@ func (r *Detector) Handle(ctx context.Context, m jetstream.Msg) error {
 	}
 	// Judging costs more than recording: every evaluate_every-th session of
 	// a version, and the one that reaches min_sessions (docs/regression.md).
-	if every := r.cfg.EvaluateEvery; every > 1 && h.Total%every != 0 && h.Total != r.cfg.Detect.MinSessions {
+	if every := r.cfg.EvaluateEvery; every > 1 && p.total%every != 0 && p.total != r.cfg.Detect.MinSessions {
 		return nil
 	}
 	evals, err := r.evaluate(ctx, key, h, idx)
@@ -205,23 +213,59 @@ func (r *Detector) thresholds(ctx context.Context, card *scoring.Scorecard, m je
 	return r.reconcile(ctx, key, []regress.Evaluation{ev}, w.Value.Total, card.Session.Key, seq)
 }
 
-// addSample adds a sample to its history entry with compare-and-set. The
-// decoded history of the last revision this process wrote is kept, so a
-// process that handles an agent's sessions one after another decodes the
-// entry only when another replica wrote it since.
-func (r *Detector) addSample(ctx context.Context, key regress.Key, s regress.Sample) (*regress.History, bool, error) {
-	k := regress.HistoryKey(key)
-	e, added, err := r.histories().Modify(ctx, k, nil, func(h *regress.History) bool {
-		h.Key = key
-		return h.Add(s, r.cfg.Detect) // false: a redelivery, already there
-	})
-	if err != nil {
-		return nil, false, err
+// pendingSample is a scorecard's sample waiting to be written to its
+// history; once done, the history as written, whether the sample was new
+// (not a redelivery's), and the history's total just after it.
+type pendingSample struct {
+	s     regress.Sample
+	done  bool
+	h     *regress.History
+	added bool
+	total int
+	err   error
+}
+
+func (r *Detector) enqueue(k string, s regress.Sample) *pendingSample {
+	p := &pendingSample{s: s}
+	r.pendingMu.Lock()
+	defer r.pendingMu.Unlock()
+	if r.pending == nil {
+		r.pending = map[string][]*pendingSample{}
 	}
-	if added {
+	r.pending[k] = append(r.pending[k], p)
+	return p
+}
+
+// addSamples writes every sample waiting for key's history in one
+// compare-and-set (the caller holds the history's stripe): the scorecards
+// of one agent and version, handled side by side, wait for the stripe one
+// after another, and the first to hold it writes for all of them — one
+// history write for a burst of cards instead of one a card. The decoded
+// history of the last revision this process wrote is kept, so a process
+// that handles an agent's sessions one after another decodes the entry
+// only when another replica wrote it since.
+func (r *Detector) addSamples(ctx context.Context, key regress.Key) {
+	k := regress.HistoryKey(key)
+	r.pendingMu.Lock()
+	batch := r.pending[k]
+	delete(r.pending, k)
+	r.pendingMu.Unlock()
+	e, _, err := r.histories().Modify(ctx, k, nil, func(h *regress.History) bool {
+		h.Key = key
+		any := false
+		for _, p := range batch {
+			p.added = h.Add(p.s, r.cfg.Detect) // false: a redelivery, already there
+			p.total = h.Total
+			any = any || p.added
+		}
+		return any
+	})
+	if err == nil && slices.ContainsFunc(batch, func(p *pendingSample) bool { return p.added }) {
 		r.remember(k, e.Rev, e.Value)
 	}
-	return e.Value, added, nil
+	for _, p := range batch {
+		p.done, p.h, p.err = true, e.Value, err
+	}
 }
 
 // cachedHistory is a history as this process last wrote it.

@@ -159,3 +159,109 @@ func streamMsgs(t *testing.T, js jetstream.JetStream, stream string) []jetstream
 	}
 	return out
 }
+
+// TestOneAgentsCardsShareHistoryWrites hands one detector every scorecard
+// of a version whose sessions start closing in error all at once (80
+// goroutines, as a burst fills the stage's slots), each card's handling
+// redelivered once more beside it. Whatever the goroutines' order (the
+// cards waiting for their history's stripe are written together, how many
+// depends on the scheduler: 41–69 writes in five runs here, 79 before the
+// shared write), every card is counted once (Total 80, redeliveries not)
+// and the failures alert is published once. TestPendingSamplesOneWrite
+// checks the shared write itself.
+func TestOneAgentsCardsShareHistoryWrites(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	set := stagetest.Start(t)
+	js, cfg, env, subj := set.JS, set.Cfg, set.Env, set.Env.Subjects
+	cfg.Regression.MinFiring = 0
+	kv, err := detect.OpenBucket(ctx, js, subj, cfg.NATS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := detect.New(env, detect.Options{Bucket: kv, Metrics: metrics.NewPipeline(prometheus.NewRegistry()), Regression: cfg.Regression})
+	if err != nil {
+		t.Fatal(err)
+	}
+	scorer, err := scoring.NewScorer(scoring.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	steady := population.Baseline("support", "7")
+	steady.ErrorCloseRate = 0
+	failing := steady
+	failing.ErrorCloseRate = 0.7
+	cards := append(population.Generate(scorer, steady, 11, 60), population.Generate(scorer, failing, 12, 20)...)
+	testenv.PublishCards(t, js, cards, 0)
+	key := regress.Key{Agent: "support", Version: "7", ScoringVersion: cards[0].ScoringVersion}
+	w, err := kv.Watch(ctx, regress.HistoryKey(key), jetstream.UpdatesOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = w.Stop() }()
+
+	cons, err := js.OrderedConsumer(ctx, subj.ResultStream(), jetstream.OrderedConsumerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*len(cards))
+	for range cards {
+		m, err := cons.Next(jetstream.FetchMaxWait(5 * time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 2 { // the card and its redelivery
+			wg.Go(func() {
+				if err := d.Handle(ctx, m); err != nil {
+					errs <- err
+				}
+			})
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+
+	writes := 0
+	for quiet := false; !quiet; {
+		select {
+		case e := <-w.Updates():
+			if e != nil {
+				writes++
+			}
+		case <-time.After(500 * time.Millisecond):
+			quiet = true
+		}
+	}
+	e, err := kv.Get(ctx, regress.HistoryKey(key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h regress.History
+	if err := json.Unmarshal(e.Value(), &h); err != nil {
+		t.Fatal(err)
+	}
+	if h.Total != len(cards) {
+		t.Errorf("history counts %d sessions, want %d (each once, redeliveries not)", h.Total, len(cards))
+	}
+	if writes == 0 || writes > len(cards) {
+		t.Errorf("%d history writes for %d cards, want at most one a card", writes, len(cards))
+	}
+	failures := 0
+	for _, m := range streamMsgs(t, js, subj.AlertStream()) {
+		var a wire.Alert
+		if err := json.Unmarshal(m.Data(), &a); err != nil {
+			t.Fatal(err)
+		}
+		if a.Kind == regress.KindFailures && a.Metric == regress.MetricCRError && a.Status == wire.AlertFiring {
+			failures++
+		}
+	}
+	if failures != 1 {
+		t.Errorf("%d firing %s alerts, want 1", failures, regress.MetricCRError)
+	}
+	t.Logf("%d cards (each handled twice at once): %d history writes", len(cards), writes)
+}

@@ -119,6 +119,7 @@ func (s *Stage) Start(workCtx context.Context) error {
 // buffer while its ack timer runs.
 func (s *Stage) fetchLoop(ctx, workCtx context.Context) {
 	slots := make(chan struct{}, s.Concurrency)
+	backlogged := false
 	for {
 		select { // one free slot at least
 		case slots <- struct{}{}:
@@ -134,6 +135,9 @@ func (s *Stage) fetchLoop(ctx, workCtx context.Context) {
 			default:
 			}
 			break
+		}
+		if backlogged {
+			n = gatherSlots(ctx, slots, n, s.Concurrency)
 		}
 		if err := s.health.Wait(ctx); err != nil {
 			return
@@ -155,6 +159,9 @@ func (s *Stage) fetchLoop(ctx, workCtx context.Context) {
 			err = batch.Error()
 		}
 		cancel()
+		// A fetch that came back full left messages waiting: the next
+		// one gathers slots first (gatherSlots).
+		backlogged = err == nil && got == n
 		for range n - got {
 			<-slots
 		}
@@ -170,6 +177,36 @@ func (s *Stage) fetchLoop(ctx, workCtx context.Context) {
 			}
 		}
 	}
+}
+
+// gatherWait bounds how long a backlogged stage waits for more free slots
+// before it fetches.
+const gatherWait = 5 * time.Millisecond
+
+// gatherSlots takes more free slots, up to half of them (or all when there are
+// two at most), for at most gatherWait, and returns how many it holds. A
+// backlogged stage whose slots free one at a time (a handler that
+// serializes, as regression detection does one agent's cards) would
+// otherwise send a pull request for every message; the messages it waits
+// for are queued on the server, not fetched, so no ack timer runs meanwhile.
+func gatherSlots(ctx context.Context, slots chan struct{}, n, concurrency int) int {
+	want := max(concurrency/2, min(concurrency, 2))
+	if n >= want {
+		return n
+	}
+	timer := time.NewTimer(gatherWait)
+	defer timer.Stop()
+	for n < want {
+		select {
+		case slots <- struct{}{}:
+			n++
+		case <-timer.C:
+			return n
+		case <-ctx.Done():
+			return n
+		}
+	}
+	return n
 }
 
 // noteFetch logs when a stage's fetches resume after failing (a NATS
