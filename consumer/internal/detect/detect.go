@@ -63,7 +63,7 @@ type Detector struct {
 	pendingMu sync.Mutex
 	pending   map[string][]*pendingSample
 	cacheMu   sync.Mutex
-	cache   map[string]cachedHistory // by history key
+	cache     map[string]cachedHistory // by history key
 }
 
 // Options are what a Detector needs.
