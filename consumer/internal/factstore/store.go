@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"log/slog"
 	"slices"
 	"sync"
@@ -29,10 +28,12 @@ import (
 // compare-and-set (broker.KV).
 type Store struct {
 	kv broker.KV[facts.SessionFacts]
-	// stripes serialize this process's writers of one entry: each starts
+	// locks serialize this process's writers of one entry: each starts
 	// from the last one's write (remembered) instead of losing a
-	// compare-and-set to it and reading the entry again.
-	stripes *[64]sync.Mutex
+	// compare-and-set to it and reading the entry again. One lock per
+	// entry, not stripes: a write stuck until its timeout (NATS going
+	// away mid-request) holds up only its own entry's writers.
+	locks *keyLocks
 	// listed are sessions this process listed in their room's entry whose
 	// joined mark waits for their next write (Add).
 	listed *broker.Recent
@@ -53,19 +54,71 @@ const (
 func New(kv jetstream.KeyValue, timeout time.Duration, now func() time.Time) *Store {
 	return &Store{now: now, kv: broker.KV[facts.SessionFacts]{Bucket: kv, Timeout: timeout,
 		Decode: func(_ string, _ uint64, data []byte, f *facts.SessionFacts) error { return Decode(data, f) },
-		Recent: broker.NewRecent(recentEntries, recentFor)}, stripes: new([64]sync.Mutex),
+		Recent: broker.NewRecent(recentEntries, recentFor)}, locks: &keyLocks{m: map[string]*keyLock{}},
 		listed: broker.NewRecent(recentEntries, time.Hour)}
 }
 
-// modify is kv.Modify with key's stripe held.
+// modify is kv.Modify with key's lock held, or without it once the lock
+// has been waited for lockWait.
 func (s *Store) modify(ctx context.Context, key string, from *broker.Entry[facts.SessionFacts],
 	change func(*facts.SessionFacts) bool) (broker.Entry[facts.SessionFacts], bool, error) {
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(key))
-	mu := &s.stripes[h.Sum32()%uint32(len(s.stripes))]
-	mu.Lock()
-	defer mu.Unlock()
+	defer s.locks.lock(key, lockWait)()
 	return s.kv.Modify(ctx, key, from, change)
+}
+
+// lockWait bounds the wait for an entry's lock. A write holds it for a round
+// trip; one whose request was lost with a stopping NATS server holds it
+// until nats.request_timeout, and the entry's other writers must not wait
+// that long (TestNATSRestartBacklog saw them wait 10 s): past lockWait they
+// go ahead, and the compare-and-set keeps both writes.
+const lockWait = 100 * time.Millisecond
+
+// keyLocks are a lock per key, kept while some goroutine holds or waits
+// for it.
+type keyLocks struct {
+	mu sync.Mutex
+	m  map[string]*keyLock
+}
+
+type keyLock struct {
+	held  chan struct{} // a token while held
+	users int
+}
+
+// lock takes key's lock, waiting at most wait, and returns its release
+// (which releases nothing when the wait ran out).
+func (l *keyLocks) lock(key string, wait time.Duration) func() {
+	l.mu.Lock()
+	k := l.m[key]
+	if k == nil {
+		k = &keyLock{held: make(chan struct{}, 1)}
+		l.m[key] = k
+	}
+	k.users++
+	l.mu.Unlock()
+	got := false
+	select {
+	case k.held <- struct{}{}:
+		got = true
+	default:
+		t := time.NewTimer(wait)
+		select {
+		case k.held <- struct{}{}:
+			got = true
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	return func() {
+		if got {
+			<-k.held
+		}
+		l.mu.Lock()
+		if k.users--; k.users == 0 {
+			delete(l.m, key)
+		}
+		l.mu.Unlock()
+	}
 }
 
 // WithoutMemory makes every change read its entry first (no broker.Recent):
