@@ -139,25 +139,24 @@ func (b KV[T]) Modify(ctx context.Context, key string, from *Entry[T], change fu
 			case <-time.After(pause):
 			}
 		}
-		cur, source, err := b.start(ctx, key, from, attempt)
+		cur, guessed, err := b.start(ctx, key, from, attempt)
 		if err != nil {
 			return Entry[T]{}, false, err
 		}
 		from = nil // a conflict reads the entry afresh
 		if !change(cur.Value) {
-			if source == guessedAbsent {
-				// Nothing to write to an empty entry: the real one decides.
-				if cur, source, err = b.start(ctx, key, nil, attempts); err != nil {
-					return Entry[T]{}, false, err
-				}
-				if !change(cur.Value) {
-					return cur, false, nil
-				}
-			} else {
+			if !guessed {
+				return cur, false, nil
+			}
+			// Nothing to write to an empty entry: the real one decides.
+			if cur, err = b.read(ctx, key); err != nil {
+				return Entry[T]{}, false, err
+			}
+			if guessed = false; !change(cur.Value) {
 				return cur, false, nil
 			}
 		}
-		rev, err := b.put(ctx, key, cur.Value, cur.Rev, source == guessedAbsent)
+		rev, err := b.put(ctx, key, cur.Value, cur.Rev, guessed)
 		if err == nil {
 			return Entry[T]{Value: cur.Value, Rev: rev}, true, nil
 		}
@@ -168,38 +167,37 @@ func (b KV[T]) Modify(ctx context.Context, key string, from *Entry[T], change fu
 	return Entry[T]{}, false, fmt.Errorf("write %s: %d conflicting writers in a row", key, attempts)
 }
 
-// Where Modify's starting entry came from.
-const (
-	readEntry     = iota // read now
-	givenEntry           // the caller's, or remembered (Recent)
-	guessedAbsent        // nothing remembered: written as new, read on a conflict
-)
-
 // start is the entry Modify applies its change to on attempt: on the first
 // attempt, the one remembered if newer than from (Recent), else from, else
-// (with Recent, nothing remembered) a guess that it is absent; on a later
-// attempt, the one read now.
-func (b KV[T]) start(ctx context.Context, key string, from *Entry[T], attempt int) (Entry[T], int, error) {
+// (with Recent, nothing remembered) a guess that it is absent (guessed:
+// written as new, read on a conflict); on a later attempt, the one read now.
+func (b KV[T]) start(ctx context.Context, key string, from *Entry[T], attempt int) (e Entry[T], guessed bool, err error) {
 	if attempt == 0 && b.Recent != nil {
 		data, rev, ok := b.Recent.get(key)
 		switch {
 		case ok && (from == nil || rev > from.Rev): // newer than the caller's
 			v := new(T)
 			if err := b.decode(key, rev, data, v); err == nil {
-				return Entry[T]{Value: v, Rev: rev}, givenEntry, nil
+				return Entry[T]{Value: v, Rev: rev}, false, nil
 			}
 		case !ok && from == nil:
-			return Entry[T]{Value: new(T)}, guessedAbsent, nil
+			return Entry[T]{Value: new(T)}, true, nil
 		}
 	}
 	if from != nil {
-		return *from, givenEntry, nil
+		return *from, false, nil
 	}
+	e, err = b.read(ctx, key)
+	return e, false, err
+}
+
+// read is Get as an Entry.
+func (b KV[T]) read(ctx context.Context, key string) (Entry[T], error) {
 	v, rev, err := b.Get(ctx, key)
 	if err != nil {
-		return Entry[T]{}, readEntry, err
+		return Entry[T]{}, err
 	}
-	return Entry[T]{Value: v, Rev: rev}, readEntry, nil
+	return Entry[T]{Value: v, Rev: rev}, nil
 }
 
 // IsConflict reports whether a write lost a compare-and-set: the key

@@ -12,6 +12,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/lkscore/lkscore/config"
+	"github.com/lkscore/lkscore/consumer/broker"
 	"github.com/lkscore/lkscore/consumer/internal/detect"
 	"github.com/lkscore/lkscore/consumer/internal/metrics"
 	"github.com/lkscore/lkscore/consumer/internal/stagetest"
@@ -30,32 +32,9 @@ import (
 func TestReplicasAlertOnce(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	set := stagetest.Start(t)
-	js, cfg, env, subj := set.JS, set.Cfg, set.Env, set.Env.Subjects
-	cfg.Regression.MinFiring = 0
-	kv, err := detect.OpenBucket(ctx, js, subj, cfg.NATS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var replicas []*detect.Detector
-	for range 2 {
-		d, err := detect.New(env, detect.Options{Bucket: kv, Metrics: metrics.NewPipeline(prometheus.NewRegistry()), Regression: cfg.Regression})
-		if err != nil {
-			t.Fatal(err)
-		}
-		replicas = append(replicas, d)
-	}
-
-	scorer, err := scoring.NewScorer(scoring.DefaultConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	steady := population.Baseline("support", "7")
-	steady.ErrorCloseRate = 0
-	failing := steady
-	failing.ErrorCloseRate = 0.7
-	cards := append(population.Generate(scorer, steady, 11, 60), population.Generate(scorer, failing, 12, 20)...)
-	testenv.PublishCards(t, js, cards, 0)
+	r := startFailingVersion(t)
+	js, kv, subj, cards := r.js, r.kv, r.subj, r.cards
+	replicas := []*detect.Detector{r.detector(t), r.detector(t)}
 
 	cons, err := js.OrderedConsumer(ctx, subj.ResultStream(), jetstream.OrderedConsumerConfig{})
 	if err != nil {
@@ -131,6 +110,50 @@ func TestReplicasAlertOnce(t *testing.T) {
 	}
 }
 
+// failingVersion is a results stream holding 80 scorecards of agent
+// support version 7, the last 20 of which close in error 70% of the time,
+// and a regression bucket; alerts fire without a hold time.
+type failingVersion struct {
+	js    jetstream.JetStream
+	kv    jetstream.KeyValue
+	subj  wire.Subjects
+	env   broker.Env
+	cfg   config.Regression
+	cards []scoring.Scorecard
+}
+
+func startFailingVersion(t *testing.T) failingVersion {
+	t.Helper()
+	set := stagetest.Start(t)
+	r := failingVersion{js: set.JS, subj: set.Env.Subjects, env: set.Env, cfg: set.Cfg.Regression}
+	r.cfg.MinFiring = 0
+	var err error
+	if r.kv, err = detect.OpenBucket(context.Background(), r.js, r.subj, set.Cfg.NATS); err != nil {
+		t.Fatal(err)
+	}
+	scorer, err := scoring.NewScorer(scoring.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	steady := population.Baseline("support", "7")
+	steady.ErrorCloseRate = 0
+	failing := steady
+	failing.ErrorCloseRate = 0.7
+	r.cards = append(population.Generate(scorer, steady, 11, 60), population.Generate(scorer, failing, 12, 20)...)
+	testenv.PublishCards(t, r.js, r.cards, 0)
+	return r
+}
+
+// detector is a replica on the run's bucket.
+func (r failingVersion) detector(t *testing.T) *detect.Detector {
+	t.Helper()
+	d, err := detect.New(r.env, detect.Options{Bucket: r.kv, Metrics: metrics.NewPipeline(prometheus.NewRegistry()), Regression: r.cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
 func streamMsgs(t *testing.T, js jetstream.JetStream, stream string) []jetstream.Msg {
 	t.Helper()
 	ctx := context.Background()
@@ -172,27 +195,9 @@ func streamMsgs(t *testing.T, js jetstream.JetStream, stream string) []jetstream
 func TestOneAgentsCardsShareHistoryWrites(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	set := stagetest.Start(t)
-	js, cfg, env, subj := set.JS, set.Cfg, set.Env, set.Env.Subjects
-	cfg.Regression.MinFiring = 0
-	kv, err := detect.OpenBucket(ctx, js, subj, cfg.NATS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := detect.New(env, detect.Options{Bucket: kv, Metrics: metrics.NewPipeline(prometheus.NewRegistry()), Regression: cfg.Regression})
-	if err != nil {
-		t.Fatal(err)
-	}
-	scorer, err := scoring.NewScorer(scoring.DefaultConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	steady := population.Baseline("support", "7")
-	steady.ErrorCloseRate = 0
-	failing := steady
-	failing.ErrorCloseRate = 0.7
-	cards := append(population.Generate(scorer, steady, 11, 60), population.Generate(scorer, failing, 12, 20)...)
-	testenv.PublishCards(t, js, cards, 0)
+	r := startFailingVersion(t)
+	js, kv, subj, cards := r.js, r.kv, r.subj, r.cards
+	d := r.detector(t)
 	key := regress.Key{Agent: "support", Version: "7", ScoringVersion: cards[0].ScoringVersion}
 	w, err := kv.Watch(ctx, regress.HistoryKey(key), jetstream.UpdatesOnly())
 	if err != nil {
