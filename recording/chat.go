@@ -99,13 +99,19 @@ func ParseChatHistory(r io.Reader, lim ChatLimits) (*ChatHistory, error) {
 	if cap(data) <= maxPooledRead {
 		*buf = data[:0] // the history holds no view of it (TestChatHistoryKeepsNoViewOfItsBytes)
 	}
-	if errors.Is(err, ErrLimit) {
-		return nil, limitErr(PartChatHistory, -1, lim.MaxBytes, fmt.Sprintf("max_bytes=%d", lim.MaxBytes))
-	}
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", PartChatHistory, err)
+		return nil, readErr(err, lim)
 	}
 	return ParseChatHistoryBytes(data, lim)
+}
+
+// readErr is a failed read's error: a limit *ParseError, or the reader's
+// own error wrapped.
+func readErr(err error, lim ChatLimits) error {
+	if errors.Is(err, ErrLimit) {
+		return limitErr(PartChatHistory, -1, lim.MaxBytes, fmt.Sprintf("max_bytes=%d", lim.MaxBytes))
+	}
+	return fmt.Errorf("read %s: %w", PartChatHistory, err)
 }
 
 // ParseChatHistoryBytes decodes chat_history.json. Syntax errors and limits
@@ -118,11 +124,14 @@ func ParseChatHistory(r io.Reader, lim ChatLimits) (*ChatHistory, error) {
 // encoding/json path, which gives the exact error or problems. Both paths
 // give the same result wherever the fast one answers (FuzzChatPathsAgree).
 func ParseChatHistoryBytes(data []byte, lim ChatLimits) (*ChatHistory, error) {
-	lim = lim.withDefaults()
+	return decodeChat(data, lim.withDefaults(), new(chatScratch))
+}
+
+func decodeChat(data []byte, lim ChatLimits, scratch *chatScratch) (*ChatHistory, error) {
 	if int64(len(data)) > lim.MaxBytes {
 		return nil, limitErr(PartChatHistory, -1, lim.MaxBytes, fmt.Sprintf("max_bytes=%d", lim.MaxBytes))
 	}
-	if h, ok := fastChat(data, lim); ok {
+	if h, ok := fastChat(data, lim, scratch); ok {
 		return h, nil
 	}
 	return streamChat(bytes.NewReader(data), lim)

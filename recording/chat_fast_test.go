@@ -45,9 +45,15 @@ func FuzzChatPathsAgree(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
+	// other fills a decoder's memory between the fuzzer's inputs.
+	other := mustRead(f, fieldDir+"js_020a.json")
+	var warm ChatDecoder
+	if _, err := warm.Decode(bytes.NewReader(other), ChatLimits{}); err != nil {
+		f.Fatal(err)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		lim := ChatLimits{MaxBytes: 1 << 16, MaxItems: 20}.withDefaults()
-		fast, ok := fastChat(data, lim)
+		fast, ok := fastChat(data, lim, new(chatScratch))
 		if !ok {
 			return
 		}
@@ -57,6 +63,14 @@ func FuzzChatPathsAgree(f *testing.F) {
 		}
 		if !reflect.DeepEqual(fast, slow) {
 			t.Fatalf("paths disagree:\nfast %+v\nslow %+v", fast, slow)
+		}
+		// A ChatDecoder that decoded another history first gives the same.
+		reused, err := warm.Decode(bytes.NewReader(data), lim)
+		if err != nil || !reflect.DeepEqual(reused, slow) {
+			t.Fatalf("a reused decoder disagrees (%v):\nreused %+v\nslow %+v", err, reused, slow)
+		}
+		if _, err := warm.Decode(bytes.NewReader(other), ChatLimits{}); err != nil {
+			t.Fatal(err)
 		}
 	})
 }
@@ -71,7 +85,7 @@ func TestFastPathTakesSDKFiles(t *testing.T) {
 	for _, p := range append([]string{"testdata/chat_python.json", "testdata/chat_js.json", "testdata/chat_js_camel.json", historyFixture}, field...) {
 		data := mustRead(t, p)
 		lim := ChatLimits{}.withDefaults()
-		fast, ok := fastChat(data, lim)
+		fast, ok := fastChat(data, lim, new(chatScratch))
 		if !ok {
 			t.Fatalf("%s: the fast path declined an SDK's own file", p)
 		}

@@ -142,22 +142,29 @@ func (s *metricsSlab) float(v float64) *float64 {
 }
 
 func (s *metricsSlab) last() *metricsBox {
-	if len(*s) == 0 {
+	if len(s.cur) == 0 {
 		return nil
 	}
-	return &(*s)[len(*s)-1]
+	return &s.cur[len(s.cur)-1]
 }
 
 // metricsSlab hands out metricsBoxes from chunks: one allocation per 64
-// messages instead of one each.
-type metricsSlab []metricsBox
+// messages instead of one each, none when the pool has chunks left from
+// the history before (ChatDecoder).
+type metricsSlab struct {
+	cur  []metricsBox
+	pool *chunks[metricsBox] // nil: new chunks
+}
 
 func (s *metricsSlab) next() *metricsBox {
-	if len(*s) == cap(*s) {
-		*s = make([]metricsBox, 0, 64)
+	if len(s.cur) == cap(s.cur) {
+		if s.pool == nil {
+			s.pool = new(chunks[metricsBox])
+		}
+		s.cur = s.pool.next(64)
 	}
-	*s = (*s)[:len(*s)+1]
-	return &(*s)[len(*s)-1]
+	s.cur = s.cur[:len(s.cur)+1]
+	return &s.cur[len(s.cur)-1]
 }
 
 func (m *rawMetrics) normalize(slab *metricsSlab) *Metrics {

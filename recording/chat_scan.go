@@ -26,16 +26,17 @@ import (
 // without an id. The caller then decodes with streamChat, which names the
 // error or records the problems. FuzzChatPathsAgree checks that both paths
 // give the same result wherever this one answers.
-func fastChat(data []byte, lim ChatLimits) (h *ChatHistory, ok bool) {
+func fastChat(data []byte, lim ChatLimits, scratch *chatScratch) (h *ChatHistory, ok bool) {
 	if !utf8.Valid(data) {
 		return nil, false // encoding/json replaces invalid UTF-8; leave that to it
 	}
-	s := scanner{data: data}
-	p := &chatParser{lim: lim, unmarshal: json.Unmarshal, h: &ChatHistory{Counts: map[string]int{}}}
+	s := scanner{data: data, scratch: scratch}
+	p := &chatParser{lim: lim, unmarshal: json.Unmarshal, h: scratch.reset(), metrics: metricsSlab{pool: &scratch.boxes}}
 	if !s.document(p) || s.failed {
 		return nil, false
 	}
 	p.finish()
+	scratch.done()
 	return p.h, true
 }
 
@@ -48,12 +49,17 @@ type scanner struct {
 	// history's few thousand strings are a few allocations, not one each.
 	// Bytes once written are never changed: a full chunk is replaced by a
 	// new one, and the strings keep the old one alive.
-	arena []byte
-	strs  []string // the string lists' chunk (strList)
+	arena   []byte
+	strs    []string // the string lists' chunk (strList)
+	scratch *chatScratch
 }
 
-// arenaChunk is the size of one arena allocation; longer strings get their own.
-const arenaChunk = 32 << 10
+// arenaChunk is the size of one arena allocation; longer strings get their
+// own. strsChunk is the length of one chunk of string lists.
+const (
+	arenaChunk = 32 << 10
+	strsChunk  = 256
+)
 
 // save returns b as a string whose bytes live in the arena.
 func (s *scanner) save(b []byte) string {
@@ -63,7 +69,7 @@ func (s *scanner) save(b []byte) string {
 	case len(b) > arenaChunk/8:
 		return string(b)
 	case cap(s.arena)-len(s.arena) < len(b):
-		s.arena = make([]byte, 0, arenaChunk)
+		s.arena = s.scratch.arena.next(arenaChunk)
 	}
 	start := len(s.arena)
 	s.arena = append(s.arena, b...)
@@ -189,7 +195,9 @@ func (s *scanner) items(p *chatParser) bool {
 	if bytes.Contains(s.data[:min(len(s.data), 512)], []byte(`": "`)) {
 		per = 540
 	}
-	p.h.Items = make([]Item, 0, len(s.data)/per+1)
+	if want := len(s.data)/per + 1; cap(p.h.Items) < want {
+		p.h.Items = make([]Item, 0, want)
+	}
 	var raw rawItem
 	for i := 0; ; i++ {
 		if i >= p.lim.MaxItems {
@@ -263,7 +271,12 @@ func (s *scanner) strList() ([]string, bool) {
 		}
 		if len(s.strs) == cap(s.strs) {
 			n := len(s.strs) - start
-			grown := make([]string, n, max(256, 2*n))
+			var grown []string
+			if n < strsChunk/2 {
+				grown = s.scratch.strs.next(strsChunk)[:n]
+			} else {
+				grown = make([]string, n, 2*n)
+			}
 			copy(grown, s.strs[start:])
 			s.strs, start = grown, 0
 		}

@@ -10,6 +10,12 @@ import (
 // source points back at the recording (s3://…, file://…); agentName comes
 // from the job when known (the header does not carry it).
 func (s *Session) ScoringInput(source, agentName string) scoring.Session {
+	return s.ScoringInputInto(nil, source, agentName)
+}
+
+// ScoringInputInto is ScoringInput with the items written into dst's
+// memory when it has room (a batch scoring one session after another).
+func (s *Session) ScoringInputInto(dst []scoring.Item, source, agentName string) scoring.Session {
 	in := scoring.Session{
 		Key: s.Key, RoomID: s.RoomID, RoomName: s.RoomName, JobID: s.JobID, AgentName: agentName,
 		CloseReason: s.CloseReason, CloseReasonSource: s.CloseReasonSource, Source: source,
@@ -19,7 +25,11 @@ func (s *Session) ScoringInput(source, agentName string) scoring.Session {
 	if s.Chat == nil {
 		return in
 	}
-	in.Items = make([]scoring.Item, len(s.Chat.Items))
+	if cap(dst) >= len(s.Chat.Items) {
+		in.Items = dst[:len(s.Chat.Items)]
+	} else {
+		in.Items = make([]scoring.Item, len(s.Chat.Items))
+	}
 	for i := range s.Chat.Items {
 		it := &s.Chat.Items[i]
 		out := scoring.Item{

@@ -126,6 +126,13 @@ func FromHeader(h *livekit.MetricsRecordingHeader, headerBytes []byte) *Session 
 // (ending in "/"): the header is required; a missing chat history is a
 // problem, not an error.
 func Load(ctx context.Context, src ObjectReader, dir string, lim Limits) (*Session, error) {
+	return (*ChatDecoder)(nil).Load(ctx, src, dir, lim)
+}
+
+// Load reads and parses a session as the function Load does, decoding its
+// chat history into d's memory: the session's Chat is valid until d's
+// next decode (ChatDecoder). A nil d decodes into new memory.
+func (d *ChatDecoder) Load(ctx context.Context, src ObjectReader, dir string, lim Limits) (*Session, error) {
 	s, err := LoadHeader(ctx, src, dir, lim)
 	if err != nil {
 		return nil, err
@@ -141,7 +148,12 @@ func Load(ctx context.Context, src ObjectReader, dir string, lim Limits) (*Sessi
 		return nil, err
 	}
 	defer rc.Close()
-	chat, err := ParseChatHistory(rc, lim.Chat)
+	var chat *ChatHistory
+	if d != nil {
+		chat, err = d.Decode(rc, lim.Chat)
+	} else {
+		chat, err = ParseChatHistory(rc, lim.Chat)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -51,6 +51,38 @@ func TestScoreMatchesGoldens(t *testing.T) {
 	}
 }
 
+// TestScoreBatchMatchesOneByOne: a batch decodes each session into the
+// memory the one before used (recording.ChatDecoder); every card it prints,
+// in either order, is byte for byte the card of that session scored alone.
+func TestScoreBatchMatchesOneByOne(t *testing.T) {
+	dirs := scenarioDirs(t)
+	alone := map[string]string{}
+	for _, dir := range dirs {
+		code, out, stderr := runScore(t, dir)
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", dir, code, stderr)
+		}
+		alone[dir] = out
+	}
+	batch := append([]string{}, dirs...)
+	for i := len(dirs) - 1; i >= 0; i-- {
+		batch = append(batch, dirs[i])
+	}
+	code, out, stderr := runScore(t, batch...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	lines := strings.SplitAfter(out, "\n")
+	if len(lines) != len(batch)+1 || lines[len(batch)] != "" {
+		t.Fatalf("%d lines for %d sessions", len(lines), len(batch))
+	}
+	for i, dir := range batch {
+		if lines[i] != alone[dir] {
+			t.Errorf("%s, %d. in the batch: its card differs from the card it gets alone:\n%s\n%s", filepath.Base(dir), i+1, lines[i], alone[dir])
+		}
+	}
+}
+
 func TestScoreTableAndGate(t *testing.T) {
 	clean, errorClose, slow := scenarioDir+"1_clean_call", scenarioDir+"6_error_close", scenarioDir+"2_slow_agent"
 	code, out, _ := runScore(t, "--format", "table", clean, errorClose)

@@ -27,7 +27,7 @@ func ScoreSamples(ctx context.Context, paths []string, configPath, agentName str
 	}
 	var out []regress.Sample
 	for i, src := range paths {
-		s, err := loadSession(ctx, src, getenv)
+		s, err := loadSession(ctx, src, getenv, nil)
 		if err != nil {
 			return nil, "", ExitError{Code: 1, Err: fmt.Errorf("score %s: %w", src, err)}
 		}

@@ -69,7 +69,7 @@ func Inspect(getenv func(string) string, stdout io.Writer) *cli.Command {
 			if c.Args().Len() != 1 {
 				return ExitError{Code: 2, Err: errors.New("inspect: want exactly one PATH or URL")}
 			}
-			out, err := loadSession(ctx, c.Args().First(), getenv)
+			out, err := loadSession(ctx, c.Args().First(), getenv, nil)
 			if err != nil {
 				return ExitError{Code: 1, Err: fmt.Errorf("inspect %s: %w", c.Args().First(), err)}
 			}
@@ -82,7 +82,10 @@ func Inspect(getenv func(string) string, stdout io.Writer) *cli.Command {
 
 // loadSession reads one recording upload from a local path or an S3/egress
 // URL with the recording parser, for inspect and score.
-func loadSession(ctx context.Context, src string, getenv func(string) string) (*inspectOutput, error) {
+//
+// dec, when not nil, is the memory a batch decodes chat histories into (the
+// session's Chat is valid until the next load with it).
+func loadSession(ctx context.Context, src string, getenv func(string) string, dec *recording.ChatDecoder) (*inspectOutput, error) {
 	lim := recording.DefaultLimits()
 	if strings.Contains(src, "://") && !strings.HasPrefix(src, "file://") {
 		return inspectS3(ctx, src, getenv, lim)
@@ -104,14 +107,12 @@ func loadSession(ctx context.Context, src string, getenv func(string) string) (*
 		}
 		dir = filepath.Dir(path)
 	}
-	if _, err := os.Stat(filepath.Join(dir, recording.ObjectHeader)); errors.Is(err, os.ErrNotExist) {
-		return nil, notSessionDir(dir)
+	s, err := dec.Load(ctx, sessionFiles(dir), "", lim)
+	if errors.Is(err, recording.ErrNotFound) {
+		if _, serr := os.Stat(filepath.Join(dir, recording.ObjectHeader)); errors.Is(serr, os.ErrNotExist) {
+			return nil, notSessionDir(dir)
+		}
 	}
-	local, err := store.OpenLocalDir(dir)
-	if err != nil {
-		return nil, err
-	}
-	s, err := recording.Load(ctx, local, "", lim)
 	if err != nil {
 		return nil, err
 	}

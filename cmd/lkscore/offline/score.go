@@ -7,13 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"runtime/debug"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/urfave/cli/v3"
 
 	"github.com/lkscore/lkscore/config"
+	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/scoring"
 )
 
@@ -136,25 +136,29 @@ func score(ctx context.Context, c *cli.Command, getenv func(string) string, stdo
 	if err != nil {
 		return ExitError{Code: 2, Err: err}
 	}
-	// A batch of sessions keeps little alive (one session at a
-	// time, the verdicts), so the collector may let the heap grow
-	// to 4x that between cycles: a few MB more, and about a fifth
-	// less CPU per session (docs/performance.md). GOGC still wins.
-	if getenv("GOGC") == "" {
-		defer debug.SetGCPercent(debug.SetGCPercent(400))
-	}
 	// JSON is written as each session is scored (nothing kept but
-	// the verdicts); the table needs every row first.
+	// the verdicts); the table needs every row first. One session
+	// after another is decoded into the same memory (dec, items): a
+	// JSON card is written before the next session reuses it, the
+	// table's cards are copied (docs/performance.md, "lkscore score").
 	var cards, verdicts []scoring.Scorecard
+	var dec *recording.ChatDecoder
+	var items []scoring.Item
+	if format == "json" {
+		dec = new(recording.ChatDecoder)
+	}
 	w := bufio.NewWriterSize(stdout, 64<<10)
 	enc := newCardEncoder(w)
 	for _, src := range c.Args().Slice() {
-		out, err := loadSession(ctx, src, getenv)
+		out, err := loadSession(ctx, src, getenv, dec)
 		if err != nil {
 			_ = w.Flush()
 			return ExitError{Code: 1, Err: fmt.Errorf("score %s: %w", src, err)}
 		}
-		in := out.Session.ScoringInput(src, c.String("agent"))
+		in := out.Session.ScoringInputInto(items, src, c.String("agent"))
+		if dec != nil {
+			items = in.Items
+		}
 		if in.Audio, err = localAudio(src, scorer.Audio()); err != nil {
 			_ = w.Flush()
 			return ExitError{Code: 1, Err: fmt.Errorf("score %s: %w", src, err)}
