@@ -56,6 +56,17 @@ func BenchmarkFieldHistory(b *testing.B) {
 				}
 			}
 		})
+		b.Run(name+"/decoder", func(b *testing.B) { // one ChatDecoder's memory reused, as lkscore score does
+			var d ChatDecoder
+			b.SetBytes(int64(len(data)))
+			b.ReportAllocs()
+			for b.Loop() {
+				h, err := d.Decode(bytes.NewReader(data), ChatLimits{})
+				if err != nil || len(h.Items) < 400 {
+					b.Fatal(err)
+				}
+			}
+		})
 		b.Run(name+"/goccy", func(b *testing.B) { // the fast path before the scanner
 			b.SetBytes(int64(len(data)))
 			b.ReportAllocs()

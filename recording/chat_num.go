@@ -1,6 +1,7 @@
 package recording
 
 import (
+	"encoding/binary"
 	"math"
 	"math/bits"
 	"strconv"
@@ -72,6 +73,13 @@ func (s *scanner) num() (float64, bool) {
 	case i < len(d) && d[i] == '0':
 		i++
 	case i < len(d) && d[i] >= '1' && d[i] <= '9':
+		for i+8 <= len(d) && digits <= 11 {
+			v, ok := eightDigits(binary.LittleEndian.Uint64(d[i:]))
+			if !ok {
+				break
+			}
+			mant, digits, i = mant*1e8+v, digits+8, i+8
+		}
 		for ; i < len(d) && d[i] >= '0' && d[i] <= '9'; i++ {
 			if digits < 19 {
 				mant = mant*10 + uint64(d[i]-'0')
@@ -88,6 +96,13 @@ func (s *scanner) num() (float64, bool) {
 		i++
 		j := i
 		for ; i < len(d) && d[i] >= '0' && d[i] <= '9'; i++ {
+			if mant != 0 && digits <= 11 && i+8 <= len(d) {
+				// eight digits at a time once the leading zeros are past
+				if v, ok := eightDigits(binary.LittleEndian.Uint64(d[i:])); ok {
+					mant, digits, exp, i = mant*1e8+v, digits+8, exp-8, i+7
+					continue
+				}
+			}
 			if mant == 0 && d[i] == '0' {
 				exp-- // a leading zero: no significant digit yet
 				continue
@@ -122,6 +137,18 @@ func (s *scanner) num() (float64, bool) {
 		return 0, s.fail()
 	}
 	return f, true
+}
+
+// eightDigits returns the value of eight ASCII digits read little-endian
+// from the input (the first digit in the low byte), and false when any of
+// the eight bytes is not a digit (SWAR, as simdjson parses them).
+func eightDigits(x uint64) (uint64, bool) {
+	if (x&0xF0F0F0F0F0F0F0F0)|(((x+0x0606060606060606)&0xF0F0F0F0F0F0F0F0)>>4) != 0x3333333333333333 {
+		return 0, false
+	}
+	x = (x & 0x0F0F0F0F0F0F0F0F) * 2561 >> 8
+	x = (x & 0x00FF00FF00FF00FF) * 6553601 >> 16
+	return (x & 0x0000FFFF0000FFFF) * 42949672960001 >> 32, true
 }
 
 // divPow10 returns mant / 10^k correctly rounded (round half to even), for

@@ -31,6 +31,9 @@ func (d *ChatDecoder) Decode(r io.Reader, lim ChatLimits) (*ChatHistory, error) 
 	if err != nil {
 		return nil, readErr(err, lim)
 	}
+	// The strings may be views of data: it is the decoder's, kept until the
+	// next Decode, as the history is.
+	d.scratch.views = true
 	return decodeChat(data, lim, &d.scratch)
 }
 
@@ -42,6 +45,9 @@ type chatScratch struct {
 	arena chunks[byte]
 	strs  chunks[string]
 	boxes chunks[metricsBox]
+	// views says the input lives as long as the history: strings without
+	// escapes are views of it instead of copies.
+	views bool
 }
 
 // reset readies the scratch for the next history, handing out its memory

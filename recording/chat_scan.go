@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
-	"strings"
+	"math/bits"
 	"unicode/utf16"
 	"unicode/utf8"
 	"unsafe"
@@ -61,11 +61,14 @@ const (
 	strsChunk  = 256
 )
 
-// save returns b as a string whose bytes live in the arena.
+// save returns b as a string whose bytes live in the arena, or, when the
+// input outlives the history (a ChatDecoder's own buffer), in the input.
 func (s *scanner) save(b []byte) string {
 	switch {
 	case len(b) == 0:
 		return ""
+	case s.scratch.views:
+		return unsafe.String(&b[0], len(b))
 	case len(b) > arenaChunk/8:
 		return string(b)
 	case cap(s.arena)-len(s.arena) < len(b):
@@ -83,6 +86,9 @@ const maxSkipDepth = 512
 func (s *scanner) fail() bool { s.failed = true; return false }
 
 func (s *scanner) ws() {
+	if s.i < len(s.data) && s.data[s.i] > ' ' {
+		return // most tokens follow no whitespace, or one space (json.dumps) skipped below
+	}
 	for s.i < len(s.data) {
 		switch s.data[s.i] {
 		case ' ', '\t', '\n', '\r':
@@ -317,7 +323,7 @@ func (s *scanner) str() (string, bool) {
 	if !esc {
 		return s.save(raw), true
 	}
-	return unescape(raw)
+	return s.unescape(raw)
 }
 
 // interned reads a string value that is usually one of a few words (an
@@ -331,7 +337,7 @@ func (s *scanner) interned() (string, bool) {
 		return "", false
 	}
 	if esc {
-		return unescape(raw)
+		return s.unescape(raw)
 	}
 	switch string(raw) {
 	case scoring.TypeMessage:
@@ -374,10 +380,12 @@ func (s *scanner) rawString() (raw []byte, esc bool, ok bool) {
 	start := i
 	for {
 		// Eight bytes at a time while none of them is special (SWAR: a
-		// byte of x^q is zero where x has a quote, and so on).
+		// byte of x^q is zero where x has a quote, and so on); the lowest
+		// bit of the masks is the first special byte.
 		for i+8 <= len(d) {
 			x := binary.LittleEndian.Uint64(d[i:])
-			if hasZeroByte(x^quotes) || hasZeroByte(x^backslashes) || hasLess(x, 0x20) {
+			if m := zeroBytes(x^quotes) | zeroBytes(x^backslashes) | bytesBelow(x, 0x20); m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
 				break
 			}
 			i += 8
@@ -418,11 +426,13 @@ const (
 	backslashes = '\\' * ones
 )
 
-// hasZeroByte reports whether any byte of x is zero.
-func hasZeroByte(x uint64) bool { return (x-ones)&^x&highs != 0 }
+// zeroBytes has the high bit set in the bytes of x that are zero, exact
+// up to the first of them (the borrow may mark bytes above it).
+func zeroBytes(x uint64) uint64 { return (x - ones) &^ x & highs }
 
-// hasLess reports whether any byte of x is below n (n <= 128).
-func hasLess(x uint64, n uint64) bool { return (x-ones*n)&^x&highs != 0 }
+// bytesBelow has the high bit set in the bytes of x below n (n <= 128),
+// exact up to the first of them.
+func bytesBelow(x uint64, n uint64) uint64 { return (x - ones*n) &^ x & highs }
 
 func isHex4(b []byte) bool {
 	for _, c := range b[:4] {
@@ -436,8 +446,35 @@ func isHex4(b []byte) bool {
 // unescape decodes a string's escapes (already checked by rawString). A
 // lone surrogate, which encoding/json replaces with U+FFFD, is declined.
 func unescape(raw []byte) (string, bool) {
-	var b strings.Builder
-	b.Grow(len(raw))
+	b, ok := appendUnescaped(make([]byte, 0, len(raw)), raw)
+	if !ok || len(b) == 0 {
+		return "", ok
+	}
+	return unsafe.String(&b[0], len(b)), true
+}
+
+// unescape is the package's unescape with the decoded bytes in the arena
+// when they fit there (a tool call's arguments are JSON in a string, an
+// escape every few bytes).
+func (s *scanner) unescape(raw []byte) (string, bool) {
+	if len(raw) > arenaChunk/8 {
+		return unescape(raw)
+	}
+	if cap(s.arena)-len(s.arena) < len(raw) { // decoded, it is no longer
+		s.arena = s.scratch.arena.next(arenaChunk)
+	}
+	start := len(s.arena)
+	b, ok := appendUnescaped(s.arena, raw)
+	if !ok || len(b) == start {
+		return "", ok
+	}
+	s.arena = b
+	return unsafe.String(&b[start], len(b)-start), true
+}
+
+// appendUnescaped appends raw's decoded bytes to b; false for a lone
+// surrogate.
+func appendUnescaped(b, raw []byte) ([]byte, bool) {
 	for i := 0; i < len(raw); {
 		c := raw[i]
 		if c != '\\' {
@@ -445,7 +482,7 @@ func unescape(raw []byte) (string, bool) {
 			if j < 0 {
 				j = len(raw) - i
 			}
-			b.Write(raw[i : i+j])
+			b = append(b, raw[i:i+j]...)
 			i += j
 			continue
 		}
@@ -455,32 +492,32 @@ func unescape(raw []byte) (string, bool) {
 			i += 6
 			if utf16.IsSurrogate(r) {
 				if i+6 > len(raw) || raw[i] != '\\' || raw[i+1] != 'u' {
-					return "", false
+					return b, false
 				}
 				r = utf16.DecodeRune(r, rune(hex4(raw[i+2:i+6])))
 				if r == utf8.RuneError {
-					return "", false
+					return b, false
 				}
 				i += 6
 			}
-			b.WriteRune(r)
+			b = utf8.AppendRune(b, r)
 			continue
 		case 'b':
-			b.WriteByte('\b')
+			b = append(b, '\b')
 		case 'f':
-			b.WriteByte('\f')
+			b = append(b, '\f')
 		case 'n':
-			b.WriteByte('\n')
+			b = append(b, '\n')
 		case 'r':
-			b.WriteByte('\r')
+			b = append(b, '\r')
 		case 't':
-			b.WriteByte('\t')
+			b = append(b, '\t')
 		default: // '"', '\\', '/'
-			b.WriteByte(raw[i+1])
+			b = append(b, raw[i+1])
 		}
 		i += 2
 	}
-	return b.String(), true
+	return b, true
 }
 
 func hex4(b []byte) uint32 {

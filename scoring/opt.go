@@ -29,6 +29,9 @@ func (o Opt[T]) MarshalJSON() ([]byte, error) {
 	}
 	switch v := any(o.V).(type) {
 	case int:
+		if v >= 0 && v < len(smallInts) {
+			return smallInts[v], nil // read only: encoding/json copies it
+		}
 		return strconv.AppendInt(make([]byte, 0, 8), int64(v), 10), nil
 	case float64:
 		return appendFloat(make([]byte, 0, 24), v)
@@ -66,3 +69,13 @@ func (o *Opt[T]) UnmarshalJSON(b []byte) error {
 	o.Set = true
 	return json.Unmarshal(b, &o.V)
 }
+
+// smallInts holds the JSON of the ints a scorecard mostly has (turn
+// indexes, counts), written once: an allocation each was a tenth of a
+// scorecard's encoding garbage.
+var smallInts = func() (t [1024][]byte) {
+	for i := range t {
+		t[i] = strconv.AppendInt(nil, int64(i), 10)
+	}
+	return t
+}()

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 )
@@ -666,7 +667,7 @@ func round(v float64) float64 {
 }
 
 // num formats a rounded number for messages without trailing zeros.
-func num(v float64) string { return fmt.Sprintf("%g", round(v)) }
+func num(v float64) string { return strconv.FormatFloat(round(v), 'g', -1, 64) }
 
 // FormatNumber is how a scorecard's messages write a number: rounded to 2
 // decimals, without trailing zeros (for a rule engine's values).

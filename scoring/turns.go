@@ -55,11 +55,11 @@ func turnFindings(a *analysis, cfg Config) []Finding {
 		case -gap > cfg.Turns.OverlapMs:
 			out = append(out, Finding{Code: CodeTalkOverUser, Severity: Warning, ItemID: it.ID, Turn: some(i),
 				Value: some(round(-gap)), Threshold: some(cfg.Turns.OverlapMs), Deduction: over.take(),
-				Message: fmt.Sprintf("the agent started %s ms before the user stopped speaking", num(-gap))})
+				Message: "the agent started " + num(-gap) + " ms before the user stopped speaking"})
 		case gap > cfg.Turns.LongSilenceMs:
 			out = append(out, Finding{Code: CodeLongSilence, Severity: Warning, ItemID: it.ID, Turn: some(i),
 				Value: some(round(gap)), Threshold: some(cfg.Turns.LongSilenceMs), Deduction: silence.take(),
-				Message: fmt.Sprintf("%s ms of silence between the user's turn and the agent's answer", num(gap))})
+				Message: num(gap) + " ms of silence between the user's turn and the agent's answer"})
 		}
 	}
 	if rate := perMinute(interruptions, a.duration); interruptions > 0 && rate > cfg.Turns.InterruptionsPerMin {
@@ -75,7 +75,7 @@ func turnFindings(a *analysis, cfg Config) []Finding {
 			v := ms(*it.EndOfTurnDelay)
 			out = append(out, Finding{Code: CodeSlowEndOfTurn, Severity: Warning, ItemID: it.ID, Turn: some(i),
 				Value: some(round(v)), Threshold: some(cfg.Turns.EndOfTurnDelayMs), Deduction: eot.take(),
-				Message: fmt.Sprintf("end of turn detected %s ms after the user stopped", num(v))})
+				Message: "end of turn detected " + num(v) + " ms after the user stopped"})
 		}
 	}
 	return append(out, handoffLoops(items)...)

@@ -39,15 +39,18 @@ func Score(getenv func(string) string, stdout io.Writer) *cli.Command {
 	}
 }
 
+// verdict is what the gate keeps of a scorecard.
+type verdict struct{ key, verdict string }
+
 // gate returns why --fail-on trips, or "".
-func gate(cards []scoring.Scorecard, failOn string) string {
+func gate(cards []verdict, failOn string) string {
 	if failOn == "" {
 		return ""
 	}
 	var bad []string
 	for _, sc := range cards {
-		if sc.Overall.Verdict == scoring.Fail || (failOn == scoring.Warn && sc.Overall.Verdict == scoring.Warn) {
-			bad = append(bad, sc.Session.Key+" "+sc.Overall.Verdict)
+		if sc.verdict == scoring.Fail || (failOn == scoring.Warn && sc.verdict == scoring.Warn) {
+			bad = append(bad, sc.key+" "+sc.verdict)
 		}
 	}
 	if len(bad) == 0 {
@@ -141,7 +144,8 @@ func score(ctx context.Context, c *cli.Command, getenv func(string) string, stdo
 	// after another is decoded into the same memory (dec, items): a
 	// JSON card is written before the next session reuses it, the
 	// table's cards are copied (docs/performance.md, "lkscore score").
-	var cards, verdicts []scoring.Scorecard
+	var cards []scoring.Scorecard
+	var verdicts []verdict
 	var dec *recording.ChatDecoder
 	var items []scoring.Item
 	if format == "json" {
@@ -164,7 +168,7 @@ func score(ctx context.Context, c *cli.Command, getenv func(string) string, stdo
 			return ExitError{Code: 1, Err: fmt.Errorf("score %s: %w", src, err)}
 		}
 		card := scorer.Score(in)
-		verdicts = append(verdicts, scoring.Scorecard{Session: scoring.SessionRef{Key: card.Session.Key}, Overall: card.Overall})
+		verdicts = append(verdicts, verdict{card.Session.Key, card.Overall.Verdict})
 		if format == "table" {
 			cards = append(cards, card)
 		} else if err := enc.Encode(card); err != nil {
