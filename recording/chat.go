@@ -72,20 +72,19 @@ type Item struct {
 	ToolsRemoved []string `json:"tools_removed,omitempty"`
 }
 
-// Metrics is a message's MetricsReport. Timestamps are Unix seconds, delays
-// seconds, in both SDKs.
+// Metrics is what scoring measures of a message's MetricsReport.
+// Timestamps are Unix seconds, delays seconds, in both SDKs. The report's
+// other numbers (on_user_turn_completed_delay, llm_node_tps, llm_node_ttfs,
+// playback_latency) are checked to be numbers and not kept: no measure
+// uses them (docs/formats.md).
 type Metrics struct {
-	StartedSpeakingAt        *float64 `json:"started_speaking_at,omitempty"`
-	StoppedSpeakingAt        *float64 `json:"stopped_speaking_at,omitempty"`
-	TranscriptionDelay       *float64 `json:"transcription_delay,omitempty"`
-	EndOfTurnDelay           *float64 `json:"end_of_turn_delay,omitempty"`
-	OnUserTurnCompletedDelay *float64 `json:"on_user_turn_completed_delay,omitempty"`
-	LLMNodeTTFT              *float64 `json:"llm_node_ttft,omitempty"`
-	LLMNodeTPS               *float64 `json:"llm_node_tps,omitempty"`
-	LLMNodeTTFS              *float64 `json:"llm_node_ttfs,omitempty"`
-	TTSNodeTTFB              *float64 `json:"tts_node_ttfb,omitempty"`
-	PlaybackLatency          *float64 `json:"playback_latency,omitempty"`
-	E2ELatency               *float64 `json:"e2e_latency,omitempty"`
+	StartedSpeakingAt  *float64 `json:"started_speaking_at,omitempty"`
+	StoppedSpeakingAt  *float64 `json:"stopped_speaking_at,omitempty"`
+	TranscriptionDelay *float64 `json:"transcription_delay,omitempty"`
+	EndOfTurnDelay     *float64 `json:"end_of_turn_delay,omitempty"`
+	LLMNodeTTFT        *float64 `json:"llm_node_ttft,omitempty"`
+	TTSNodeTTFB        *float64 `json:"tts_node_ttfb,omitempty"`
+	E2ELatency         *float64 `json:"e2e_latency,omitempty"`
 }
 
 // ParseChatHistory reads chat_history.json (at most lim.MaxBytes, else a

@@ -62,6 +62,9 @@ type rawItem struct {
 	contentSet  bool
 }
 
+// rawMetrics' numbers tagged scan:"checked" are in no measure: the
+// scanner checks them (a number within float64's range, as the stream's
+// type check demands) without converting them, and normalize drops them.
 type rawMetrics struct {
 	StartedSpeakingAt         float64 `json:"started_speaking_at"`
 	StartedSpeakingAtC        float64 `json:"startedSpeakingAt"`
@@ -71,16 +74,16 @@ type rawMetrics struct {
 	TranscriptionDelayC       float64 `json:"transcriptionDelay"`
 	EndOfTurnDelay            float64 `json:"end_of_turn_delay"`
 	EndOfTurnDelayC           float64 `json:"endOfTurnDelay"`
-	OnUserTurnCompletedDelay  float64 `json:"on_user_turn_completed_delay"`
-	OnUserTurnCompletedDelayC float64 `json:"onUserTurnCompletedDelay"`
+	OnUserTurnCompletedDelay  float64 `json:"on_user_turn_completed_delay" scan:"checked"`
+	OnUserTurnCompletedDelayC float64 `json:"onUserTurnCompletedDelay" scan:"checked"`
 	LLMNodeTTFT               float64 `json:"llm_node_ttft"`
 	LLMNodeTTFTC              float64 `json:"llmNodeTtft"`
-	LLMNodeTPS                float64 `json:"llm_node_tps"`
-	LLMNodeTTFS               float64 `json:"llm_node_ttfs"`
+	LLMNodeTPS                float64 `json:"llm_node_tps" scan:"checked"`
+	LLMNodeTTFS               float64 `json:"llm_node_ttfs" scan:"checked"`
 	TTSNodeTTFB               float64 `json:"tts_node_ttfb"`
 	TTSNodeTTFBC              float64 `json:"ttsNodeTtfb"`
-	PlaybackLatency           float64 `json:"playback_latency"`
-	PlaybackLatencyC          float64 `json:"playbackLatency"`
+	PlaybackLatency           float64 `json:"playback_latency" scan:"checked"`
+	PlaybackLatencyC          float64 `json:"playbackLatency" scan:"checked"`
 	E2ELatency                float64 `json:"e2e_latency"`
 	E2ELatencyC               float64 `json:"e2eLatency"`
 }
@@ -125,7 +128,7 @@ func pickList(snake, camel []string) []string {
 // to, and its transcript confidence.
 type metricsBox struct {
 	m       Metrics
-	vals    [11]float64
+	vals    [7]float64
 	conf    float64
 	confSet bool
 }
@@ -173,12 +176,8 @@ func (m *rawMetrics) normalize(slab *metricsSlab) *Metrics {
 		pickNum(m.StoppedSpeakingAt, m.StoppedSpeakingAtC),
 		pickNum(m.TranscriptionDelay, m.TranscriptionDelayC),
 		pickNum(m.EndOfTurnDelay, m.EndOfTurnDelayC),
-		pickNum(m.OnUserTurnCompletedDelay, m.OnUserTurnCompletedDelayC),
 		pickNum(m.LLMNodeTTFT, m.LLMNodeTTFTC),
-		m.LLMNodeTPS,
-		m.LLMNodeTTFS,
 		pickNum(m.TTSNodeTTFB, m.TTSNodeTTFBC),
-		pickNum(m.PlaybackLatency, m.PlaybackLatencyC),
 		pickNum(m.E2ELatency, m.E2ELatencyC),
 	}
 	present := false
@@ -205,8 +204,7 @@ func (m *rawMetrics) normalize(slab *metricsSlab) *Metrics {
 	}
 	out.m = Metrics{
 		StartedSpeakingAt: ptr(0), StoppedSpeakingAt: ptr(1), TranscriptionDelay: ptr(2), EndOfTurnDelay: ptr(3),
-		OnUserTurnCompletedDelay: ptr(4), LLMNodeTTFT: ptr(5), LLMNodeTPS: ptr(6), LLMNodeTTFS: ptr(7),
-		TTSNodeTTFB: ptr(8), PlaybackLatency: ptr(9), E2ELatency: ptr(10),
+		LLMNodeTTFT: ptr(4), TTSNodeTTFB: ptr(5), E2ELatency: ptr(6),
 	}
 	return &out.m
 }

@@ -97,25 +97,25 @@ func (s *scanner) metrics(m *rawMetrics) bool {
 		case "endOfTurnDelay":
 			f = &m.EndOfTurnDelayC
 		case "on_user_turn_completed_delay":
-			f = &m.OnUserTurnCompletedDelay
+			return s.checkedNum()
 		case "onUserTurnCompletedDelay":
-			f = &m.OnUserTurnCompletedDelayC
+			return s.checkedNum()
 		case "llm_node_ttft":
 			f = &m.LLMNodeTTFT
 		case "llmNodeTtft":
 			f = &m.LLMNodeTTFTC
 		case "llm_node_tps":
-			f = &m.LLMNodeTPS
+			return s.checkedNum()
 		case "llm_node_ttfs":
-			f = &m.LLMNodeTTFS
+			return s.checkedNum()
 		case "tts_node_ttfb":
 			f = &m.TTSNodeTTFB
 		case "ttsNodeTtfb":
 			f = &m.TTSNodeTTFBC
 		case "playback_latency":
-			f = &m.PlaybackLatency
+			return s.checkedNum()
 		case "playbackLatency":
-			f = &m.PlaybackLatencyC
+			return s.checkedNum()
 		case "e2e_latency":
 			f = &m.E2ELatency
 		case "e2eLatency":

@@ -1,6 +1,7 @@
 package recording
 
 import (
+	"bytes"
 	"encoding/binary"
 	"math"
 	"math/bits"
@@ -174,7 +175,9 @@ func divPow10(mant uint64, k int) float64 {
 			s--
 		}
 	}
-	return math.Ldexp(float64(m), 11-s)
+	// m × 2^(11-s) with m in [2^52, 2^53): a normal float64, whose bits are
+	// the exponent and m without its leading bit (no math.Ldexp needed).
+	return math.Float64frombits(uint64(1023+52+11-s)<<52 | m&(1<<52-1))
 }
 
 // shl128 returns x << s as a 128-bit number (s < 128).
@@ -194,6 +197,28 @@ var pow10u64 = [...]uint64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
 // exactPow10 are the powers of ten a float64 holds exactly.
 var exactPow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
 	1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
+
+// checkedNum reads a number it does not convert: one the stream's float64
+// field would take (within range), or the scan fails. Only a number with
+// an exponent or hundreds of digits can be out of range; those are
+// converted to check.
+func (s *scanner) checkedNum() bool {
+	start := s.next()
+	if start == 0 {
+		return s.fail()
+	}
+	from := s.i
+	if !s.numberToken() {
+		return false
+	}
+	tok := s.data[from:s.i]
+	if len(tok) < 300 && bytes.IndexAny(tok, "eE") < 0 {
+		return true
+	}
+	s.i = from
+	_, ok := s.num()
+	return ok
+}
 
 // numberToken advances over -?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?.
 func (s *scanner) numberToken() bool {

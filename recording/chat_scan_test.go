@@ -35,6 +35,7 @@ func TestScanNumbersMatchParseFloat(t *testing.T) {
 	}
 	toks = append(toks, "0", "-0", "-0.0", "0.000123", "1e22", "1e23", "9007199254740993", "123456789012345678901234",
 		"0.1234567890123456789012", "1E5", "2e-22", "2e-23", "4.9e-324", "1.7976931348623157e308", "5e-325",
+		"1e309", "-1e400", "1"+strings.Repeat("0", 320), "1"+strings.Repeat("0", 298),
 		// exact halfway cases between two floats: round half to even
 		"4503599627370496.5", "4503599627370497.5", "2251799813685248.25", "2251799813685248.75", "1125899906842624.125",
 		"1125899906842624.375", "4503599627370495.5", "9007199254740991.5", "0.9999999999999999444888487687421729788184165954589843750")
@@ -42,6 +43,10 @@ func TestScanNumbersMatchParseFloat(t *testing.T) {
 		want, err := strconv.ParseFloat(tok, 64)
 		s := scanner{data: []byte(tok)}
 		got, ok := s.num()
+		c := scanner{data: []byte(tok)}
+		if checked := c.checkedNum(); checked != ok || (ok && c.i != len(tok)) {
+			t.Fatalf("%s: checkedNum says %v (at %d), num %v", tok, checked, c.i, ok)
+		}
 		if err != nil || math.IsInf(want, 0) {
 			if ok {
 				t.Errorf("%s: scanned %v, ParseFloat fails (%v)", tok, got, err)

@@ -9,7 +9,8 @@
 // A field's reader follows its type (string, float64, bool, []string,
 // json.RawMessage, rawMetrics); a `scan:"interned"` tag reads a string of
 // few values through the intern table, `scan:"content"` a message's
-// content. TestChatKeysGenerated fails when the file is out of date.
+// content, and a metric's `scan:"checked"` checks a number it does not
+// convert. TestChatKeysGenerated fails when the file is out of date.
 package main
 
 import (
@@ -64,7 +65,14 @@ func generate(src string) ([]byte, error) {
 		if fl.typ != "float64" {
 			return nil, fmt.Errorf("rawMetrics.%s is %s: the scanner reads only float64 metrics", fl.name, fl.typ)
 		}
-		fmt.Fprintf(&b, "\t\tcase %q:\n\t\t\tf = &m.%s\n", fl.key, fl.name)
+		switch fl.scan {
+		case "":
+			fmt.Fprintf(&b, "\t\tcase %q:\n\t\t\tf = &m.%s\n", fl.key, fl.name)
+		case "checked": // a number no measure uses: checked, not converted
+			fmt.Fprintf(&b, "\t\tcase %q:\n\t\t\treturn s.checkedNum()\n", fl.key)
+		default:
+			return nil, fmt.Errorf("rawMetrics.%s: unknown scan tag %q", fl.name, fl.scan)
+		}
 	}
 	b.WriteString(metricsTailCode)
 	writeKeySets(&b, item, metrics)
