@@ -71,10 +71,7 @@ func (c *chatScratch) reset() *ChatHistory {
 // done finishes a history decoded into the scratch: no items is nil, as
 // a fresh decode gives.
 func (c *chatScratch) done() {
-	if cap(c.h.Items) > cap(c.items) {
-		c.items = c.h.Items
-	}
-	if len(c.h.Items) == 0 {
+	if len(c.h.Items) == 0 { // never grown: the next reset keeps c.items
 		c.h.Items = nil
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
+	"mime/multipart"
 	"os"
 	"path/filepath"
 	"strings"
@@ -54,8 +56,10 @@ func TestScoreMatchesGoldens(t *testing.T) {
 // TestScoreBatchMatchesOneByOne: a batch decodes each session into the
 // memory the one before used (recording.ChatDecoder); every card it prints,
 // in either order, is byte for byte the card of that session scored alone.
+// The sessions: the acceptance scenarios and the uploads a real agents-js
+// worker sent (consumer/testdata/field).
 func TestScoreBatchMatchesOneByOne(t *testing.T) {
-	dirs := scenarioDirs(t)
+	dirs := append(scenarioDirs(t), fieldSessionDirs(t)...)
 	alone := map[string]string{}
 	for _, dir := range dirs {
 		code, out, stderr := runScore(t, dir)
@@ -155,4 +159,47 @@ func TestScoreNotAnUpload(t *testing.T) {
 			t.Errorf("%s: exit %d, stderr %q", cmd, code, stderr.String())
 		}
 	}
+}
+
+// fieldSessionDirs writes the real agents-js uploads of
+// consumer/testdata/field as session directories: each multipart body's
+// header and chat_history parts, byte for byte.
+func fieldSessionDirs(t *testing.T) []string {
+	t.Helper()
+	bodies, _ := filepath.Glob("../../consumer/testdata/field/*/bodies/*_observability_recordings_v0.bin")
+	if len(bodies) == 0 {
+		t.Fatal("no recorded uploads in consumer/testdata/field")
+	}
+	var dirs []string
+	for _, body := range bodies {
+		b, err := os.ReadFile(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		first, _, _ := bytes.Cut(b, []byte("\r\n"))
+		mr := multipart.NewReader(bytes.NewReader(b), strings.TrimPrefix(string(first), "--"))
+		dir := t.TempDir()
+		for {
+			part, err := mr.NextPart()
+			if err != nil {
+				break
+			}
+			name := map[string]string{"header": "header.binpb", "chat_history": "chat_history.json"}[part.FormName()]
+			if name == "" {
+				continue
+			}
+			data, err := io.ReadAll(part)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := os.Stat(filepath.Join(dir, "chat_history.json")); err != nil {
+			t.Fatalf("%s: no chat_history part", body)
+		}
+		dirs = append(dirs, dir)
+	}
+	return dirs
 }
