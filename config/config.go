@@ -224,6 +224,12 @@ type Privacy struct {
 	// Mode is "full" (keep the upload) or "metadata_only" (drop the chat
 	// history and audio from the store once the scorecard is published).
 	Mode string `yaml:"mode"`
+	// IdentityKeys are the keys participant identities are hashed under
+	// (HMAC-SHA256), the current one first; a rotation lists the new key
+	// then the old one until rooms stored under the old one have aged out
+	// (docs/security.md). Empty derives one from the LiveKit API secret.
+	// From the environment (LKSCORE_IDENTITY_KEYS, comma-separated) only.
+	IdentityKeys []string `yaml:"-"`
 }
 
 // Redacted reports whether a session with the given flag is redacted.
@@ -589,6 +595,9 @@ func (c *Config) applyEnv(getenv func(string) string) error {
 	str("LKSCORE_NATS_NKEY_FILE", &c.NATS.NKeyFile)
 	str("LKSCORE_NATS_TOKEN", &c.NATS.Token)
 	str("LKSCORE_DASHBOARD_TOKEN", &c.Dashboard.Token)
+	if v := getenv("LKSCORE_IDENTITY_KEYS"); v != "" {
+		c.Privacy.IdentityKeys = splitList(v)
+	}
 	str("LKSCORE_KEYS_FILE", &c.LiveKit.KeysFile)
 	str("LKSCORE_ROLE", &c.Role)
 	str("LKSCORE_LIVEKIT_URL", &c.Pipeline.LiveKitURL)

@@ -94,6 +94,14 @@ func (c Config) Validate() error {
 	default:
 		p.add("privacy.mode: %q is not full or metadata_only", c.Privacy.Mode)
 	}
+	if n := len(c.Privacy.IdentityKeys); n > 4 {
+		p.add("LKSCORE_IDENTITY_KEYS: %d keys, at most 4 (a rotation needs two: the new key, then the old one)", n)
+	}
+	for i, k := range c.Privacy.IdentityKeys {
+		if len(k) < 16 {
+			p.add("LKSCORE_IDENTITY_KEYS: key %d is %d bytes, at least 16 needed (e.g. openssl rand -hex 32)", i+1, len(k))
+		}
+	}
 	if c.Retention.Recordings < 0 {
 		p.add("retention.recordings: must not be negative (0 keeps recordings forever)")
 	}

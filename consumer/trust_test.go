@@ -436,8 +436,8 @@ func TestDashboardHostAndFrames(t *testing.T) {
 // the test's key and sent in their order. Every one is answered 200; no
 // stored message, nor the raw bytes of the store, keeps a room's TURN
 // password or a participant's name or identity; and the room's departures
-// carry each participant's identity hash as lkscore computed it before
-// webhooks were stored hashed (the room story reads the same).
+// carry each participant's keyed identity hash (the key derived from the
+// LiveKit API secret), one per participant.
 func TestFieldWebhooksReplayed(t *testing.T) {
 	t.Parallel()
 	cfg := pipelineConfig(t, "")
@@ -477,16 +477,20 @@ func TestFieldWebhooksReplayed(t *testing.T) {
 		t.Errorf("stored %d webhooks, want 18", kept)
 	}
 	// The departures name each participant by the hash of its real identity.
+	keys, err := facts.IdentityKeysFor(cfg.Privacy.IdentityKeys, cfg.LiveKit.Keys)
+	if err != nil {
+		t.Fatal(err)
+	}
 	want := map[string]bool{}
 	for id := range identities {
-		want[facts.IdentityHash(id)] = true
+		want[facts.IdentityHash(keys.Stored(id))] = true
 	}
 	var stored string
 	got := map[string]bool{}
 	testenv.WaitFor(t, settleWait, "the rooms' departures", func() bool {
 		stored = storedMessages(t, url)
 		got = map[string]bool{}
-		for _, m := range regexp.MustCompile(`"field":"departure","value":"[^"]* ([0-9a-f]{12})"`).FindAllStringSubmatch(stored, -1) {
+		for _, m := range regexp.MustCompile(`"field":"departure","value":"[^"]* ([0-9a-f]{6}\.[0-9a-f]{12})"`).FindAllStringSubmatch(stored, -1) {
 			got[m[1]] = true
 		}
 		return len(got) >= len(want)

@@ -2,8 +2,6 @@ package facts
 
 import (
 	"cmp"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"slices"
 	"strings"
@@ -59,31 +57,6 @@ var departureErrors = map[string]bool{"agent worker left the room": true}
 
 // IsDepartureError reports whether a job's error is a normal departure.
 func IsDepartureError(e string) bool { return departureErrors[strings.ToLower(strings.TrimSpace(e))] }
-
-// IdentityHash keeps a participant identity comparable without storing it.
-// An identity already stored as its hash (StoredIdentity) is its hash.
-func IdentityHash(identity string) string {
-	if identity == "" {
-		return "-"
-	}
-	if h, ok := strings.CutPrefix(identity, storedIdentityPrefix); ok && len(h) == 12 {
-		return h
-	}
-	h := sha256.Sum256([]byte(identity))
-	return hex.EncodeToString(h[:6])
-}
-
-// storedIdentityPrefix marks an identity stored as its hash.
-const storedIdentityPrefix = "lkscore-hash:"
-
-// StoredIdentity is how a stored webhook keeps a participant identity: its
-// hash, which IdentityHash reads back as is ("" stays "").
-func StoredIdentity(identity string) string {
-	if identity == "" {
-		return ""
-	}
-	return storedIdentityPrefix + IdentityHash(identity)
-}
 
 // DepartureObservation is one participant leaving, or nil for a participant
 // that is not part of the call (egress, ingress) or a departure that is not
@@ -151,7 +124,9 @@ func storyOf(obs []Observation) roomStory {
 				s.endReason = o.Value
 			}
 		case FieldAgentIdentity:
-			agents[o.Value] = true
+			for _, t := range identityTokens(o.Value) {
+				agents[t] = true
+			}
 		case FieldDeparture:
 			if d, ok := parseDeparture(o.Value); ok {
 				s.departures = append(s.departures, d)
@@ -159,7 +134,7 @@ func storyOf(obs []Observation) roomStory {
 		}
 	}
 	for i, d := range s.departures {
-		if d.identity != "-" && agents[d.identity] {
+		if slices.ContainsFunc(identityTokens(d.identity), func(t string) bool { return agents[t] }) {
 			s.departures[i].role = RoleAgent // the job's participant, whatever its kind says
 		}
 	}
@@ -167,14 +142,15 @@ func storyOf(obs []Observation) roomStory {
 		return cmp.Or(strings.Compare(a.order, b.order), strings.Compare(a.identity, b.identity), strings.Compare(a.reason, b.reason))
 	})
 	// A participant's first departure counts (a webhook LiveKit retried after
-	// the dedup window is stored twice); without an identity, each counts.
+	// the dedup window is stored twice; the same participant across a key
+	// rotation shares a token); without an identity, each counts.
 	seen := map[string]bool{}
 	s.departures = slices.DeleteFunc(s.departures, func(d departure) bool {
-		if d.identity == "-" {
-			return false
+		tokens := identityTokens(d.identity)
+		dup := slices.ContainsFunc(tokens, func(t string) bool { return seen[t] })
+		for _, t := range tokens {
+			seen[t] = true
 		}
-		dup := seen[d.identity]
-		seen[d.identity] = true
 		return dup
 	})
 	return s

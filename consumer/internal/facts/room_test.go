@@ -11,8 +11,29 @@ import (
 	"github.com/lkscore/lkscore/internal/testenv"
 )
 
+// testKeys hashes the tests' identities as ingest would store them.
+var testKeys = mustIdentityKeys("test identity key 0123456789")
+
+func mustIdentityKeys(secrets ...string) *IdentityKeys {
+	k, err := NewIdentityKeys(secrets...)
+	if err != nil {
+		panic(err)
+	}
+	return k
+}
+
+// departureObs is ev's departure as the worker reads it: stored by ingest,
+// its identity hashed under testKeys.
 func departureObs(t *testing.T, ev *livekit.WebhookEvent, storedNanos int64) Observation {
 	t.Helper()
+	return storedDeparture(t, testKeys, ev, storedNanos)
+}
+
+func storedDeparture(t *testing.T, keys *IdentityKeys, ev *livekit.WebhookEvent, storedNanos int64) Observation {
+	t.Helper()
+	if p := ev.GetParticipant(); p != nil {
+		p.Identity = keys.Stored(p.Identity)
+	}
 	o := DepartureObservation(ev, storedNanos)
 	if o == nil {
 		t.Fatalf("no departure for %s", ev.GetParticipant().GetIdentity())
@@ -80,7 +101,7 @@ func TestRoomStory(t *testing.T) {
 		{"caller removed by the app", []Observation{dep("caller", caller, livekit.DisconnectReason_PARTICIPANT_REMOVED, 100, 1)}, "CR_UNKNOWN", SourceAbsent, RoleCaller},
 		{"caller removed for an agent error", []Observation{dep("caller", caller, livekit.DisconnectReason_AGENT_ERROR, 100, 1)}, "CR_ERROR", SourceRoom, RoleCaller},
 		{"the job's identity marks the agent, whatever its kind", []Observation{
-			{Field: FieldAgentIdentity, Value: IdentityHash("bot"), Source: SourceWebhook},
+			{Field: FieldAgentIdentity, Value: IdentityHash(testKeys.Stored("bot")), Source: SourceWebhook},
 			dep("bot", caller, livekit.DisconnectReason_CLIENT_INITIATED, 100, 1),
 			dep("caller", caller, livekit.DisconnectReason_CLIENT_INITIATED, 101, 1)}, "CR_UNKNOWN", SourceAbsent, RoleAgent},
 		{"the SDK's log outranks the room", []Observation{

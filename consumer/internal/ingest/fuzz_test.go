@@ -54,6 +54,7 @@ func FuzzWebhookHandler(f *testing.F) {
 	js := fuzzJS(f)
 	cfg := config.Default()
 	cfg.Webhook.MaxBodyBytes, cfg.NATS.PublishTimeout = 4096, 2*time.Second
+	cfg.LiveKit.Keys = map[string]string{testenv.Key: testenv.Secret}
 	o := Options{Config: cfg, JS: js, Metrics: metrics.NewIngest(nil), Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	h, err := newWebhookHandler(o, auth.NewSimpleKeyProvider(testenv.Key, testenv.Secret))
 	if err != nil {

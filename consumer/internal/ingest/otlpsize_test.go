@@ -130,6 +130,7 @@ func (p noPublish) PublishMsg(context.Context, *nats.Msg, ...jetstream.PublishOp
 // decoded; LiveKit's events hold tens of objects.
 func TestWebhookElementsBounded(t *testing.T) {
 	cfg := config.Default()
+	cfg.LiveKit.Keys = map[string]string{testenv.Key: testenv.Secret}
 	o := Options{Config: cfg, JS: noPublish{t}, Metrics: metrics.NewIngest(nil), Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	h, err := newWebhookHandler(o, auth.NewSimpleKeyProvider(testenv.Key, testenv.Secret))
 	if err != nil {

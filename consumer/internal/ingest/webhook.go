@@ -6,6 +6,7 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -38,9 +39,11 @@ type publisher interface {
 type webhookHandler struct {
 	plumbing
 	privacy config.Privacy
-	keys    auth.KeyProvider
-	maxBody int64
-	events  map[string]bool
+	// identities hashes participant identities (privacy.identity_keys).
+	identities *facts.IdentityKeys
+	keys       auth.KeyProvider
+	maxBody    int64
+	events     map[string]bool
 	// versionKey is regression.version_metadata_key: its value is read
 	// from a job's metadata before the stored event loses it.
 	versionKey string
@@ -70,9 +73,13 @@ func newWebhookHandler(o Options, keys auth.KeyProvider) (*webhookHandler, error
 	for _, e := range cfg.Webhook.Events {
 		ev[e] = true
 	}
+	identities, err := facts.IdentityKeysFor(cfg.Privacy.IdentityKeys, cfg.LiveKit.Keys)
+	if err != nil {
+		return nil, fmt.Errorf("webhook handler: %w", err)
+	}
 	p, m := o.plumbing(), o.Metrics
 	h := &webhookHandler{
-		plumbing: p, privacy: cfg.Privacy, keys: keys, maxBody: cfg.Webhook.MaxBodyBytes, events: ev,
+		plumbing: p, privacy: cfg.Privacy, identities: identities, keys: keys, maxBody: cfg.Webhook.MaxBodyBytes, events: ev,
 		versionKey:     cfg.Regression.VersionMetadataKey,
 		inflight:       newSlots(cfg.HTTP.MaxInflightWebhooks),
 		requests:       map[string]prometheus.Counter{},
@@ -217,7 +224,7 @@ func (h *webhookHandler) store(w http.ResponseWriter, ctx context.Context, ev *l
 	version := storedVersion(ev, h.versionKey)
 	// Every stored event loses the free text the application put in it,
 	// whatever the session's redaction.
-	clean, err := redactEvent(ev, h.privacy.Redacted(ev.GetJob().GetEnableRedaction()))
+	clean, err := redactEvent(ev, h.identities, h.privacy.Redacted(ev.GetJob().GetEnableRedaction()))
 	if err != nil {
 		h.log.Warn("webhook not stored: storing it without its free text failed", "event_id", ev.Id, "err", err)
 		return h.reject(w, http.StatusServiceUnavailable, "could not store the event, retry later")
@@ -286,12 +293,12 @@ func storedVersion(ev *livekit.WebhookEvent, key string) string {
 // participant metadata and attributes, participant names, track names, the
 // room's TURN password, an egress's request and stream results;
 // participant identities (a SIP caller's
-// is its phone number) are kept only as facts.StoredIdentity's hash. Every
+// is its phone number) are kept only as their keyed hash (ids.Stored). Every
 // stored webhook goes through it, for any session (docs/security.md lists
 // what a stored event keeps). A redacted job's own error text goes too
 // (a job's error may quote anything; the server's departure text quotes
 // nothing). ev is changed in place.
-func redactEvent(ev *livekit.WebhookEvent, redactJobError bool) ([]byte, error) {
+func redactEvent(ev *livekit.WebhookEvent, ids *facts.IdentityKeys, redactJobError bool) ([]byte, error) {
 	clearRoom := func(r *livekit.Room) {
 		if r != nil {
 			r.Metadata, r.TurnPassword = "", "" // livekit-server sends the room's TURN password with every room
@@ -300,7 +307,7 @@ func redactEvent(ev *livekit.WebhookEvent, redactJobError bool) ([]byte, error) 
 	clearParticipant := func(p *livekit.ParticipantInfo) {
 		if p != nil {
 			p.Metadata, p.Attributes, p.Name = "", nil, ""
-			p.Identity = facts.StoredIdentity(p.Identity)
+			p.Identity = ids.Stored(p.Identity)
 			p.Tracks, p.DataTracks = nil, nil
 		}
 	}
@@ -316,7 +323,7 @@ func redactEvent(ev *livekit.WebhookEvent, redactJobError bool) ([]byte, error) 
 		clearRoom(j.Room)
 		clearParticipant(j.Participant)
 		if j.State != nil {
-			j.State.ParticipantIdentity = facts.StoredIdentity(j.State.ParticipantIdentity)
+			j.State.ParticipantIdentity = ids.Stored(j.State.ParticipantIdentity)
 			if redactJobError && !facts.IsDepartureError(j.State.Error) {
 				j.State.Error = ""
 			}
