@@ -110,14 +110,14 @@ func TestWorkerNeedsNoKeys(t *testing.T) {
 
 func TestSecretsNotLogged(t *testing.T) {
 	e := map[string]string{"LIVEKIT_API_KEY": "devkey", "LIVEKIT_API_SECRET": "s3cr3t-value", "LKSCORE_NATS_URL": "nats://user:pa55@nats:4222",
-		"LKSCORE_NATS_TOKEN": "natst0ken", "LKSCORE_DASHBOARD_TOKEN": "dashb0ard-token"}
+		"LKSCORE_NATS_TOKEN": "natst0ken", "LKSCORE_DASHBOARD_TOKEN": "dashb0ard-token-Q7x"}
 	cfg, err := Load("", env(e), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
 	slog.New(slog.NewJSONHandler(&buf, nil)).Info("x", "config", cfg)
-	if cfg.Dashboard.Token != "dashb0ard-token" || cfg.NATS.Token != "natst0ken" {
+	if cfg.Dashboard.Token != "dashb0ard-token-Q7x" || cfg.NATS.Token != "natst0ken" {
 		t.Fatal("tokens not loaded from the environment")
 	}
 	for _, secret := range []string{"s3cr3t", "pa55", "natst0ken", "dashb0ard"} {
@@ -229,5 +229,28 @@ func configWriter(t *testing.T) func(body string) string {
 			t.Fatal(err)
 		}
 		return p
+	}
+}
+
+// TestDashboardTokenStrength: a guessable dashboard token is refused at
+// start-up, with what is wrong; generated ones pass.
+func TestDashboardTokenStrength(t *testing.T) {
+	for tok, ok := range map[string]bool{
+		"Ab3$xy":                               false, // 6 characters
+		"aaaaaaaaaaaaaaaaaaaa":                 false, // one character, one class
+		"passwordpassword1":                    false, // 8 distinct
+		"qwertyuiopasdfgh":                     false, // one class
+		"dash-token-0123456789":                true,
+		"3f9a1c0e7b2d4a6f8e1c3b5d7f9a0c2e":     true, // openssl rand -hex 16
+		"q1Jx0e7bKd4a/6f8+E1c3b5d7f9a0c2eZzY=": true,
+	} {
+		err := TokenStrength(tok)
+		if (err == nil) != ok {
+			t.Errorf("%q: %v, want accepted %v", tok, err, ok)
+		}
+	}
+	_, err := Load("", env(map[string]string{"LIVEKIT_API_KEY": "devkey", "LIVEKIT_API_SECRET": "devsecret", "LKSCORE_DASHBOARD_TOKEN": "Ab3$xy"}), nil)
+	if err == nil || !strings.Contains(err.Error(), "LKSCORE_DASHBOARD_TOKEN: too weak") || !strings.Contains(err.Error(), "6 characters, at least 16") {
+		t.Fatalf("a 6-character token: %v", err)
 	}
 }

@@ -139,6 +139,11 @@ func (c Config) validateServer(p *problems) {
 	if c.DataDir == "" {
 		p.add("data_dir: required")
 	}
+	if c.Dashboard.Token != "" {
+		if err := TokenStrength(c.Dashboard.Token); err != nil {
+			p.add("LKSCORE_DASHBOARD_TOKEN: too weak to guard the dashboard: %w", err)
+		}
+	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
 	default:

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -515,5 +516,52 @@ func TestFieldWebhooksReplayed(t *testing.T) {
 	}
 	for _, l := range leaked(string(rawBytes(t, cfg.DataDir)), all) {
 		t.Errorf("raw bytes keep %s", l)
+	}
+}
+
+// TestDashboardLoginRateLimited: through the daemon's ops listener, 1,000
+// wrong logins from one address as fast as a client can send them: only
+// the first few are compared, the rest wait (429, Retry-After); the right
+// token from another loopback address (127.0.0.2) logs in at once.
+func TestDashboardLoginRateLimited(t *testing.T) {
+	t.Parallel()
+	cfg := pipelineConfig(t, "")
+	cfg.Dashboard.Token, cfg.Dashboard.ExternalURL = "dash-token-0123456789", "https://lkscore.example.com"
+	d, _ := startDaemon(t, cfg)
+	login := func(from, token string) *http.Response {
+		client := &http.Client{
+			Transport:     &http.Transport{DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}}).DialContext},
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		}
+		req, _ := http.NewRequest(http.MethodPost, "http://"+d.OpsAddr()+"/ui/login", strings.NewReader("token="+token))
+		req.Host = "lkscore.example.com"
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		client.CloseIdleConnections()
+		return resp
+	}
+	compared, waited := 0, 0
+	for i := range 1000 {
+		switch resp := login("127.0.0.1", fmt.Sprintf("guess-%06d-Xy", i)); resp.StatusCode {
+		case http.StatusForbidden:
+			compared++
+		case http.StatusTooManyRequests:
+			if resp.Header.Get("Retry-After") == "" {
+				t.Fatal("429 without Retry-After")
+			}
+			waited++
+		default:
+			t.Fatalf("a wrong token: %d", resp.StatusCode)
+		}
+	}
+	if compared > 10 || waited < 990 {
+		t.Errorf("of 1,000 wrong logins %d were compared, %d told to wait", compared, waited)
+	}
+	if resp := login("127.0.0.2", "dash-token-0123456789"); resp.StatusCode != http.StatusSeeOther {
+		t.Errorf("the right token from another address: %d", resp.StatusCode)
 	}
 }

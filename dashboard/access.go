@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"crypto/sha256"
 	"crypto/subtle"
 	"fmt"
 	"html/template"
@@ -35,6 +36,8 @@ type Access struct {
 	TrustLoopback bool
 	// SecureCookie marks the login cookie Secure (an https external URL).
 	SecureCookie bool
+	// Now is the clock the login limiter reads (nil: time.Now).
+	Now func() time.Time
 }
 
 // NewAccess is the access of a dashboard reached at externalURL (empty: on
@@ -68,8 +71,14 @@ func securityHeaders(h http.Header) {
 }
 
 // Guard serves next only to who may see it; /ui/login is served to any
-// client with an allowed Host.
+// client with an allowed Host. A client that presented wrong tokens waits
+// before its next one is compared (loginLimiter), wherever it presents it.
 func (a Access) Guard(next http.Handler) http.Handler {
+	now := a.Now
+	if now == nil {
+		now = time.Now
+	}
+	g := &guard{Access: a, limiter: newLoginLimiter(now), tokenSum: sha256.Sum256([]byte(a.Token))}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		securityHeaders(w.Header())
 		if !a.hostAllowed(r.Host) {
@@ -83,18 +92,42 @@ func (a Access) Guard(next http.Handler) http.Handler {
 			return
 		}
 		if strings.TrimSuffix(r.URL.Path, "/") == "/ui/login" {
-			a.login(w, r)
+			g.login(w, r)
 			return
 		}
-		if !a.allowed(r) {
+		switch ok, wait := g.allowed(r); {
+		case wait > 0:
+			tooSoon(w, wait)
+		case !ok:
 			w.Header().Set("Content-Type", "text/html; charset=utf-8")
 			w.WriteHeader(http.StatusForbidden)
 			_, _ = fmt.Fprint(w, `<!doctype html><title>lkscore</title><p>The dashboard needs its token (dashboard.token): `+
 				`<a href="/ui/login">log in</a>, or send <code>Authorization: Bearer &lt;token&gt;</code>.`)
-			return
+		default:
+			next.ServeHTTP(w, r)
 		}
-		next.ServeHTTP(w, r)
 	})
+}
+
+// guard is an Access at work: its login limiter and its token's digest.
+type guard struct {
+	Access
+	limiter  *loginLimiter
+	tokenSum [sha256.Size]byte
+}
+
+// check compares a presented token with the dashboard's, unless the client
+// must wait first (wait > 0). Both sides are hashed first, so the compare
+// takes the same time whatever the token's length or content.
+func (g *guard) check(r *http.Request, tok string) (ok bool, wait time.Duration) {
+	key := clientKey(r)
+	if d := g.limiter.wait(key); d > 0 {
+		return false, d
+	}
+	got := sha256.Sum256([]byte(tok))
+	ok = g.Token != "" && subtle.ConstantTimeCompare(got[:], g.tokenSum[:]) == 1
+	g.limiter.result(key, ok)
+	return ok, 0
 }
 
 // hostAllowed: a loopback name or address, or one configured.
@@ -118,16 +151,16 @@ func (a Access) hostAllowed(hostport string) bool {
 	return false
 }
 
-func (a Access) allowed(r *http.Request) bool {
-	if a.TrustLoopback {
+func (g *guard) allowed(r *http.Request) (bool, time.Duration) {
+	if g.TrustLoopback {
 		if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
 			if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
-				return true
+				return true, 0
 			}
 		}
 	}
-	if a.Token == "" {
-		return false
+	if g.Token == "" {
+		return false, 0
 	}
 	got, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	if got == "" {
@@ -135,7 +168,10 @@ func (a Access) allowed(r *http.Request) bool {
 			got = c.Value
 		}
 	}
-	return got != "" && subtle.ConstantTimeCompare([]byte(got), []byte(a.Token)) == 1
+	if got == "" {
+		return false, 0
+	}
+	return g.check(r, got)
 }
 
 var loginPage = template.Must(template.New("login").Parse(`<!doctype html><meta charset="utf-8"><title>lkscore: log in</title>
@@ -147,7 +183,7 @@ const maxLoginBody = 4 << 10
 
 // login shows the token form (GET) and, given the right token (POST), sets
 // the cookie that lets the browser in (HttpOnly, SameSite=Strict, for 12 h).
-func (a Access) login(w http.ResponseWriter, r *http.Request) {
+func (g *guard) login(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	switch r.Method {
 	case http.MethodGet, http.MethodHead:
@@ -155,12 +191,20 @@ func (a Access) login(w http.ResponseWriter, r *http.Request) {
 	case http.MethodPost:
 		r.Body = http.MaxBytesReader(w, r.Body, maxLoginBody)
 		tok := r.PostFormValue("token")
-		if a.Token == "" || tok == "" || subtle.ConstantTimeCompare([]byte(tok), []byte(a.Token)) != 1 {
+		ok, wait := false, time.Duration(0)
+		if tok != "" {
+			ok, wait = g.check(r, tok)
+		}
+		if wait > 0 {
+			tooSoon(w, wait)
+			return
+		}
+		if !ok {
 			w.WriteHeader(http.StatusForbidden)
 			_ = loginPage.Execute(w, "That is not the dashboard's token.")
 			return
 		}
-		http.SetCookie(w, &http.Cookie{Name: cookieName, Value: a.Token, Path: "/", HttpOnly: true, Secure: a.SecureCookie,
+		http.SetCookie(w, &http.Cookie{Name: cookieName, Value: g.Token, Path: "/", HttpOnly: true, Secure: g.SecureCookie,
 			SameSite: http.SameSiteStrictMode, MaxAge: int((12 * time.Hour).Seconds())})
 		http.Redirect(w, r, "/ui", http.StatusSeeOther)
 	default:

@@ -60,6 +60,18 @@ func TestServeConfigErrorExits2(t *testing.T) {
 	}
 }
 
+// TestServeRefusesAWeakDashboardToken: `lkscore serve` with a 6-character
+// dashboard token does not start (exit 2), and says why.
+func TestServeRefusesAWeakDashboardToken(t *testing.T) {
+	env := map[string]string{"LIVEKIT_API_KEY": "devkey", "LIVEKIT_API_SECRET": "devsecret-0123456789", "LKSCORE_DASHBOARD_TOKEN": "Ab3$xy",
+		"LKSCORE_DATA_DIR": t.TempDir()}
+	var stderr bytes.Buffer
+	code := run(context.Background(), []string{"lkscore", "serve"}, func(k string) string { return env[k] }, &bytes.Buffer{}, &stderr)
+	if code != 2 || !strings.Contains(stderr.String(), "LKSCORE_DASHBOARD_TOKEN: too weak to guard the dashboard: 6 characters, at least 16") {
+		t.Fatalf("exit %d, stderr %q", code, stderr.String())
+	}
+}
+
 // TestVersionAndUnknownCommand: `lkscore version` prints the versions and
 // exits 0; an unknown command is a one-line usage error, exit 2.
 func TestVersionAndUnknownCommand(t *testing.T) {
