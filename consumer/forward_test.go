@@ -5,9 +5,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -17,6 +19,7 @@ import (
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/consumer/internal/forward"
 	"github.com/lkscore/lkscore/internal/testenv"
+	"github.com/lkscore/lkscore/wire"
 )
 
 // relayed is one request as the SDK sent it or the stand-in received it.
@@ -53,6 +56,10 @@ func fieldSDKRequests(t *testing.T) []*http.Request {
 // receives every one byte-identical with its token, path and content
 // headers; it drops the connection of one relay after reading it (a lost
 // ack), which is the only duplicate; the copies are deleted once relayed.
+// The relay's retry loop logs its first failure, at most one summary a
+// minute and one recovery line, however many tries the minute took
+// (before the retry log, one line per try: 648 in this minute); the
+// metrics count every try.
 func TestForwardTee(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: the stand-in is down for a minute")
@@ -70,7 +77,7 @@ func TestForwardTee(t *testing.T) {
 	cfg := pipelineConfig(t, "")
 	cfg.Pipeline.RetryBase = time.Second
 	cfg.Forward.Targets = []config.ForwardTarget{{Name: "insights", URL: "http://" + addr}}
-	d, _ := startDaemon(t, cfg)
+	d, _, daemonLogs := startDaemonLogging(t, cfg, slog.LevelInfo)
 
 	var sent []relayed
 	reqs := fieldSDKRequests(t)
@@ -188,6 +195,25 @@ func TestForwardTee(t *testing.T) {
 	}
 	if n := testutil.ToFloat64(d.fwd.Relays.WithLabelValues("insights", "relayed")); n < 100 {
 		t.Errorf("lkscore_forward_relays_total{outcome=relayed} %v", n)
+	}
+	// The relay's retry loop: its first failure, a summary a minute at
+	// most, one recovery; every try counted.
+	tries := testutil.ToFloat64(d.fwd.Relays.WithLabelValues("insights", "retry"))
+	var warn, recovered int
+	for _, line := range strings.Split(daemonLogs.String(), "\n") {
+		if !strings.Contains(line, `"target":"`+wire.ForwardConsumer("insights")+`"`) {
+			continue
+		}
+		switch {
+		case strings.Contains(line, `"level":"WARN"`):
+			warn++
+		case strings.Contains(line, `"msg":"work succeeds again"`):
+			recovered++
+		}
+	}
+	t.Logf("the relay's retry loop: %v tries counted, %d warn lines, %d recovery lines", tries, warn, recovered)
+	if tries < 100 || warn < 1 || warn > 3 || recovered != 1 {
+		t.Errorf("%v tries left %d warn lines and %d recovery lines, want 1–3 and 1", tries, warn, recovered)
 	}
 	if n := testutil.ToFloat64(d.fwd.Dropped.WithLabelValues("store")) + testutil.ToFloat64(d.fwd.Dropped.WithLabelValues("queue")) +
 		testutil.ToFloat64(d.fwd.Dropped.WithLabelValues("partial")); n != 0 {

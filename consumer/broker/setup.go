@@ -10,6 +10,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/lkscore/lkscore/internal/retrylog"
 )
 
 // setupDeadline bounds how long start-up waits for JetStream to answer its
@@ -29,23 +31,23 @@ const setupAttempt = 5 * time.Second
 func RetrySetup(ctx context.Context, log *slog.Logger, what string, requestTimeout time.Duration, fn func(context.Context) error) error {
 	deadline := time.Now().Add(setupDeadline)
 	wait := 250 * time.Millisecond
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	retries := retrylog.New(log, nil, 0)
 	for attempt := 1; ; attempt++ {
 		actx, cancel := context.WithTimeout(ctx, min(requestTimeout, setupAttempt))
 		err := fn(actx)
 		cancel()
 		if err == nil {
-			if attempt > 1 && log != nil {
-				log.Info("nats set-up answered", "what", what, "attempts", attempt)
-			}
+			retries.OK(what, "nats set-up answered", "attempts", attempt)
 			return nil
 		}
 		if !setupRetryable(err) || ctx.Err() != nil || time.Now().Add(wait).After(deadline) {
 			return fmt.Errorf("%s: %w", what, err)
 		}
-		if log != nil {
-			log.Warn("nats set-up not answered; retrying (a cluster electing a leader answers within seconds)",
-				"what", what, "attempt", attempt, "err", err)
-		}
+		retries.Failed(what, "nats set-up not answered; retrying (a cluster electing a leader answers within seconds)", err,
+			"attempt", attempt)
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("%s: %w", what, ctx.Err())

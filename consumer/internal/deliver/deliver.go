@@ -19,6 +19,7 @@ import (
 	"github.com/lkscore/lkscore/consumer/broker"
 	"github.com/lkscore/lkscore/consumer/internal/failure"
 	"github.com/lkscore/lkscore/consumer/internal/metrics"
+	"github.com/lkscore/lkscore/internal/retrylog"
 	"github.com/lkscore/lkscore/notify"
 	"github.com/lkscore/lkscore/regress"
 	"github.com/lkscore/lkscore/wire"
@@ -136,6 +137,7 @@ type Resender struct {
 	metrics  metrics.AlertDelivery
 	log      *slog.Logger
 	now      func() time.Time
+	retries  *retrylog.Log // per Alertmanager, and the alert state read
 }
 
 // NewResender resends the alerts firing in o.Bucket to every Alertmanager
@@ -152,7 +154,8 @@ func NewResender(env broker.Env, o Options) (*Resender, error) {
 	if am.ResendInterval <= 0 {
 		return nil, errors.New("resender: alerts.alertmanager.resend_interval must be positive")
 	}
-	r := &Resender{kv: o.Bucket, interval: am.ResendInterval, timeout: cfg.Timeout, metrics: o.Metrics, log: env.Log, now: env.Now}
+	r := &Resender{kv: o.Bucket, interval: am.ResendInterval, timeout: cfg.Timeout, metrics: o.Metrics, log: env.Log, now: env.Now,
+		retries: retrylog.New(env.Log, env.Now, 0)}
 	for _, u := range am.URLs {
 		r.ams = append(r.ams, notify.NewAlertmanager(u, o.Client, cfg.ExternalURL, 4*am.ResendInterval))
 	}
@@ -170,7 +173,9 @@ func (r *Resender) Run(ctx context.Context) {
 		case <-t.C:
 		}
 		if err := r.resend(ctx); err != nil && ctx.Err() == nil {
-			r.log.Warn("resending firing alerts", "err", err)
+			r.retries.Failed("alert state", "resending firing alerts: reading the alert state failed", err)
+		} else if err == nil {
+			r.retries.OK("alert state", "resending firing alerts: the alert state reads again")
 		}
 	}
 }
@@ -193,9 +198,10 @@ func (r *Resender) resend(ctx context.Context) error {
 		cancel()
 		if err != nil {
 			r.metrics.Deliveries.WithLabelValues(am.Name(), "retry").Inc()
-			r.log.Warn("resend to alertmanager", "target", am.Name(), "alerts", len(alerts), "err", err)
+			r.retries.Failed(am.Name(), "resend to alertmanager failed", err, "alerts", len(alerts))
 			continue
 		}
+		r.retries.OK(am.Name(), "resend to alertmanager works again")
 		r.metrics.Deliveries.WithLabelValues(am.Name(), "resent").Add(float64(len(alerts)))
 	}
 	still, err := r.firing(ctx)

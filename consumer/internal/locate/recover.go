@@ -16,6 +16,7 @@ import (
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/consumer/broker"
 	"github.com/lkscore/lkscore/consumer/internal/failure"
+	"github.com/lkscore/lkscore/internal/retrylog"
 	"github.com/lkscore/lkscore/recording"
 )
 
@@ -40,6 +41,7 @@ type Sweeper struct {
 func periodically(ctx context.Context, interval time.Duration, kind string, l *Locator, round func(context.Context) (int, error)) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
+	retries := retrylog.New(l.Log, l.Now, 0)
 	for {
 		select {
 		case <-ctx.Done():
@@ -48,9 +50,10 @@ func periodically(ctx context.Context, interval time.Duration, kind string, l *L
 		}
 		n, err := round(ctx)
 		if err != nil && !errors.Is(err, context.Canceled) {
-			l.Log.Warn(kind+" failed", "err", err)
+			retries.Failed(kind, kind+" failed", err)
 			continue
 		}
+		retries.OK(kind, kind+" works again")
 		l.metrics.RecoveryRuns.WithLabelValues(kind).Inc()
 		l.Log.Info(kind+" done", "submitted", n)
 	}

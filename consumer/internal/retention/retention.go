@@ -16,6 +16,7 @@ import (
 	"github.com/lkscore/lkscore/consumer/broker"
 	"github.com/lkscore/lkscore/consumer/internal/facts"
 	"github.com/lkscore/lkscore/consumer/internal/factstore"
+	"github.com/lkscore/lkscore/internal/retrylog"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/store"
 )
@@ -37,6 +38,7 @@ type Recordings struct {
 	deleted  *prometheus.CounterVec
 	log      *slog.Logger
 	now      func() time.Time
+	retries  *retrylog.Log
 }
 
 // Options are what Recordings needs.
@@ -64,7 +66,7 @@ func New(env broker.Env, o Options) (*Recordings, error) {
 		return nil, errors.New("retention: retention.recordings and retention.sweep_interval must be positive")
 	}
 	return &Recordings{store: o.Store, facts: o.Facts, layout: o.Layout, keep: o.Retention.Recordings,
-		interval: o.Retention.SweepInterval, deleted: o.Deleted, log: env.Log, now: env.Now}, nil
+		interval: o.Retention.SweepInterval, deleted: o.Deleted, log: env.Log, now: env.Now, retries: retrylog.New(env.Log, env.Now, 0)}, nil
 }
 
 // Run sweeps every interval until ctx ends.
@@ -73,9 +75,12 @@ func (r *Recordings) Run(ctx context.Context) {
 	defer t.Stop()
 	for {
 		if n, err := r.sweep(ctx); err != nil && ctx.Err() == nil {
-			r.log.Warn("retention: sweep failed", "err", err)
-		} else if n > 0 {
-			r.log.Info("retention: sweep done", "deleted_sessions", n)
+			r.retries.Failed("retention sweep", "retention: sweep failed", err)
+		} else if err == nil {
+			r.retries.OK("retention sweep", "retention: sweep works again")
+			if n > 0 {
+				r.log.Info("retention: sweep done", "deleted_sessions", n)
+			}
 		}
 		select {
 		case <-ctx.Done():

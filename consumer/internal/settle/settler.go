@@ -20,6 +20,7 @@ import (
 	"github.com/lkscore/lkscore/consumer/internal/metrics"
 	"github.com/lkscore/lkscore/consumer/internal/seen"
 	"github.com/lkscore/lkscore/consumer/internal/work"
+	"github.com/lkscore/lkscore/internal/retrylog"
 	"github.com/lkscore/lkscore/scoring"
 	"github.com/lkscore/lkscore/wire"
 )
@@ -52,9 +53,9 @@ type Settler struct {
 	selected         map[string]bool // close reasons this deployment's pool scores
 	metrics          *metrics.Pipeline
 
-	// failingSince is when publications began failing (zero: they
-	// succeed); guarded by mu.
-	failingSince time.Time
+	// retries logs the publishing loop: the first failure, a summary a
+	// minute, the recovery (with how long it failed).
+	retries *retrylog.Log
 	// mu guards pending, waiting and inflight: the watch loop and the publishers
 	// share them.
 	mu      sync.Mutex
@@ -109,8 +110,11 @@ func New(env broker.Env, o Options) (*Settler, error) {
 	}
 	return &Settler{Env: env, nc: o.Conn, facts: o.Facts, window: cfg.SettleWindow, tick: min(250*time.Millisecond, cfg.SettleWindow),
 		noReport: cfg.RecordingDeadline, roomFinishedWait: cfg.RoomFinishedWait, selected: selectedReasons(cfg), metrics: o.Metrics,
-		publishers: settlePublishers, waiting: map[string]time.Time{}}, nil
+		publishers: settlePublishers, waiting: map[string]time.Time{}, retries: retrylog.New(env.Log, env.Now, 0)}, nil
 }
+
+// publishTarget names the settler's publishing in its retry log.
+const publishTarget = "settler publish"
 
 // publishJob is one session to publish: its entry when the caller has it
 // fresh (f, rev; nil: read it again), and since when it was ready (its
@@ -437,23 +441,17 @@ func (s *Settler) publish(ctx context.Context, j publishJob) {
 			// moment: it wins, and the next tick sees the duplicate and marks it.
 			s.Log.Debug("settler: another replica is publishing this session", "key", j.key)
 		} else {
-			s.Log.Warn("settler: session work not published; retrying", "key", j.key, "err", err)
+			s.retries.Failed(publishTarget, "settler: session work not published; retrying", err, "key", j.key)
 		}
 		if _, ok := s.pending[j.key]; !ok {
 			s.pending[j.key] = s.Now()
 		}
-		if s.failingSince.IsZero() && !inProcess(err) {
-			s.failingSince = s.Now()
-		}
 		return
 	}
-	if !s.failingSince.IsZero() {
-		// How long publishing failed (a NATS restart, the facts bucket's
-		// or the sessions stream's leader election): lkscore's share of a
-		// stall starts where the server answers again.
-		s.Log.Info("settler: publishing resumed", "failed_for", s.Now().Sub(s.failingSince).Round(time.Millisecond).String())
-		s.failingSince = time.Time{}
-	}
+	// How long publishing failed (a NATS restart, the facts bucket's or
+	// the sessions stream's leader election): lkscore's share of a stall
+	// starts where the server answers again.
+	s.retries.OK(publishTarget, "settler: publishing resumed")
 	delete(s.pending, j.key)
 	if published && s.metrics != nil && !j.ready.IsZero() {
 		s.metrics.Steps.WithLabelValues(j.step).Observe(max(s.Now().Sub(j.ready), 0).Seconds())

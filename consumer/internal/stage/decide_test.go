@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -166,5 +167,51 @@ func TestDecide(t *testing.T) {
 				t.Errorf("store marked down: %v, want %v", down, tc.storeDown)
 			}
 		})
+	}
+}
+
+// TestRetryLogTenMinutes: a stage whose target is down for 10 minutes of
+// its clock, its messages failing 648 times a minute: the retry loop logs
+// the first failure, a summary a minute (at most 12 warn lines in all) and
+// one recovery line when work succeeds again; the metric counts every try.
+// A store outage (failed probes and stage errors alike) logs the same way.
+func TestRetryLogTenMinutes(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	var logs strings.Builder
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	m := metrics.NewPipeline(nil)
+	health := mustHealth(t, HealthOptions{Probe: func(context.Context) error { return nil }, Interval: time.Second,
+		ProbeTimeout: time.Second, Up: m.DependencyUp, Log: log})
+	s := New(Spec{Name: wire.StageForward, Consumer: jetstream.ConsumerConfig{Durable: "forward-insights"}}, nil,
+		Pacing{Concurrency: 8, Deadline: time.Hour, RetryBase: time.Second}, Deps{Metrics: m, Log: log, Health: health, Now: clock})
+	meta := &jetstream.MsgMetadata{NumDelivered: 3, Timestamp: now}
+	tries := 0
+	for end := now.Add(10 * time.Minute); now.Before(end); now = now.Add(time.Minute / 648) {
+		s.decide(context.Background(), &fakeMsg{meta: meta, subject: "lkscore.forward.x"}, fmt.Errorf("forward to insights: answered 503 (%d)", tries))
+		tries++
+	}
+	s.decide(context.Background(), &fakeMsg{meta: meta, subject: "lkscore.forward.x"}, nil)
+	warn := strings.Count(logs.String(), "level=WARN")
+	recovered := strings.Count(logs.String(), `msg="work succeeds again"`)
+	if warn < 10 || warn > 12 || recovered != 1 {
+		t.Fatalf("%d tries in 10 minutes: %d warn lines, %d recovery lines\n%s", tries, warn, recovered, logs.String())
+	}
+	if v := testutil.ToFloat64(m.Retried.WithLabelValues(wire.StageForward, "transient")); v != float64(tries) {
+		t.Errorf("retried{transient} = %v, want every one of the %d tries", v, tries)
+	}
+	if !strings.Contains(logs.String(), `msg="retrying: still failing" target=forward-insights`) ||
+		!strings.Contains(logs.String(), fmt.Sprintf("failed_tries=%d", tries)) {
+		t.Errorf("no summary or recovery count:\n%s", logs.String())
+	}
+
+	logs.Reset()
+	for range 600 { // the store: a probe a second for 10 minutes (the health loop's own clock is real time)
+		health.StoreDown(errors.New("s3: connection refused"))
+	}
+	health.storeUp()
+	if w, r := strings.Count(logs.String(), "level=WARN"), strings.Count(logs.String(), "recording store is back"); w != 1 || r != 1 {
+		t.Errorf("a store outage: %d warn lines, %d recovery lines\n%s", w, r, logs.String())
 	}
 }

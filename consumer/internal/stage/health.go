@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/lkscore/lkscore/consumer/broker"
+	"github.com/lkscore/lkscore/internal/retrylog"
 	"github.com/lkscore/lkscore/store"
 )
 
@@ -30,13 +31,16 @@ type Health struct {
 	probeTimeout time.Duration
 	up           *prometheus.GaugeVec // dependency
 	log          *slog.Logger
+	retries      *retrylog.Log // the store's outage: first failure, a summary a minute, recovery
 
 	mu        sync.Mutex
 	storeErr  error         // non-nil while the store is down
 	storeBack chan struct{} // closed when the store comes back
-	downSince time.Time
 	wake      chan struct{}
 }
+
+// storeTarget names the recording store in the retry log.
+const storeTarget = "recording store"
 
 // HealthOptions are what Health needs.
 type HealthOptions struct {
@@ -60,7 +64,7 @@ func NewHealth(o HealthOptions) (*Health, error) {
 	}
 	up := o.Up
 	h := &Health{nc: o.Conn, probe: o.Probe, interval: o.Interval, probeTimeout: o.ProbeTimeout, upEvery: max(5*time.Second, o.Interval),
-		up: up, log: o.Log, wake: make(chan struct{}, 1)}
+		up: up, log: o.Log, wake: make(chan struct{}, 1), retries: retrylog.New(o.Log, nil, 0)}
 	up.WithLabelValues("store").Set(1)
 	up.WithLabelValues("nats").Set(1)
 	return h, nil
@@ -105,14 +109,16 @@ func (h *Health) StoreDown(err error) {
 	if h.probe == nil {
 		return
 	}
+	// Every failed probe and every stage's store error is a try: the first
+	// is logged, then a summary a minute, then the recovery (storeUp).
+	h.retries.Failed(storeTarget, "recording store unavailable: pausing the pipeline until it answers", err)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.storeErr != nil {
 		return
 	}
-	h.storeErr, h.storeBack, h.downSince = err, make(chan struct{}), time.Now()
+	h.storeErr, h.storeBack = err, make(chan struct{})
 	h.up.WithLabelValues("store").Set(0)
-	h.log.Warn("recording store unavailable: pausing the pipeline until it answers", "err", err)
 	select {
 	case h.wake <- struct{}{}:
 	default:
@@ -128,7 +134,7 @@ func (h *Health) storeUp() {
 	h.storeErr = nil
 	close(h.storeBack)
 	h.up.WithLabelValues("store").Set(1)
-	h.log.Info("recording store is back: resuming the pipeline", "down_for", time.Since(h.downSince).Round(time.Millisecond).String())
+	h.retries.OK(storeTarget, "recording store is back: resuming the pipeline")
 }
 
 // Wait blocks until NATS is connected and the store is up, or ctx ends.

@@ -19,6 +19,7 @@ import (
 
 	"github.com/lkscore/lkscore/consumer/internal/failure"
 	"github.com/lkscore/lkscore/consumer/internal/metrics"
+	"github.com/lkscore/lkscore/internal/retrylog"
 )
 
 // Spec is what a stage consumes and how it handles it: one row of the
@@ -76,15 +77,14 @@ type Stage struct {
 	log     *slog.Logger
 	now     func() time.Time
 
+	// retries logs the stage's retry loops (its work, its fetches, its
+	// consumer's info): the first failure, a summary a minute, the recovery.
+	retries   *retrylog.Log
 	stopFetch context.CancelFunc
-	// failingSince is when fetches began failing (zero: they succeed);
-	// the fetch loop alone touches it.
-	failingSince time.Time
-	fetching     sync.WaitGroup
-	inflight     sync.WaitGroup
-	busy         atomic.Int64 // messages being worked on
-	progress     atomic.Int64 // Unix ns of the last settled message
-	lastErr      atomic.Int64 // Unix ns of the last consumer error logged
+	fetching  sync.WaitGroup
+	inflight  sync.WaitGroup
+	busy      atomic.Int64 // messages being worked on
+	progress  atomic.Int64 // Unix ns of the last settled message
 }
 
 // New is the stage of spec on cons; a spec's concurrency overrides p's.
@@ -93,8 +93,8 @@ func New(spec Spec, cons jetstream.Consumer, p Pacing, d Deps) *Stage {
 		p.Concurrency = spec.Concurrency
 	}
 	return &Stage{name: spec.Name, consumerName: spec.Consumer.Durable, cons: cons, handle: spec.Handle, onGiveUp: spec.OnGiveUp,
-		maxBackoff: spec.MaxBackoff,
-		Pacing:     p, health: d.Health, dlq: d.DLQ, metrics: d.Metrics, log: d.Log, now: d.Now}
+		maxBackoff: spec.MaxBackoff, retries: retrylog.New(d.Log, d.Now, 0),
+		Pacing: p, health: d.Health, dlq: d.DLQ, metrics: d.Metrics, log: d.Log, now: d.Now}
 }
 
 // Start begins fetching. Work runs under workCtx, which outlives the
@@ -169,7 +169,7 @@ func (s *Stage) fetchLoop(ctx, workCtx context.Context) {
 			!errors.Is(err, context.Canceled) && ctx.Err() == nil
 		s.noteFetch(failed, got)
 		if failed {
-			s.consumerError(err)
+			s.consumerError(s.fetchTarget(), err)
 			select { // do not spin on a broken connection
 			case <-time.After(100 * time.Millisecond):
 			case <-ctx.Done():
@@ -214,25 +214,21 @@ func gatherSlots(ctx context.Context, slots chan struct{}, n, concurrency int) i
 // the first good fetch brought work. The restart tests read it to tell
 // lkscore's share of a stall from the server's (docs/guarantees.md).
 func (s *Stage) noteFetch(failed bool, got int) {
-	now := s.now()
-	switch {
-	case failed && s.failingSince.IsZero():
-		s.failingSince = now
-	case !failed && !s.failingSince.IsZero():
-		s.log.Info("fetch resumed", "consumer", s.consumerName, "failed_for", now.Sub(s.failingSince).Round(time.Millisecond).String(),
-			"messages", got)
-		s.failingSince = time.Time{}
+	if !failed {
+		s.retries.OK(s.fetchTarget(), "fetch resumed", "consumer", s.consumerName, "messages", got)
 	}
 }
 
-// consumerError counts every consumer error and logs it at warning level,
-// at most every few seconds per stage.
-func (s *Stage) consumerError(err error) {
+// fetchTarget and infoTarget name the stage's fetch and consumer-info
+// loops in its retry log.
+func (s *Stage) fetchTarget() string { return s.consumerName + " fetch" }
+func (s *Stage) infoTarget() string  { return s.consumerName + " info" }
+
+// consumerError counts every consumer error (target: the fetch or the
+// info loop) and logs the first, a summary a minute and the recovery.
+func (s *Stage) consumerError(target string, err error) {
 	s.metrics.ConsumerErrs.WithLabelValues(s.consumerName).Inc()
-	now := s.now().UnixNano()
-	if last := s.lastErr.Load(); now-last > int64(5*time.Second) && s.lastErr.CompareAndSwap(last, now) {
-		s.log.Warn("fetch failed", "consumer", s.consumerName, "err", err)
-	}
+	s.retries.Failed(target, "fetch failed", err, "consumer", s.consumerName)
 }
 
 // Drain stops taking work and waits for in-flight messages, or ctx.
@@ -321,6 +317,7 @@ func (s *Stage) dependencyDown(ctx context.Context, err error) bool {
 // failure.Classify decides which.
 func (s *Stage) decide(ctx context.Context, m jetstream.Msg, err error) {
 	if err == nil {
+		s.retries.OK(s.consumerName, "work succeeds again", "stage", s.name)
 		s.ack(m, "done")
 		return
 	}
@@ -353,7 +350,7 @@ func (s *Stage) decide(ctx context.Context, m jetstream.Msg, err error) {
 		s.health.StoreDown(err)
 		_ = m.NakWithDelay(s.health.Interval())
 	default:
-		s.log.Warn("retrying", "stage", s.name, "subject", m.Subject(), "deliveries", delivered, "err", err)
+		s.retries.Failed(s.consumerName, "retrying", err, "stage", s.name, "subject", m.Subject(), "deliveries", delivered)
 		s.metrics.Retried.WithLabelValues(s.name, "transient").Inc()
 		d := failure.Backoff(s.RetryBase, delivered)
 		if s.maxBackoff > 0 {
@@ -395,11 +392,12 @@ func (s *Stage) WatchLag(ctx context.Context, every, timeout, stallAfter time.Du
 		info, err := s.cons.Info(ictx)
 		cancel()
 		if err == nil {
+			s.retries.OK(s.infoTarget(), "consumer info answered again", "consumer", s.consumerName)
 			s.metrics.Pending.WithLabelValues(s.consumerName).Set(float64(info.NumPending))
 			s.metrics.AckPending.WithLabelValues(s.consumerName).Set(float64(info.NumAckPending))
 			s.checkStall(info, stallAfter)
 		} else if ctx.Err() == nil {
-			s.consumerError(fmt.Errorf("consumer info: %w", err))
+			s.consumerError(s.infoTarget(), fmt.Errorf("consumer info: %w", err))
 		}
 		select {
 		case <-ctx.Done():
