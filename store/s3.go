@@ -278,3 +278,54 @@ func (s *S3) Versioning(ctx context.Context) (string, error) {
 	}
 	return string(out.Status), nil
 }
+
+// VersionsLeft is what DeleteVersions could not delete: each version (or
+// delete marker) by key and version id, with why.
+type VersionsLeft struct {
+	Key, VersionID, Err string
+}
+
+// DeleteVersions deletes every version and delete marker of the objects
+// under prefix (in a bucket with versioning, a plain delete only adds a
+// marker and keeps the bytes). exact limits it to the key prefix itself.
+// It returns how many it deleted and each it could not; err is a listing
+// that failed (the versions not listed are then unknown).
+func (s *S3) DeleteVersions(ctx context.Context, prefix string, exact bool) (int, []VersionsLeft, error) {
+	type version struct{ key, id string }
+	var all []version
+	p := s3.NewListObjectVersionsPaginator(s.client, &s3.ListObjectVersionsInput{Bucket: aws.String(s.bucket), Prefix: aws.String(prefix)})
+	for p.HasMorePages() {
+		rctx, cancel := context.WithTimeout(ctx, s.timeout)
+		page, err := p.NextPage(rctx)
+		cancel()
+		if err != nil {
+			return 0, nil, classifyS3("list versions", s.bucket, prefix, err)
+		}
+		for _, v := range page.Versions {
+			all = append(all, version{aws.ToString(v.Key), aws.ToString(v.VersionId)})
+		}
+		for _, m := range page.DeleteMarkers {
+			all = append(all, version{aws.ToString(m.Key), aws.ToString(m.VersionId)})
+		}
+	}
+	removed := 0
+	var left []VersionsLeft
+	for _, v := range all {
+		if exact && v.key != prefix {
+			continue
+		}
+		rctx, cancel := context.WithTimeout(ctx, s.timeout)
+		in := &s3.DeleteObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(v.key)}
+		if v.id != "" { // "null": the version written while versioning was off
+			in.VersionId = aws.String(v.id)
+		}
+		_, err := s.client.DeleteObject(rctx, in)
+		cancel()
+		if err != nil {
+			left = append(left, VersionsLeft{Key: v.key, VersionID: v.id, Err: classifyS3("delete version", s.bucket, v.key, err).Error()})
+			continue
+		}
+		removed++
+	}
+	return removed, left, nil
+}

@@ -113,6 +113,12 @@ func Run(ctx context.Context, js jetstream.JetStream, s wire.Subjects, st forget
 	} else {
 		fstep.Removed = n
 	}
+	if v, ok := st.(versionedStore); ok {
+		if status, verr := v.Versioning(ctx); verr == nil && status != "" {
+			fstep.Note = "the bucket's versioning is " + status + ": earlier versions of copies already relayed (deleted then) " +
+				"are not searched; expire them with a lifecycle rule (NoncurrentVersionExpiration) on " + forward.Prefix
+		}
+	}
 	steps = append(steps, fstep)
 	steps = append(steps, forgetIn(ctx, js, s.ForwardStream(), nil, requestTimeout, func(m jetstream.Msg) bool {
 		return slices.Contains(strings.Split(m.Headers().Get(wire.HeaderSessions), ","), sessionKey)
@@ -158,18 +164,54 @@ func forgetUpload(ctx context.Context, st interface {
 			step.Removed++
 		}
 	}
-	if v, ok := st.(interface {
-		Versioning(context.Context) (string, error)
-	}); ok && step.Removed > 0 {
-		switch status, err := v.Versioning(ctx); {
-		case err != nil:
-			step.Note = "could not tell whether the bucket keeps older versions of deleted objects: " + err.Error()
-		case status != "":
-			step.Note = fmt.Sprintf("the bucket's versioning is %s: S3 keeps earlier versions of the deleted objects; "+
-				"delete them with the bucket's lifecycle rule or by version id", status)
+	if step.Err == "" {
+		if ref != nil && ref.Object != "" && ref.Bucket == "" {
+			purgeVersions(ctx, st, ref.Object, true, &step)
+		} else if ref == nil || ref.Object == "" {
+			purgeVersions(ctx, st, strings.TrimSuffix(dir, "/")+"/", false, &step)
 		}
 	}
 	return step
+}
+
+// versionedStore is a store whose bucket may keep versions (S3).
+type versionedStore interface {
+	Versioning(context.Context) (string, error)
+	DeleteVersions(ctx context.Context, prefix string, exact bool) (int, []store.VersionsLeft, error)
+}
+
+// purgeVersions deletes, in a bucket with versioning, every version and
+// delete marker under prefix (the key itself when exact): a plain delete
+// there only adds a marker and keeps the bytes. What it could not delete is
+// named in the step's error, version by version.
+func purgeVersions(ctx context.Context, st any, prefix string, exact bool, step *Step) {
+	v, ok := st.(versionedStore)
+	if !ok {
+		return
+	}
+	status, err := v.Versioning(ctx)
+	switch {
+	case err != nil:
+		step.Err = "could not tell whether the bucket keeps older versions of deleted objects: " + err.Error()
+		return
+	case status == "":
+		return
+	}
+	n, left, err := v.DeleteVersions(ctx, prefix, exact)
+	note := fmt.Sprintf("the bucket's versioning is %s: %d versions and delete markers deleted by version id", status, n)
+	step.Note = strings.TrimSpace(step.Note + " " + note)
+	if err != nil {
+		step.Err = "versions not listed, some may remain: " + err.Error()
+		return
+	}
+	if len(left) > 0 {
+		var b strings.Builder
+		fmt.Fprintf(&b, "%d versions left:", len(left))
+		for _, l := range left {
+			fmt.Fprintf(&b, " %s (version %s): %s;", l.Key, l.VersionID, l.Err)
+		}
+		step.Err = strings.TrimSuffix(b.String(), ";")
+	}
 }
 
 // webhookOf matches the session's webhooks: its job's events and its
@@ -210,7 +252,8 @@ func forgetIn(ctx context.Context, js jetstream.JetStream, stream string, subjec
 		step.Err = err.Error()
 	}
 	if info := st.CachedInfo(); info != nil && info.Config.Replicas > 1 {
-		step.Note = fmt.Sprintf("erased on its %d replicas; a node that was down meanwhile erases when it catches up", info.Config.Replicas)
+		step.Note = fmt.Sprintf("erased on its %d replicas; a node that was down meanwhile erases when it catches up; each node's "+
+			"Raft log keeps the bytes until the stream's next snapshot (nats-server takes one every 2-3 minutes)", info.Config.Replicas)
 	}
 	return step
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -121,9 +122,12 @@ const (
 type S3 struct {
 	Endpoint string
 	Dir      string
-	bin      string
-	addr     string
-	cmd      *exec.Cmd
+	// VersionsDir is where the gateway keeps object versions ("" when it
+	// was started without versioning support: StartS3Versioned).
+	VersionsDir string
+	bin         string
+	addr        string
+	cmd         *exec.Cmd
 }
 
 // versitygwPath finds the binary. CI installs it; LKSCORE_REQUIRE_S3 or CI
@@ -172,13 +176,54 @@ func StartS3(t testing.TB) *S3 {
 	return s
 }
 
+// StartS3Versioned is StartS3 with versioning support (versitygw's
+// --versioning-dir); a bucket keeps versions once EnableVersioning turns
+// it on, as an S3 bucket does.
+func StartS3Versioned(t testing.TB) *S3 {
+	t.Helper()
+	bin := versitygwPath(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	s := &S3{Endpoint: "http://" + addr, Dir: t.TempDir(), VersionsDir: t.TempDir(), bin: bin, addr: addr}
+	t.Cleanup(s.Stop)
+	s.Start(t)
+	return s
+}
+
+// Client is an S3 client of the gateway, as the test's own.
+func (s *S3) Client() *s3.Client {
+	return s3.New(s3.Options{
+		Region: "us-east-1", BaseEndpoint: aws.String(s.Endpoint), UsePathStyle: true,
+		Credentials: credentials.NewStaticCredentialsProvider(S3AccessKey, S3SecretKey, ""),
+	})
+}
+
+// EnableVersioning turns a bucket's versioning on.
+func (s *S3) EnableVersioning(t testing.TB, bucket string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := s.Client().PutBucketVersioning(ctx, &s3.PutBucketVersioningInput{Bucket: aws.String(bucket),
+		VersioningConfiguration: &types.VersioningConfiguration{Status: types.BucketVersioningStatusEnabled}}); err != nil {
+		t.Fatalf("enable versioning on %s: %v", bucket, err)
+	}
+}
+
 // Start starts a stopped gateway again, on the same address and directory.
 func (s *S3) Start(t testing.TB) {
 	t.Helper()
 	if s.cmd != nil {
 		return
 	}
-	s.cmd = exec.Command(s.bin, "--access", S3AccessKey, "--secret", S3SecretKey, "--port", s.addr, "posix", s.Dir)
+	args := []string{"--access", S3AccessKey, "--secret", S3SecretKey, "--port", s.addr, "posix"}
+	if s.VersionsDir != "" {
+		args = append(args, "--versioning-dir", s.VersionsDir)
+	}
+	s.cmd = exec.Command(s.bin, append(args, s.Dir)...)
 	s.cmd.Stdout, s.cmd.Stderr = io.Discard, io.Discard
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -228,10 +273,7 @@ func SetAWSEnv(t *testing.T, secret string) {
 // CreateBucket creates a bucket through the S3 API.
 func (s *S3) CreateBucket(t testing.TB, name string) {
 	t.Helper()
-	c := s3.New(s3.Options{
-		Region: "us-east-1", BaseEndpoint: aws.String(s.Endpoint), UsePathStyle: true,
-		Credentials: credentials.NewStaticCredentialsProvider(S3AccessKey, S3SecretKey, ""),
-	})
+	c := s.Client()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(name)}); err != nil {

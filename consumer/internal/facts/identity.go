@@ -111,6 +111,26 @@ func (k *IdentityKeys) Stored(identity string) string {
 	return b.String()
 }
 
+// StoredRoomName is how lkscore stores a redacted session's room name (the
+// room's name is personal data to LiveKit: lk.pii.room_name; telephony
+// deployments often name rooms after the caller's number): its keyed hash,
+// in the form Stored gives an identity ("lkscore-hmac:<key id>.<hex>"), under
+// a key separate from the identities' (the HMAC input is prefixed), so the
+// same string as a room name and as an identity hash differently.
+func (k *IdentityKeys) StoredRoomName(name string) string {
+	if name == "" || IsKeyedHash(name) {
+		return name
+	}
+	return k.Stored(roomNameDomain + name)
+}
+
+// roomNameDomain separates room names' hashes from identities'.
+const roomNameDomain = "lkscore room name\x00"
+
+// IsKeyedHash reports whether s is a keyed hash lkscore stored (an
+// identity's or a room name's), not a name.
+func IsKeyedHash(s string) bool { return strings.HasPrefix(s, storedKeyedPrefix) }
+
 // IdentityHash is a stored identity's token(s), as facts keep them: "-" for
 // none, the keyed tokens joined by "+", or an earlier unkeyed hash's hex.
 // An identity that was never stored (it cannot be: ingest hashes every one)

@@ -59,6 +59,12 @@ var closeReasonRank = map[string]int{
 // fieldRank orders the sources of the other fields: higher wins.
 var fieldRank = map[string]int{SourceWebhook: 3, SourceHeader: 2, SourceOTLP: 1}
 
+// notKeptRedacted is what a redacted session's facts do not keep: the SDK's
+// error text, and its room's name unless it is a keyed hash.
+func notKeptRedacted(o Observation) bool {
+	return o.Field == FieldErrorText || (o.Field == FieldRoomName && !IsKeyedHash(o.Value))
+}
+
 // MaxObservations bounds one session's facts: a hostile or chatty agent
 // cannot grow an entry without limit.
 const MaxObservations = 256
@@ -74,17 +80,18 @@ type Update struct {
 
 // Merge adds u to f and reports whether anything changed. A session any
 // signal says is redacted keeps no error text (an error can quote what was
-// said): none is added, and any added before is dropped.
+// said) and its room's name only as a keyed hash: none is added, and any
+// added before is dropped.
 func Merge(f *SessionFacts, u Update) bool {
 	changed := false
 	redacted := redactedIn(f.Observations) || redactedIn(u.Observations)
 	if redacted {
 		n := len(f.Observations)
-		f.Observations = slices.DeleteFunc(f.Observations, func(o Observation) bool { return o.Field == FieldErrorText })
+		f.Observations = slices.DeleteFunc(f.Observations, notKeptRedacted)
 		changed = len(f.Observations) != n
 	}
 	for _, o := range u.Observations {
-		if redacted && o.Field == FieldErrorText {
+		if redacted && notKeptRedacted(o) {
 			continue
 		}
 		i, found := slices.BinarySearchFunc(f.Observations, o, Observation.Compare)

@@ -6,6 +6,7 @@
 package ingest
 
 import (
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/livekit/protocol/auth"
 
 	"github.com/lkscore/lkscore/config"
+	"github.com/lkscore/lkscore/consumer/internal/facts"
 	"github.com/lkscore/lkscore/consumer/internal/forward"
 	"github.com/lkscore/lkscore/consumer/internal/metrics"
 	"github.com/lkscore/lkscore/consumer/internal/seen"
@@ -62,11 +64,16 @@ func Handler(o Options) (http.Handler, error) {
 	mux := http.NewServeMux()
 	mux.Handle("/webhook", wh)
 	mux.Handle("/observability/recordings/v0", o.Tee.Wrap("upload", col))
+	ids, err := facts.IdentityKeysFor(cfg.Privacy.IdentityKeys, cfg.LiveKit.Keys)
+	if err != nil {
+		return nil, fmt.Errorf("otlp: %w", err)
+	}
 	otlpSlots, otlpBufs := newSlots(cfg.HTTP.MaxInflightOTLP), &bodyBuffers{} // shared by the three signals: decoding is what costs
 	for _, sig := range []string{"traces", "logs", "metrics"} {
 		rcv := &otlpReceiver{signal: sig, seen: o.Seen, keys: keys, facts: o.Facts, connected: connectedOrAlways(o.Connected),
 			spool: o.Spool, refusals: o.refusals, maxBody: cfg.Limits.OTLPBytes,
-			maxElements: cfg.Limits.OTLPElements, inflight: otlpSlots, bufs: otlpBufs, metrics: o.Metrics, log: o.Log}
+			maxElements: cfg.Limits.OTLPElements, inflight: otlpSlots, bufs: otlpBufs, metrics: o.Metrics, log: o.Log,
+			alwaysRedact: cfg.Privacy.Redaction == "always", ids: ids}
 		if sig == "metrics" {
 			rcv.facts = nil // metrics carry no session facts lkscore uses
 		}

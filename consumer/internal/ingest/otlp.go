@@ -81,6 +81,10 @@ type otlpReceiver struct {
 	metrics  *metrics.Ingest
 	log      *slog.Logger
 	seen     *seen.Tracker
+	// alwaysRedact is privacy.redaction: always; ids hashes a redacted
+	// session's room name (facts.IdentityKeys.StoredRoomName).
+	alwaysRedact bool
+	ids          *facts.IdentityKeys
 }
 
 func (o *otlpReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -157,6 +161,7 @@ func (o *otlpReceiver) serve(w http.ResponseWriter, r *http.Request) error {
 	} else {
 		updates = traceFacts(&traces)
 	}
+	o.hashRoomNames(updates)
 	if err := o.store(r.Context(), sortedUpdates(updates), apiKey); err != nil {
 		return err
 	}
@@ -169,6 +174,27 @@ func (o *otlpReceiver) serve(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set("Content-Type", "application/x-protobuf")
 	w.WriteHeader(http.StatusOK) // an empty Export*ServiceResponse
 	return nil
+}
+
+// hashRoomNames keeps the room name of a session the request says is
+// redacted (lk.redaction.enabled), or of every session under
+// privacy.redaction: always, only as its keyed hash. A session whose
+// redaction another signal tells later loses the name from its facts then
+// (facts.Merge).
+func (o *otlpReceiver) hashRoomNames(updates map[sessionID]*facts.Update) {
+	for _, u := range updates {
+		redacted := o.alwaysRedact || slices.ContainsFunc(u.Observations, func(ob facts.Observation) bool {
+			return ob.Field == facts.FieldRedaction && ob.Value == "true"
+		})
+		if !redacted {
+			continue
+		}
+		for i, ob := range u.Observations {
+			if ob.Field == facts.FieldRoomName {
+				u.Observations[i].Value = o.ids.StoredRoomName(ob.Value)
+			}
+		}
+	}
 }
 
 // store adds a request's facts, each session's with the signing key, to

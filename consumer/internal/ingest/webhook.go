@@ -297,11 +297,17 @@ func storedVersion(ev *livekit.WebhookEvent, key string) string {
 // stored webhook goes through it, for any session (docs/security.md lists
 // what a stored event keeps). A redacted job's own error text goes too
 // (a job's error may quote anything; the server's departure text quotes
-// nothing). ev is changed in place.
-func redactEvent(ev *livekit.WebhookEvent, ids *facts.IdentityKeys, redactJobError bool) ([]byte, error) {
+// nothing), and so does the room's name, kept only as its keyed hash
+// (ids.StoredRoomName). redacted says the event's session is redacted: the
+// job's enable_redaction, or privacy.redaction: always (a room event under
+// auto does not say; docs/security.md). ev is changed in place.
+func redactEvent(ev *livekit.WebhookEvent, ids *facts.IdentityKeys, redacted bool) ([]byte, error) {
 	clearRoom := func(r *livekit.Room) {
 		if r != nil {
 			r.Metadata, r.TurnPassword = "", "" // livekit-server sends the room's TURN password with every room
+			if redacted {
+				r.Name = ids.StoredRoomName(r.Name)
+			}
 		}
 	}
 	clearParticipant := func(p *livekit.ParticipantInfo) {
@@ -317,6 +323,9 @@ func redactEvent(ev *livekit.WebhookEvent, ids *facts.IdentityKeys, redactJobErr
 		// The egress request names storage, its credentials (LiveKit redacts
 		// the ones it knows) and stream URLs; lkscore reads only the results.
 		e.Request, e.StreamResults = nil, nil
+		if redacted {
+			e.RoomName = ids.StoredRoomName(e.RoomName)
+		}
 	}
 	if j := ev.Job; j != nil {
 		j.Metadata, j.Attributes = "", nil
@@ -324,7 +333,7 @@ func redactEvent(ev *livekit.WebhookEvent, ids *facts.IdentityKeys, redactJobErr
 		clearParticipant(j.Participant)
 		if j.State != nil {
 			j.State.ParticipantIdentity = ids.Stored(j.State.ParticipantIdentity)
-			if redactJobError && !facts.IsDepartureError(j.State.Error) {
+			if redacted && !facts.IsDepartureError(j.State.Error) {
 				j.State.Error = ""
 			}
 		}

@@ -222,12 +222,29 @@ func (w Inputs) Input(ctx context.Context, item work.Item) (scoring.Session, err
 		in.Spans = f.Spans
 		in.Inputs = append(in.Inputs, f.Inputs...)
 	}
+	if in.Redacted {
+		// A redacted session's card keeps its room's name only as the keyed
+		// hash ingest stored; a name in the clear (an event that came
+		// before a signal said redacted) is left out.
+		in.RoomName = keyedOnly(in.RoomName)
+		if in.Facts != nil {
+			in.Facts.RoomName = keyedOnly(in.Facts.RoomName)
+		}
+	}
 	if item.MetadataOnly {
 		return in, nil
 	}
 	var err error
 	in.Audio, err = w.audio(ctx, item)
 	return in, err
+}
+
+// keyedOnly is name if it is a keyed hash, else "".
+func keyedOnly(name string) string {
+	if facts.IsKeyedHash(name) {
+		return name
+	}
+	return ""
 }
 
 // dropContent removes a scored session's chat history and audio from the
