@@ -11,6 +11,7 @@ import (
 	"html/template"
 	"io"
 	"log/slog"
+	"mime"
 	"net/http"
 	"net/url"
 	"slices"
@@ -57,6 +58,9 @@ type Sources struct {
 	// shows as such.
 	Ingestion func(ctx context.Context) ([]wire.IngestionReport, error)
 	APIKeys   []string
+	// Case exports a session as a case archive (lkscore case export
+	// --archive: the same bytes) and names its file; nil: no export.
+	Case func(ctx context.Context, sessionKey string) (data []byte, filename string, err error)
 }
 
 // DeadLetterResult is a dead-letter search: what it found, how many it
@@ -140,6 +144,8 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 		err = h.deadLettersPage(w, r)
 	case "/ui/export":
 		err = h.export(w, r)
+	case "/ui/case":
+		err = h.caseArchive(w, r)
 	default:
 		http.NotFound(w, r)
 		return
@@ -460,7 +466,8 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) error {
 		MetadataOnly bool
 		Playable     bool
 		NoAudio      string
-	}{page: h.page(r, "Session "+key, Filter{}, 0), Entry: e, Card: sc, Findings: findings(sc),
+		CaseExport   bool
+	}{page: h.page(r, "Session "+key, Filter{}, 0), Entry: e, Card: sc, Findings: findings(sc), CaseExport: h.src.Case != nil,
 		Timeline: timeline(items), Heard: heardTimeline(sc.Audio),
 		Transcript: transcript(items, sc), MetadataOnly: meta, Playable: playable, NoAudio: noAudio}
 	for i := range data.Findings {
@@ -477,6 +484,28 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) error {
 	raw, _ := json.MarshalIndent(sc, "", "  ")
 	data.Raw = string(raw)
 	return h.render(w, "session.html", data)
+}
+
+// caseArchive serves a session as a case archive (docs/cases.md), the
+// bytes `lkscore case export --archive` writes.
+func (h *Handler) caseArchive(w http.ResponseWriter, r *http.Request) error {
+	key := r.URL.Query().Get("key")
+	if h.src.Case == nil {
+		http.Error(w, "case export is not available here", http.StatusNotFound)
+		return nil
+	}
+	if _, ok := h.index.Lookup(key); !ok {
+		http.Error(w, fmt.Sprintf("session %q is not among the last %d scorecards", key, h.index.window), http.StatusNotFound)
+		return nil
+	}
+	data, name, err := h.src.Case(r.Context(), key)
+	if err != nil {
+		return fmt.Errorf("case %s: %w", key, err)
+	}
+	w.Header().Set("Content-Type", "application/x-tar")
+	w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": name}))
+	_, err = w.Write(data)
+	return err
 }
 
 // recordingObjects are the objects of an upload the dashboard serves, with

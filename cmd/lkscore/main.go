@@ -89,9 +89,9 @@ func tree(getenv func(string) string, stdout, stderr io.Writer) *cli.Command {
 		Writer:    stdout,
 		ErrWriter: stderr,
 		Commands: []*cli.Command{serveCommand(getenv, stderr), demoCommand(stdout, stderr), tailCommand(getenv, stdout, stderr),
-			forgetCommand(getenv, stdout), offline.Inspect(getenv, stdout),
+			forgetCommand(getenv, stdout), caseCommand(getenv, stdout), offline.Inspect(getenv, stdout),
 			offline.Score(getenv, stdout), dlqCommand(getenv, stdout), benchCommand(getenv, stdout), doctorCommand(getenv, stdout),
-			baselineCommand(getenv, stdout), rescoreCommand(getenv, stdout, stderr), offline.Check(getenv, stdout), versionCommand(stdout)},
+			baselineCommand(getenv, stdout), rescoreCommand(getenv, stdout, stderr), offline.Check(getenv, stdout, checkCases), versionCommand(stdout)},
 		// With no command, the help; an unknown one is a usage error (exit 2),
 		// not the help lookup's "No help topic" (exit 3).
 		Action: func(ctx context.Context, c *cli.Command) error {

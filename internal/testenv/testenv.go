@@ -330,11 +330,19 @@ func JetStream(t testing.TB, url string) jetstream.JetStream {
 // any outgoing connection (a NATS route dialling its peers) before the
 // server meant for it binds it ("address already in use": a 3-node cluster
 // test lost a node to that).
+//
+// A port is handed out once per test binary: two addresses asked for one
+// process (its listen and ops_listen) are never the same port, which a
+// random pick that is only checked free could give (a CI run's ingest
+// refused "ops_listen: must differ from listen").
 func FreeAddr(t testing.TB) string {
 	t.Helper()
 	lo := ephemeralLow()
 	for range 200 {
 		port := 10000 + rand.IntN(lo-10000)
+		if !claimPort(port) {
+			continue
+		}
 		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
 		if err == nil {
 			addr := ln.Addr().String()
@@ -348,6 +356,23 @@ func FreeAddr(t testing.TB) string {
 	}
 	defer ln.Close()
 	return ln.Addr().String()
+}
+
+// handedOut are the ports FreeAddr gave in this test binary.
+var handedOut = struct {
+	sync.Mutex
+	ports map[int]bool
+}{ports: map[int]bool{}}
+
+// claimPort reports whether port was not handed out before, and claims it.
+func claimPort(port int) bool {
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	if handedOut.ports[port] {
+		return false
+	}
+	handedOut.ports[port] = true
+	return true
 }
 
 // ephemeralLow is the low end of the kernel's ephemeral port range (Linux's

@@ -44,29 +44,43 @@ func ScoreSamples(ctx context.Context, paths []string, configPath, agentName str
 	return out, scorer.Version(), nil
 }
 
-// Check is `lkscore check`: the CI gate for agent changes.
-func Check(getenv func(string) string, stdout io.Writer) *cli.Command {
+// CasesChecker checks the cases under dir (lkscore check --cases).
+type CasesChecker func(ctx context.Context, w io.Writer, dir string, asJSON bool) error
+
+// Check is `lkscore check`: the CI gate for agent changes; checkCases
+// serves --cases.
+func Check(getenv func(string) string, stdout io.Writer, checkCases CasesChecker) *cli.Command {
 	return &cli.Command{
 		Name:      "check",
-		Usage:     "score recordings and compare them with a baseline file; exit 3 when they regress",
-		ArgsUsage: "PATH… (session directories, header.binpb files, multipart upload files, s3:// URLs)",
+		Usage:     "score recordings and compare them with a baseline file, or score cases against their expectations; exit 3 when they regress",
+		ArgsUsage: "PATH… (session directories, header.binpb files, multipart upload files, s3:// URLs; none with --cases)",
 		Description: "Scores the recordings (e.g. a simulation run of a changed agent) and compares them with the\n" +
 			"baseline, metric by metric, as the daemon compares a new version with the previous one\n" +
-			"(docs/regression.md). Prints what moved and by how much. Exit codes: 0 no regression, 1 a\n" +
-			"recording could not be read, 2 bad usage, baseline or config, 3 a metric regressed.",
+			"(docs/regression.md). Prints what moved and by how much. With --cases, scores every case\n" +
+			"(lkscore case export) again and compares each card with the case's expectation (docs/cases.md).\n" +
+			"Exit codes: 0 no regression, 1 a recording or case could not be read, 2 bad usage, baseline or\n" +
+			"config, 3 a metric regressed or a case did not get what it expects.",
 		Flags: append([]cli.Flag{
-			&cli.StringFlag{Name: "baseline", Usage: "baseline file (lkscore baseline build or export)", Required: true},
+			&cli.StringFlag{Name: "baseline", Usage: "baseline file (lkscore baseline build or export)"},
+			&cli.StringFlag{Name: "cases", Usage: "a case directory, or a directory of them (lkscore case export): check each against its expectation"},
 			&cli.StringFlag{Name: "config", Usage: "config file: its scoring section, and regression.min_effect and fdr (env LKSCORE_CONFIG)"},
 			&cli.StringFlag{Name: "agent", Aliases: []string{"agent-name"}, Usage: "agent name to put in the scorecards (--agent-name is the same)"},
 			&cli.IntFlag{Name: "min-sessions", Value: 5, Usage: "judge only with at least this many sessions on each side"},
 		}, FormatFlags("print the comparison as JSON")...),
 		Action: func(ctx context.Context, c *cli.Command) error {
-			if c.Args().Len() == 0 {
-				return ExitError{Code: 2, Err: errors.New("check: want at least one PATH")}
-			}
 			asJSON, err := WantJSON(c)
 			if err != nil {
 				return err
+			}
+			switch {
+			case c.IsSet("cases") && (c.IsSet("baseline") || c.Args().Len() > 0):
+				return ExitError{Code: 2, Err: errors.New("check: --cases takes no --baseline and no PATH: each case holds its recording and expectation")}
+			case c.IsSet("cases"):
+				return checkCases(ctx, stdout, c.String("cases"), asJSON)
+			case !c.IsSet("baseline"):
+				return ExitError{Code: 2, Err: errors.New("check: want --baseline FILE and PATH…, or --cases DIR")}
+			case c.Args().Len() == 0:
+				return ExitError{Code: 2, Err: errors.New("check: want at least one PATH")}
 			}
 			data, err := os.ReadFile(c.String("baseline"))
 			if err != nil {

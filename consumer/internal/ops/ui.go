@@ -22,12 +22,14 @@ import (
 
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/consumer/broker"
+	"github.com/lkscore/lkscore/consumer/cases"
 	"github.com/lkscore/lkscore/consumer/internal/facts"
 	"github.com/lkscore/lkscore/consumer/internal/factstore"
 	"github.com/lkscore/lkscore/consumer/internal/score"
 	"github.com/lkscore/lkscore/consumer/internal/seen"
 	"github.com/lkscore/lkscore/dashboard"
 	"github.com/lkscore/lkscore/recording"
+	"github.com/lkscore/lkscore/rules"
 	"github.com/lkscore/lkscore/scoring"
 	"github.com/lkscore/lkscore/wire"
 )
@@ -76,6 +78,20 @@ func (u *UI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.ServeHTTP(w, r)
 }
 
+// caseArchive serves a session's case archive, as `lkscore case export
+// --archive` writes it (docs/cases.md).
+func caseArchive(e cases.Exporter) func(context.Context, string) ([]byte, string, error) {
+	return func(ctx context.Context, key string) ([]byte, string, error) {
+		f, err := e.Export(ctx, key)
+		if err != nil {
+			return nil, "", err
+		}
+		name := cases.Name(key)
+		data, err := f.Archive(name)
+		return data, name + ".tar", err
+	}
+}
+
 // sources are where the dashboard reads what its index does not hold.
 type sources struct {
 	js       jetstream.JetStream
@@ -98,6 +114,11 @@ func (u *UI) Start(ctx context.Context, cfg config.Config, js jetstream.JetStrea
 	src := dashboard.Sources{Scorecard: s.scorecard, Items: s.items, Recording: s.recording, Audio: s.audio, DeadLetters: s.deadLetters,
 		NotSelected: s.notSelected, Steps: func() dashboard.PipelineSteps { return pipelineSteps(gatherer) },
 		SearchDeadLetters: s.searchDeadLetters, Ingestion: s.ingestion, APIKeys: slices.Sorted(maps.Keys(cfg.LiveKit.Keys))}
+	scorer, err := rules.NewScorer(cfg.Scoring)
+	if err != nil {
+		return fmt.Errorf("dashboard: %w", err)
+	}
+	src.Case = caseArchive(cases.Exporter{JS: js, Subjects: subjects, Store: st, Config: cfg, Scorer: scorer, Wait: cfg.NATS.RequestTimeout})
 	access, err := dashboard.NewAccess(cfg.Dashboard.Token, cfg.Dashboard.ExternalURL, cfg.Dashboard.AllowedHosts)
 	if err != nil {
 		return err
