@@ -40,7 +40,7 @@ func TestPhoneNumbersNotRecoverable(t *testing.T) {
 	t.Parallel()
 	cfg := pipelineConfig(t, "")
 	d, _ := startDaemon(t, cfg)
-	const base = 4155550000 // +1 415 555 ….
+	const base = 4155550000                                 // +1 415 555 ….
 	planted := []int{base + 1234, base + 4321, base + 8765} // sorted, as bruteForce returns them
 	now := time.Now().Unix()
 	for i, n := range planted {

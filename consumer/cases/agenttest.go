@@ -238,7 +238,8 @@ describe(%s, { timeout: 120_000 }, () => {
 		fmt.Fprintf(&b, "    // lkscore %s\n    // (before the caller's first turn) %s\n", a.finding, notExpressible)
 	}
 	for i, t := range turns {
-		fmt.Fprintf(&b, "\n    // Turn %d (chat item %d)\n    result = session.run({ userInput: %s });\n    await result.wait();\n", i+1, t.item, quote(t.text))
+		fmt.Fprintf(&b, "\n    // Turn %d (chat item %d)\n", i+1, t.item)
+		fmt.Fprintf(&b, "    result = session.run({ userInput: %s });\n    await result.wait();\n", quote(t.text))
 		for _, a := range t.checks {
 			fmt.Fprintf(&b, "    // lkscore %s\n", a.finding)
 			switch a.kind {
