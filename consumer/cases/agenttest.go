@@ -141,6 +141,57 @@ func identifier(key string) string {
 	return b.String()
 }
 
+// dialect is how a language's test writes a replayed turn and its
+// assertions (the SDK's testing API).
+type dialect struct {
+	indent, comment string
+	run             string // a Printf format of the quoted user text
+	answered        string
+	call            string // a Printf format of the quoted function name
+	callOK, output  string
+}
+
+var (
+	python = dialect{indent: "        ", comment: "# ", run: "result = await session.run(user_input=%s)\n",
+		answered: "result.expect.contains_message(role=\"assistant\")\n",
+		call:     "result.expect.contains_function_call(name=%s)\n",
+		callOK:   "result.expect.contains_function_call_output(is_error=False)\n",
+		output:   "result.expect.contains_function_call_output()\n"}
+	node = dialect{indent: "    ", comment: "// ", run: "result = session.run({ userInput: %s });\n    await result.wait();\n",
+		answered: "result.expect.containsMessage({ role: 'assistant' });\n",
+		call:     "result.expect.containsFunctionCall({ name: %s });\n",
+		callOK:   "result.expect.containsFunctionCallOutput({ isError: false });\n",
+		output:   "result.expect.containsFunctionCallOutput();\n"}
+)
+
+// turns writes the findings before the first turn (comments), then each
+// turn's run and its assertions.
+func (d dialect) turns(b *strings.Builder, turns []replayTurn, before []assertion) {
+	for _, a := range before {
+		fmt.Fprintf(b, "%s%slkscore %s\n%s%s(before the caller's first turn) %s\n", d.indent, d.comment, a.finding, d.indent, d.comment, notExpressible)
+	}
+	for i, t := range turns {
+		fmt.Fprintf(b, "\n%s%sTurn %d (chat item %d)\n", d.indent, d.comment, i+1, t.item)
+		fmt.Fprintf(b, d.indent+d.run, quote(t.text))
+		for _, a := range t.checks {
+			fmt.Fprintf(b, "%s%slkscore %s\n", d.indent, d.comment, a.finding)
+			switch a.kind {
+			case "answered":
+				b.WriteString(d.indent + d.answered)
+			case "call_ok", "call_output":
+				fmt.Fprintf(b, d.indent+d.call, quote(a.name))
+				if a.kind == "call_ok" {
+					b.WriteString(d.indent + d.callOK)
+				} else {
+					b.WriteString(d.indent + d.output)
+				}
+			default:
+				fmt.Fprintf(b, "%s%s%s\n", d.indent, d.comment, notExpressible)
+			}
+		}
+	}
+}
+
 const notExpressible = "the SDK's testing API cannot assert this (timing, audio, retries, scores): lkscore check --cases does"
 
 // Pytest is the case as a pytest test for livekit-agents' testing API.
@@ -173,27 +224,7 @@ async def test_%s() -> None:
     async with openai.LLM(model="gpt-4o-mini") as llm, AgentSession(llm=llm) as session:
         await session.start(Assistant())
 `, oneLine(card.Session.Key), card.Overall.Verdict, card.ScoringVersion, len(turns), PythonSDK, identifier(card.Session.Key))
-	for _, a := range before {
-		fmt.Fprintf(&b, "        # lkscore %s\n        # (before the caller's first turn) %s\n", a.finding, notExpressible)
-	}
-	for i, t := range turns {
-		fmt.Fprintf(&b, "\n        # Turn %d (chat item %d)\n        result = await session.run(user_input=%s)\n", i+1, t.item, quote(t.text))
-		for _, a := range t.checks {
-			fmt.Fprintf(&b, "        # lkscore %s\n", a.finding)
-			switch a.kind {
-			case "answered":
-				b.WriteString("        result.expect.contains_message(role=\"assistant\")\n")
-			case "call_ok":
-				fmt.Fprintf(&b, "        result.expect.contains_function_call(name=%s)\n", quote(a.name))
-				b.WriteString("        result.expect.contains_function_call_output(is_error=False)\n")
-			case "call_output":
-				fmt.Fprintf(&b, "        result.expect.contains_function_call(name=%s)\n", quote(a.name))
-				b.WriteString("        result.expect.contains_function_call_output()\n")
-			default:
-				fmt.Fprintf(&b, "        # %s\n", notExpressible)
-			}
-		}
-	}
+	python.turns(&b, turns, before)
 	return []byte(b.String()), nil
 }
 
@@ -234,28 +265,7 @@ describe(%s, { timeout: 120_000 }, () => {
   it('does not repeat what the call got wrong', async () => {
     let result;
 `, oneLine(card.Session.Key), card.Overall.Verdict, card.ScoringVersion, len(turns), NodeSDK, quote("lkscore case "+card.Session.Key))
-	for _, a := range before {
-		fmt.Fprintf(&b, "    // lkscore %s\n    // (before the caller's first turn) %s\n", a.finding, notExpressible)
-	}
-	for i, t := range turns {
-		fmt.Fprintf(&b, "\n    // Turn %d (chat item %d)\n", i+1, t.item)
-		fmt.Fprintf(&b, "    result = session.run({ userInput: %s });\n    await result.wait();\n", quote(t.text))
-		for _, a := range t.checks {
-			fmt.Fprintf(&b, "    // lkscore %s\n", a.finding)
-			switch a.kind {
-			case "answered":
-				b.WriteString("    result.expect.containsMessage({ role: 'assistant' });\n")
-			case "call_ok":
-				fmt.Fprintf(&b, "    result.expect.containsFunctionCall({ name: %s });\n", quote(a.name))
-				b.WriteString("    result.expect.containsFunctionCallOutput({ isError: false });\n")
-			case "call_output":
-				fmt.Fprintf(&b, "    result.expect.containsFunctionCall({ name: %s });\n", quote(a.name))
-				b.WriteString("    result.expect.containsFunctionCallOutput();\n")
-			default:
-				fmt.Fprintf(&b, "    // %s\n", notExpressible)
-			}
-		}
-	}
+	node.turns(&b, turns, before)
 	b.WriteString("  });\n});\n")
 	return []byte(b.String()), nil
 }

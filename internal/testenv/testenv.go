@@ -163,6 +163,11 @@ func toolPath(t testing.TB, bin, install, requireEnv, skip string) string {
 // Buckets are directories under Dir.
 func StartS3(t testing.TB) *S3 {
 	t.Helper()
+	return startS3(t, "")
+}
+
+func startS3(t testing.TB, versionsDir string) *S3 {
+	t.Helper()
 	bin := versitygwPath(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -170,7 +175,7 @@ func StartS3(t testing.TB) *S3 {
 	}
 	addr := ln.Addr().String()
 	_ = ln.Close()
-	s := &S3{Endpoint: "http://" + addr, Dir: t.TempDir(), bin: bin, addr: addr}
+	s := &S3{Endpoint: "http://" + addr, Dir: t.TempDir(), VersionsDir: versionsDir, bin: bin, addr: addr}
 	t.Cleanup(s.Stop)
 	s.Start(t)
 	return s
@@ -181,17 +186,7 @@ func StartS3(t testing.TB) *S3 {
 // it on, as an S3 bucket does.
 func StartS3Versioned(t testing.TB) *S3 {
 	t.Helper()
-	bin := versitygwPath(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	_ = ln.Close()
-	s := &S3{Endpoint: "http://" + addr, Dir: t.TempDir(), VersionsDir: t.TempDir(), bin: bin, addr: addr}
-	t.Cleanup(s.Stop)
-	s.Start(t)
-	return s
+	return startS3(t, t.TempDir())
 }
 
 // Client is an S3 client of the gateway, as the test's own.

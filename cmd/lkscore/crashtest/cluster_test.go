@@ -178,13 +178,7 @@ func TestNATSClusterNodeLoss(t *testing.T) {
 	}
 	dir := t.TempDir()
 	nodes := startNATSCluster(t, dir)
-	c := &cluster{t: t, dir: dir, urls: clusterURLs(nodes), workers: map[string]*proc{}, env: []string{"LKSCORE_NATS_REPLICAS=3"}}
-	c.s3 = testenv.StartS3(t)
-	c.s3.CreateBucket(t, "rec")
-	c.cfgFile = filepath.Join(dir, "lkscore.yaml")
-	if err := os.WriteFile(c.cfgFile, []byte(crashConfig), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	c := clusterOn(t, dir, nodes)
 
 	// Two replicas at the same moment on a fresh cluster.
 	a, b := c.spawn("lk-a", "all"), c.spawn("lk-b", "all")
@@ -230,6 +224,20 @@ func TestNATSClusterNodeLoss(t *testing.T) {
 	if stall > 10*time.Second {
 		t.Errorf("scoring stood still %s after the node returned, want at most 10 s", stall)
 	}
+}
+
+// clusterOn is lkscore's processes on a 3-node NATS cluster, every stream
+// and bucket with 3 replicas, and an S3 (versitygw) with the bucket rec.
+func clusterOn(t *testing.T, dir string, nodes []*natsNode) *cluster {
+	t.Helper()
+	c := &cluster{t: t, dir: dir, urls: clusterURLs(nodes), workers: map[string]*proc{}, env: []string{"LKSCORE_NATS_REPLICAS=3"}}
+	c.s3 = testenv.StartS3(t)
+	c.s3.CreateBucket(t, "rec")
+	c.cfgFile = filepath.Join(dir, "lkscore.yaml")
+	if err := os.WriteFile(c.cfgFile, []byte(crashConfig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 func clusterURLsOfRoutes(nodes []*natsNode) []string {

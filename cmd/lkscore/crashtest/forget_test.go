@@ -108,13 +108,7 @@ func TestForgetR3Cluster(t *testing.T) {
 	}
 	dir := t.TempDir()
 	nodes := startNATSCluster(t, dir)
-	c := &cluster{t: t, dir: dir, urls: clusterURLs(nodes), workers: map[string]*proc{}, env: []string{"LKSCORE_NATS_REPLICAS=3"}}
-	c.s3 = testenv.StartS3(t)
-	c.s3.CreateBucket(t, "rec")
-	c.cfgFile = filepath.Join(dir, "lkscore.yaml")
-	if err := os.WriteFile(c.cfgFile, []byte(crashConfig), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	c := clusterOn(t, dir, nodes)
 	lk := c.spawn("lk-a", "all")
 	waitReady(t, lk, 60*time.Second)
 	const gone, kept = "MRKforgetR3gone", "MRKforgetR3kept"

@@ -8,9 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"math/rand"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -20,8 +18,6 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/lkscore/lkscore/internal/testenv"
 )
 
 // The nemesis's knobs: `tools/nemesis` runs it for minutes with chosen seeds;
@@ -108,13 +104,7 @@ func TestNemesis(t *testing.T) {
 
 	dir := t.TempDir()
 	nodes := startNATSCluster(t, dir)
-	c := &cluster{t: t, dir: dir, urls: clusterURLs(nodes), workers: map[string]*proc{}, env: []string{"LKSCORE_NATS_REPLICAS=3"}}
-	c.s3 = testenv.StartS3(t)
-	c.s3.CreateBucket(t, "rec")
-	c.cfgFile = filepath.Join(dir, "lkscore.yaml")
-	if err := os.WriteFile(c.cfgFile, []byte(crashConfig), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	c := clusterOn(t, dir, nodes)
 	procs := map[string]*proc{}
 	for _, name := range []string{"ingest", "worker-a", "worker-b"} {
 		role := "worker"

@@ -58,11 +58,7 @@ func TestRollingRestart(t *testing.T) {
 		n.start(t, routes)
 	}
 	waitClusterReady(t, nodes, 30*time.Second)
-	c := &cluster{t: t, dir: dir, urls: clusterURLs(nodes), workers: map[string]*proc{}, env: []string{"LKSCORE_NATS_REPLICAS=3"}}
-	c.s3 = testenv.StartS3(t)
-	c.s3.CreateBucket(t, "rec")
-	c.cfgFile = filepath.Join(dir, "lkscore.yaml")
-	testenv.WriteFile(t, c.cfgFile, crashConfig)
+	c := clusterOn(t, dir, nodes)
 	procs := []*proc{c.spawn("lk-a", "all"), c.spawn("lk-b", "all")}
 	for _, p := range procs {
 		waitReady(t, p, 60*time.Second)
