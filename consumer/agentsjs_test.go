@@ -110,6 +110,12 @@ func TestAgentsJSObserver(t *testing.T) {
 
 	ns := startNATS(t)
 	d, _ := startDaemon(t, pipelineConfig(t, ns.URL()))
+	// The job's end first: a session whose logs name its close reason is
+	// published as soon as its upload is in, and the card must carry the
+	// job's status (sent after the SDK, it raced the settler: a CI run lost).
+	ev := jobEnded("EV_obs", "RM_Observer", "AJ_Observer", "", livekit.JobStatus_JS_FAILED)
+	ev.Job.State.Error = "agent worker left the room"
+	sendWebhook(t, d, ev)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, "observer-session.mjs")
@@ -126,9 +132,6 @@ func TestAgentsJSObserver(t *testing.T) {
 	}) {
 		t.Fatalf("the observer's record did not reach the facts: %+v", f.Observations)
 	}
-	ev := jobEnded("EV_obs", "RM_Observer", "AJ_Observer", "", livekit.JobStatus_JS_FAILED)
-	ev.Job.State.Error = "agent worker left the room"
-	sendWebhook(t, d, ev)
 	testenv.WaitFor(t, settleWait, "the scorecard", func() bool { return len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")) == 1 })
 	c := results(t, ns.URL())[0]
 	if c.Completion.CloseReason != "CR_PARTICIPANT_DISCONNECTED" || c.Completion.CloseReasonSource != facts.SourceOTLPLog ||
