@@ -24,6 +24,7 @@ import (
 	"github.com/lkscore/lkscore/consumer/internal/score"
 	"github.com/lkscore/lkscore/consumer/internal/settle"
 	"github.com/lkscore/lkscore/consumer/internal/stage"
+	"github.com/lkscore/lkscore/internal/retrylog"
 	"github.com/lkscore/lkscore/rules"
 	"github.com/lkscore/lkscore/wire"
 )
@@ -390,14 +391,15 @@ func waitCtx(ctx context.Context, wg *sync.WaitGroup, what string) error {
 func sweepForward(ctx context.Context, st forward.RelayStore, maxAge time.Duration, log *slog.Logger) {
 	t := time.NewTicker(10 * time.Minute)
 	defer t.Stop()
+	retries := retrylog.New(log, nil, 0)
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case now := <-t.C:
 			if n, err := forward.Sweep(ctx, st, maxAge, now); err != nil {
-				log.Warn("forward: sweep of old copies", "err", err)
-			} else if n > 0 {
+				retries.Failed("forward sweep", "forward: sweep of old copies", err)
+			} else if retries.OK("forward sweep", "forward: sweep of old copies works again"); n > 0 {
 				log.Warn("forward: deleted copies older than forward.max_age", "objects", n)
 			}
 		}

@@ -150,6 +150,7 @@ func (c *collector) serve(w http.ResponseWriter, r *http.Request, apiKey string,
 	}
 	c.seen.Accept("upload", apiKey)
 	forward.NoteSessions(r.Context(), notice.SessionKey)
+	c.retries.OK("upload", "uploads stored again")
 	c.log.Info("upload stored", "session_key", notice.SessionKey, "objects", len(notice.Objects))
 	w.WriteHeader(http.StatusOK)
 	return nil
@@ -389,7 +390,7 @@ func (c *collector) fail(w http.ResponseWriter, err error) string {
 		http.Error(w, err.Error(), f.Status)
 		return reason
 	}
-	c.log.Warn("upload not stored", "err", err)
+	c.retries.Failed("upload", "upload not stored", err)
 	failure.WriteRetryableStatus(w, "upload not stored, retry later", 2*time.Second)
 	return reason
 }

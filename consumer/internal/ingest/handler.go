@@ -19,6 +19,7 @@ import (
 	"github.com/lkscore/lkscore/consumer/internal/forward"
 	"github.com/lkscore/lkscore/consumer/internal/metrics"
 	"github.com/lkscore/lkscore/consumer/internal/seen"
+	"github.com/lkscore/lkscore/internal/retrylog"
 	"github.com/lkscore/lkscore/wire"
 )
 
@@ -43,6 +44,9 @@ type Options struct {
 	// refusals is the one rate-limited log of refused requests every
 	// endpoint shares (Handler sets it).
 	refusals *refusalLog
+	// retries logs failed stores (NATS or the store down): the first, a
+	// summary a minute per endpoint, the recovery.
+	retries *retrylog.Log
 }
 
 // Handler serves the ingest endpoints: LiveKit's webhooks (/webhook), the
@@ -52,6 +56,7 @@ func Handler(o Options) (http.Handler, error) {
 	cfg := o.Config
 	keys := auth.NewFileBasedKeyProviderFromMap(cfg.LiveKit.Keys)
 	o.refusals = newRefusalLog(o.Log, nil)
+	o.retries = retrylog.New(o.Log, nil, 0)
 	o.refusals.seen = o.Seen
 	wh, err := newWebhookHandler(o, keys)
 	if err != nil {
@@ -71,7 +76,7 @@ func Handler(o Options) (http.Handler, error) {
 	otlpSlots, otlpBufs := newSlots(cfg.HTTP.MaxInflightOTLP), &bodyBuffers{} // shared by the three signals: decoding is what costs
 	for _, sig := range []string{"traces", "logs", "metrics"} {
 		rcv := &otlpReceiver{signal: sig, seen: o.Seen, keys: keys, facts: o.Facts, connected: connectedOrAlways(o.Connected),
-			spool: o.Spool, refusals: o.refusals, maxBody: cfg.Limits.OTLPBytes,
+			spool: o.Spool, refusals: o.refusals, retries: o.retries, maxBody: cfg.Limits.OTLPBytes,
 			maxElements: cfg.Limits.OTLPElements, inflight: otlpSlots, bufs: otlpBufs, metrics: o.Metrics, log: o.Log,
 			alwaysRedact: cfg.Privacy.Redaction == "always", ids: ids}
 		if sig == "metrics" {
@@ -107,13 +112,17 @@ type plumbing struct {
 	metrics   *metrics.Ingest
 	log       *slog.Logger
 	seen      *seen.Tracker
+	retries   *retrylog.Log
 }
 
 // plumbing is o's, NATS taken as always connected when o.Connected is nil.
 func (o Options) plumbing() plumbing {
+	if o.retries == nil { // a handler built alone (tests)
+		o.retries = retrylog.New(o.Log, nil, 0)
+	}
 	return plumbing{pub: o.JS, connected: connectedOrAlways(o.Connected), refusals: o.refusals,
 		subjects: wire.NewSubjects(o.Config.NATS.SubjectPrefix, o.Config.NATS.StreamPrefix),
-		timeout:  o.Config.NATS.PublishTimeout, metrics: o.Metrics, log: o.Log, seen: o.Seen}
+		timeout:  o.Config.NATS.PublishTimeout, metrics: o.Metrics, log: o.Log, seen: o.Seen, retries: o.retries}
 }
 
 // collapseSlashes tolerates a doubled slash ("//observability/…"): the SDK

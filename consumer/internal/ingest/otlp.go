@@ -31,6 +31,7 @@ import (
 	"github.com/lkscore/lkscore/consumer/internal/forward"
 	"github.com/lkscore/lkscore/consumer/internal/metrics"
 	"github.com/lkscore/lkscore/consumer/internal/seen"
+	"github.com/lkscore/lkscore/internal/retrylog"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/scoring"
 )
@@ -81,6 +82,7 @@ type otlpReceiver struct {
 	metrics  *metrics.Ingest
 	log      *slog.Logger
 	seen     *seen.Tracker
+	retries  *retrylog.Log
 	// alwaysRedact is privacy.redaction: always; ids hashes a redacted
 	// session's room name (facts.IdentityKeys.StoredRoomName).
 	alwaysRedact bool
@@ -98,7 +100,7 @@ func (o *otlpReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Retry-After", "1")
 			http.Error(w, err.Error(), f.Status)
 		case f.Status == http.StatusServiceUnavailable:
-			o.log.Warn("otlp facts not stored", "signal", o.signal, "err", err)
+			o.retries.Failed("otlp "+o.signal, "otlp facts not stored", err)
 			w.Header().Set("Retry-After", "2")
 			http.Error(w, "facts not stored, retry later", f.Status)
 		default:
@@ -165,6 +167,7 @@ func (o *otlpReceiver) serve(w http.ResponseWriter, r *http.Request) error {
 	if err := o.store(r.Context(), sortedUpdates(updates), apiKey); err != nil {
 		return err
 	}
+	o.retries.OK("otlp "+o.signal, "otlp facts stored again")
 	o.seen.Accept("otlp_"+o.signal, apiKey)
 	if isJSON {
 		w.Header().Set("Content-Type", "application/json")

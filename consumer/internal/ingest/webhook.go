@@ -243,11 +243,12 @@ func (h *webhookHandler) store(w http.ResponseWriter, ctx context.Context, ev *l
 	ack, err := h.pub.PublishMsg(ctx, msg, jetstream.WithMsgID(ev.Id), jetstream.WithExpectStream(h.subjects.WebhookStream()))
 	h.publishLatency.Observe(time.Since(start).Seconds())
 	if err != nil {
-		h.log.Warn("webhook not stored", "event_id", ev.Id, "event", ev.Event, "err", err)
+		h.retries.Failed("webhook", "webhook not stored", err, "event_id", ev.Id, "event", ev.Event)
 		h.metrics.WebhookEvents.WithLabelValues(ev.Event, "unavailable").Inc()
 		w.Header().Set("Retry-After", "2")
 		return h.reject(w, http.StatusServiceUnavailable, "queue unavailable, retry later")
 	}
+	h.retries.OK("webhook", "webhooks stored again")
 	outcome := "stored"
 	if ack.Duplicate {
 		outcome = "duplicate"

@@ -168,10 +168,9 @@ func (s *Settler) Run(ctx context.Context) {
 			opts = append(opts, jetstream.ResumeFromRevision(from))
 		}
 		s.watchedFrom.Store(from)
-		s.Log.Info("settler: watching session facts", "from_revision", from)
 		w, err := s.facts.Bucket().WatchAll(ctx, opts...)
 		if err != nil {
-			s.Log.Warn("settler: watch session facts", "err", err)
+			s.retries.Failed("settler watch", "settler: watch session facts", err)
 			select {
 			case <-ctx.Done():
 				return
@@ -179,6 +178,8 @@ func (s *Settler) Run(ctx context.Context) {
 				continue
 			}
 		}
+		s.retries.OK("settler watch", "settler: watch session facts works again")
+		s.Log.Info("settler: watching session facts", "from_revision", from)
 		s.watch(ctx, w, t.C)
 		_ = w.Stop()
 		from = s.lowWater() // after a reconnect: from what is still open

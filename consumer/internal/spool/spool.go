@@ -33,6 +33,7 @@ import (
 
 	"github.com/lkscore/lkscore/consumer/broker"
 	"github.com/lkscore/lkscore/consumer/internal/facts"
+	"github.com/lkscore/lkscore/internal/retrylog"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/store"
 )
@@ -85,6 +86,7 @@ type Spool struct {
 	// drained since it started); held: the bytes it spooled since then.
 	pending atomic.Bool
 	held    atomic.Int64
+	retries *retrylog.Log // draining: the first failure, a summary a minute, the recovery
 }
 
 // sweepEvery is how often Run lists the spool with nothing of its own in
@@ -103,7 +105,7 @@ func New(o Options) (*Spool, error) {
 	if o.MaxBytes <= 0 {
 		o.MaxBytes = 256 << 20
 	}
-	s := &Spool{o: o}
+	s := &Spool{o: o, retries: retrylog.New(o.Log, nil, 0)}
 	s.pending.Store(true) // what an earlier run left
 	return s, nil
 }
@@ -165,9 +167,12 @@ func (s *Spool) Run(ctx context.Context) {
 			s.held.Add(-held)
 		}
 		if err != nil && ctx.Err() == nil {
-			s.o.Log.Warn("spool: facts not added yet", "added", n, "err", err)
-		} else if n > 0 {
-			s.o.Log.Info("spool: facts kept during a NATS outage added", "entries", n)
+			s.retries.Failed("spool drain", "spool: facts not added yet", err, "added", n)
+		} else if err == nil {
+			s.retries.OK("spool drain", "spool: facts added again")
+			if n > 0 {
+				s.o.Log.Info("spool: facts kept during a NATS outage added", "entries", n)
+			}
 		}
 	}
 }

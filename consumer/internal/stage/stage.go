@@ -372,10 +372,11 @@ func (s *Stage) ack(m jetstream.Msg, outcome string) {
 // fails, the message is retried instead: it is never dropped.
 func (s *Stage) deadLetter(ctx context.Context, m jetstream.Msg, kind, reason string) {
 	if err := s.dlq.send(ctx, letterFrom(s.name, m, kind, reason)); err != nil {
-		s.log.Error("dead letter failed; retrying the message", "err", err)
+		s.retries.Failed(s.consumerName+" dead letter", "dead letter failed; retrying the message", err)
 		_ = m.NakWithDelay(failure.Backoff(s.RetryBase, 1))
 		return
 	}
+	s.retries.OK(s.consumerName+" dead letter", "dead letters published again")
 	_ = m.TermWithReason(failure.TruncateHeader(reason))
 	s.metrics.Done.WithLabelValues(s.name, "dead_lettered").Inc()
 }
