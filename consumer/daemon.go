@@ -212,8 +212,13 @@ func (d *Daemon) startIngest(ctx context.Context, js jetstream.JetStream, st sto
 	if err != nil {
 		return "", err
 	}
+	env := broker.Env{JS: js, Subjects: d.subjects, Timeouts: broker.TimeoutsFrom(d.cfg.NATS), Now: time.Now, Log: d.log}
+	rooms, err := ingest.OpenRedactedRooms(ctx, env, d.cfg.NATS)
+	if err != nil {
+		return "", err
+	}
 	h, err := ingest.Handler(ingest.Options{Config: d.cfg, JS: js, Store: st, Facts: fs, Connected: d.nc.IsConnected, Spool: sp,
-		Metrics: d.metrics, Log: d.log, Seen: d.seen, Tee: forward.NewTee(d.cfg, st, js, d.fwd, d.log)})
+		Metrics: d.metrics, Log: d.log, Seen: d.seen, Tee: forward.NewTee(d.cfg, st, js, d.fwd, d.log), Rooms: rooms})
 	if err != nil {
 		return "", err
 	}

@@ -162,7 +162,7 @@ func TestRoomNamesRedacted(t *testing.T) {
 	t.Run("auto", func(t *testing.T) {
 		t.Parallel()
 		cfg := pipelineConfig(t, "")
-		red := roomSession{room: "RM_NameRed", job: "AJ_NameRed", name: "call-+14155550199-MRKroomRedacted", jobRedacted: true}
+		red := roomSession{room: "RM_NameRed", job: "AJ_NameRed", name: "call-+14155550199-MRKroomRedacted", jobRedacted: true, roomEvents: true}
 		open := roomSession{room: "RM_NameOpen", job: "AJ_NameOpen", name: "call-MRKroomOpen"}
 		cards, stored, pages, raw := roomCards(t, cfg, red, open)
 		if got := cards[red.room].Session.RoomName; !strings.HasPrefix(got, "lkscore-hmac:") {

@@ -131,6 +131,10 @@ func (s Subjects) SessionFacts() string { return s.streamPrefix + "_SESSION_FACT
 // EgressLinks is the key-value bucket of egress files by room.
 func (s Subjects) EgressLinks() string { return s.streamPrefix + "_EGRESS_LINKS" }
 
+// RedactedRooms is the key-value bucket of the rooms a signal said are
+// redacted (room ids only): ingest hashes their later events' room names.
+func (s Subjects) RedactedRooms() string { return s.streamPrefix + "_REDACTED_ROOMS" }
+
 // RegressionBucket is the key-value bucket of the regression detector.
 func (s Subjects) RegressionBucket() string { return s.streamPrefix + "_REGRESSION" }
 

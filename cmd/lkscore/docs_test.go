@@ -84,7 +84,7 @@ func TestDocsMatchCode(t *testing.T) {
 		// Stream and bucket names share the prefix.
 		subj := wire.NewSubjects("lkscore.", "LKSCORE")
 		for _, n := range []string{subj.WebhookStream(), subj.UploadStream(), subj.SessionStream(), subj.ResultStream(),
-			subj.DLQStream(), subj.EgressLinks(), subj.SessionFacts(), subj.AlertStream(), subj.RegressionBucket(), subj.AgentResultStream(), subj.ForwardStream(), subj.ScoringBucket()} {
+			subj.DLQStream(), subj.EgressLinks(), subj.SessionFacts(), subj.AlertStream(), subj.RegressionBucket(), subj.AgentResultStream(), subj.ForwardStream(), subj.ScoringBucket(), subj.RedactedRooms()} {
 			other[n] = true
 		}
 		for _, m := range regexp.MustCompile(`\b(?:LKSCORE|LIVEKIT)_[A-Z0-9_]+`).FindAllString(readme, -1) {
@@ -164,7 +164,7 @@ func TestDocsNameOnlyWhatExists(t *testing.T) {
 	_, _ = config.Load("", getenv, nil)
 	subj := wire.NewSubjects("lkscore.", "LKSCORE")
 	for _, n := range []string{subj.WebhookStream(), subj.UploadStream(), subj.SessionStream(), subj.ResultStream(),
-		subj.DLQStream(), subj.EgressLinks(), subj.SessionFacts(), subj.AlertStream(), subj.RegressionBucket(), subj.AgentResultStream(), subj.ForwardStream(), subj.ScoringBucket()} {
+		subj.DLQStream(), subj.EgressLinks(), subj.SessionFacts(), subj.AlertStream(), subj.RegressionBucket(), subj.AgentResultStream(), subj.ForwardStream(), subj.ScoringBucket(), subj.RedactedRooms()} {
 		env[n] = true
 	}
 	rec := &descRecorder{names: map[string]bool{}}

@@ -206,6 +206,14 @@ func (c *collector) receive(ctx context.Context, mr *multipart.Reader, written f
 	if err != nil {
 		return nil, err
 	}
+	if hdr.GetRedactionEnabled() { // the room's later webhooks keep its name only hashed
+		mctx, cancel := context.WithTimeout(ctx, c.timeout)
+		err := c.rooms.Mark(mctx, hdr.RoomId)
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+	}
 	key := recording.SessionKey(hdr.RoomId, hdr.JobId, headerBytes)
 	_, jobPart, _ := strings.Cut(key, "/")
 	now := c.now().UTC()

@@ -40,6 +40,9 @@ type Options struct {
 	Seen *seen.Tracker
 	// Tee copies the SDK requests for forward.targets (nil: none).
 	Tee *forward.Tee
+	// Rooms remembers the rooms a signal said are redacted, across
+	// replicas (nil: only the event's own job says).
+	Rooms *RedactedRooms
 
 	// refusals is the one rate-limited log of refused requests every
 	// endpoint shares (Handler sets it).
@@ -78,7 +81,7 @@ func Handler(o Options) (http.Handler, error) {
 		rcv := &otlpReceiver{signal: sig, seen: o.Seen, keys: keys, facts: o.Facts, connected: connectedOrAlways(o.Connected),
 			spool: o.Spool, refusals: o.refusals, retries: o.retries, maxBody: cfg.Limits.OTLPBytes,
 			maxElements: cfg.Limits.OTLPElements, inflight: otlpSlots, bufs: otlpBufs, metrics: o.Metrics, log: o.Log,
-			alwaysRedact: cfg.Privacy.Redaction == "always", ids: ids}
+			alwaysRedact: cfg.Privacy.Redaction == "always", ids: ids, rooms: o.Rooms, timeout: cfg.NATS.PublishTimeout}
 		if sig == "metrics" {
 			rcv.facts = nil // metrics carry no session facts lkscore uses
 		}
@@ -113,6 +116,9 @@ type plumbing struct {
 	log       *slog.Logger
 	seen      *seen.Tracker
 	retries   *retrylog.Log
+	// rooms are the rooms a signal said are redacted (nil: only an event's
+	// own job says).
+	rooms *RedactedRooms
 }
 
 // plumbing is o's, NATS taken as always connected when o.Connected is nil.
@@ -122,7 +128,7 @@ func (o Options) plumbing() plumbing {
 	}
 	return plumbing{pub: o.JS, connected: connectedOrAlways(o.Connected), refusals: o.refusals,
 		subjects: wire.NewSubjects(o.Config.NATS.SubjectPrefix, o.Config.NATS.StreamPrefix),
-		timeout:  o.Config.NATS.PublishTimeout, metrics: o.Metrics, log: o.Log, seen: o.Seen, retries: o.retries}
+		timeout:  o.Config.NATS.PublishTimeout, metrics: o.Metrics, log: o.Log, seen: o.Seen, retries: o.retries, rooms: o.Rooms}
 }
 
 // collapseSlashes tolerates a doubled slash ("//observability/…"): the SDK

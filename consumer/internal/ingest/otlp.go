@@ -87,6 +87,8 @@ type otlpReceiver struct {
 	// session's room name (facts.IdentityKeys.StoredRoomName).
 	alwaysRedact bool
 	ids          *facts.IdentityKeys
+	rooms        *RedactedRooms
+	timeout      time.Duration // one redacted-rooms request (nats.publish_timeout)
 }
 
 func (o *otlpReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -163,7 +165,12 @@ func (o *otlpReceiver) serve(w http.ResponseWriter, r *http.Request) error {
 	} else {
 		updates = traceFacts(&traces)
 	}
-	o.hashRoomNames(updates)
+	if err := o.hashRoomNames(r.Context(), updates); err != nil {
+		o.retries.Failed("otlp "+o.signal, "otlp facts not stored: whether their room is redacted is not known", err)
+		w.Header().Set("Retry-After", "2")
+		http.Error(w, "facts not stored, retry later", http.StatusServiceUnavailable)
+		return nil
+	}
 	if err := o.store(r.Context(), sortedUpdates(updates), apiKey); err != nil {
 		return err
 	}
@@ -180,15 +187,29 @@ func (o *otlpReceiver) serve(w http.ResponseWriter, r *http.Request) error {
 }
 
 // hashRoomNames keeps the room name of a session the request says is
-// redacted (lk.redaction.enabled), or of every session under
+// redacted (lk.redaction.enabled: its room is marked, RedactedRooms), of a
+// room an earlier signal marked, or of every session under
 // privacy.redaction: always, only as its keyed hash. A session whose
 // redaction another signal tells later loses the name from its facts then
 // (facts.Merge).
-func (o *otlpReceiver) hashRoomNames(updates map[sessionID]*facts.Update) {
+func (o *otlpReceiver) hashRoomNames(ctx context.Context, updates map[sessionID]*facts.Update) error {
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
 	for _, u := range updates {
-		redacted := o.alwaysRedact || slices.ContainsFunc(u.Observations, func(ob facts.Observation) bool {
-			return ob.Field == facts.FieldRedaction && ob.Value == "true"
-		})
+		redacted := o.alwaysRedact
+		if slices.ContainsFunc(u.Observations, func(ob facts.Observation) bool { return ob.Field == facts.FieldRedaction && ob.Value == "true" }) {
+			redacted = true
+			if err := o.rooms.Mark(ctx, u.RoomID); err != nil {
+				return err
+			}
+		}
+		named := slices.ContainsFunc(u.Observations, func(ob facts.Observation) bool { return ob.Field == facts.FieldRoomName })
+		if !redacted && named {
+			var err error
+			if redacted, err = o.rooms.Redacted(ctx, u.RoomID); err != nil {
+				return err
+			}
+		}
 		if !redacted {
 			continue
 		}
@@ -198,6 +219,7 @@ func (o *otlpReceiver) hashRoomNames(updates map[sessionID]*facts.Update) {
 			}
 		}
 	}
+	return nil
 }
 
 // store adds a request's facts, each session's with the signing key, to

@@ -224,7 +224,15 @@ func (h *webhookHandler) store(w http.ResponseWriter, ctx context.Context, ev *l
 	version := storedVersion(ev, h.versionKey)
 	// Every stored event loses the free text the application put in it,
 	// whatever the session's redaction.
-	clean, err := redactEvent(ev, h.identities, h.privacy.Redacted(ev.GetJob().GetEnableRedaction()))
+	rctx, rcancel := context.WithTimeout(ctx, h.timeout)
+	redacted, err := h.redacted(rctx, ev)
+	rcancel()
+	if err != nil {
+		h.retries.Failed("webhook", "webhook not stored: whether its room is redacted is not known", err, "event_id", ev.Id)
+		w.Header().Set("Retry-After", "2")
+		return h.reject(w, http.StatusServiceUnavailable, "queue unavailable, retry later")
+	}
+	clean, err := redactEvent(ev, h.identities, redacted)
 	if err != nil {
 		h.log.Warn("webhook not stored: storing it without its free text failed", "event_id", ev.Id, "err", err)
 		return h.reject(w, http.StatusServiceUnavailable, "could not store the event, retry later")
@@ -287,6 +295,26 @@ func storedVersion(ev *livekit.WebhookEvent, key string) string {
 		}
 		return r
 	}, v))
+}
+
+// redacted reports whether ev's session is redacted: privacy.redaction:
+// always, the job's enable_redaction (which marks its room for the room's
+// later events), or a room an earlier signal marked (RedactedRooms).
+func (h *webhookHandler) redacted(ctx context.Context, ev *livekit.WebhookEvent) (bool, error) {
+	room := ev.GetRoom().GetSid()
+	if room == "" {
+		room = ev.GetJob().GetRoom().GetSid()
+	}
+	if room == "" {
+		room = ev.GetEgressInfo().GetRoomId()
+	}
+	if ev.GetJob().GetEnableRedaction() {
+		return true, h.rooms.Mark(ctx, room)
+	}
+	if h.privacy.Redacted(false) {
+		return true, nil
+	}
+	return h.rooms.Redacted(ctx, room)
 }
 
 // redactEvent re-encodes an event without the free text the application
