@@ -65,7 +65,7 @@ type Daemon struct {
 	opsLn         net.Listener
 	serveErr      chan error
 	stopOnce      sync.Once
-	// spoolStop ends the ingest role's spool drain and waits for it.
+	// spoolStop ends the ingest role's spool drain and redacted-rooms watch and waits for them.
 	spoolStop func()
 	// seen counts what ingest accepted and refused; seenSub answers the
 	// dashboard's ingestion view with it.
@@ -223,12 +223,10 @@ func (d *Daemon) startIngest(ctx context.Context, js jetstream.JetStream, st sto
 		return "", err
 	}
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		sp.Run(sctx)
-	}()
-	d.spoolStop = func() { cancel(); <-done }
+	var bg sync.WaitGroup
+	bg.Go(func() { sp.Run(sctx) })
+	bg.Go(func() { rooms.Run(sctx) })
+	d.spoolStop = func() { cancel(); bg.Wait() }
 	if d.ingestLn, err = net.Listen("tcp", d.cfg.Listen); err != nil {
 		return "", fmt.Errorf("listen %s: %w (set listen, LKSCORE_LISTEN or --listen to a free address)", d.cfg.Listen, err)
 	}

@@ -165,12 +165,7 @@ func (o *otlpReceiver) serve(w http.ResponseWriter, r *http.Request) error {
 	} else {
 		updates = traceFacts(&traces)
 	}
-	if err := o.hashRoomNames(r.Context(), updates); err != nil {
-		o.retries.Failed("otlp "+o.signal, "otlp facts not stored: whether their room is redacted is not known", err)
-		w.Header().Set("Retry-After", "2")
-		http.Error(w, "facts not stored, retry later", http.StatusServiceUnavailable)
-		return nil
-	}
+	o.hashRoomNames(r.Context(), updates)
 	if err := o.store(r.Context(), sortedUpdates(updates), apiKey); err != nil {
 		return err
 	}
@@ -192,7 +187,12 @@ func (o *otlpReceiver) serve(w http.ResponseWriter, r *http.Request) error {
 // privacy.redaction: always, only as its keyed hash. A session whose
 // redaction another signal tells later loses the name from its facts then
 // (facts.Merge).
-func (o *otlpReceiver) hashRoomNames(ctx context.Context, updates map[sessionID]*facts.Update) error {
+//
+// While NATS is down (the facts go to the spool) the bucket cannot be
+// asked: a name is then hashed whatever the room (no clear name is kept for
+// want of an answer), and a mark is lost (the room's later webhooks, which
+// need NATS too, are not hashed for it; its facts still drop clear names).
+func (o *otlpReceiver) hashRoomNames(ctx context.Context, updates map[sessionID]*facts.Update) {
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
 	for _, u := range updates {
@@ -200,14 +200,14 @@ func (o *otlpReceiver) hashRoomNames(ctx context.Context, updates map[sessionID]
 		if slices.ContainsFunc(u.Observations, func(ob facts.Observation) bool { return ob.Field == facts.FieldRedaction && ob.Value == "true" }) {
 			redacted = true
 			if err := o.rooms.Mark(ctx, u.RoomID); err != nil {
-				return err
+				o.retries.Failed("otlp "+o.signal+" redacted rooms", "otlp: the room's redaction not recorded", err)
 			}
 		}
 		named := slices.ContainsFunc(u.Observations, func(ob facts.Observation) bool { return ob.Field == facts.FieldRoomName })
 		if !redacted && named {
 			var err error
 			if redacted, err = o.rooms.Redacted(ctx, u.RoomID); err != nil {
-				return err
+				redacted = true // unknown: hashed
 			}
 		}
 		if !redacted {
@@ -219,7 +219,6 @@ func (o *otlpReceiver) hashRoomNames(ctx context.Context, updates map[sessionID]
 			}
 		}
 	}
-	return nil
 }
 
 // store adds a request's facts, each session's with the signing key, to

@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/consumer/broker"
+	"github.com/lkscore/lkscore/internal/retrylog"
 )
 
 // RedactedRooms remembers, across ingest replicas, the rooms a signal said
@@ -19,15 +22,30 @@ import (
 // redaction, keep its name only as its keyed hash. The bucket holds room
 // ids only, for nats.max_age. An event stored before any signal said the
 // room is redacted keeps the name (docs/security.md, "Room names").
+//
+// Every replica watches the bucket (Run) and answers from memory: a room
+// webhook costs no NATS request. The memory holds the rooms marked in the
+// last roomsWindow (a room's events come within its life), at most
+// maxKnownRooms of them; past that, or before the watch has caught up, a
+// room not in memory is looked up in the bucket.
 type RedactedRooms struct {
-	kv jetstream.KeyValue
+	kv  jetstream.KeyValue
+	log *slog.Logger
+
 	mu sync.Mutex
-	// known caches the rooms seen redacted by this process (at most
-	// maxKnownRooms; past it the bucket answers).
-	known map[string]bool
+	// cur and prev are two generations of marked rooms (by key): cur is
+	// rotated into prev every roomsWindow/2, or when it is full.
+	cur, prev map[string]bool
+	rotated   time.Time
+	// exact: the memory holds every room marked in the window (the watch
+	// caught up and nothing was dropped for room); else misses are looked up.
+	exact bool
 }
 
-const maxKnownRooms = 10_000
+const (
+	roomsWindow   = 24 * time.Hour
+	maxKnownRooms = 200_000 // per generation
+)
 
 // OpenRedactedRooms creates or updates the bucket.
 func OpenRedactedRooms(ctx context.Context, env broker.Env, n config.NATS) (*RedactedRooms, error) {
@@ -42,18 +60,70 @@ func OpenRedactedRooms(ctx context.Context, env broker.Env, n config.NATS) (*Red
 	if err != nil {
 		return nil, err
 	}
-	return &RedactedRooms{kv: kv, known: map[string]bool{}}, nil
+	return &RedactedRooms{kv: kv, log: env.Log, cur: map[string]bool{}, prev: map[string]bool{}, rotated: time.Now()}, nil
+}
+
+// Run watches the bucket until ctx ends, so that every replica's marks
+// reach this process's memory; a watch that fails is started again.
+func (r *RedactedRooms) Run(ctx context.Context) {
+	retries := retrylog.New(r.log, nil, 0)
+	for ctx.Err() == nil {
+		err := r.watch(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		r.setExact(false)
+		retries.Failed("redacted rooms watch", "redacted rooms: watch failed; rooms are looked up meanwhile", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func (r *RedactedRooms) watch(ctx context.Context) error {
+	w, err := r.kv.WatchAll(ctx, jetstream.IgnoreDeletes())
+	if err != nil {
+		return err
+	}
+	defer func() { _ = w.Stop() }()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case e, ok := <-w.Updates():
+			switch {
+			case !ok:
+				return errors.New("the watch ended")
+			case e == nil: // caught up with what the bucket held
+				r.setExact(true)
+			case time.Since(e.Created()) < roomsWindow:
+				r.remember(e.Key())
+			}
+		}
+	}
+}
+
+func (r *RedactedRooms) setExact(v bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.exact = v
 }
 
 // Mark records room as redacted.
 func (r *RedactedRooms) Mark(ctx context.Context, room string) error {
-	if r == nil || room == "" || r.has(room) {
+	if r == nil || room == "" {
 		return nil
 	}
-	if _, err := r.kv.Put(ctx, kvKey(room), []byte("1")); err != nil {
+	key := kvKey(room)
+	if known, _ := r.known(key); known {
+		return nil
+	}
+	if _, err := r.kv.Put(ctx, key, []byte("1")); err != nil {
 		return fmt.Errorf("redacted rooms: %w", err)
 	}
-	r.remember(room)
+	r.remember(key)
 	return nil
 }
 
@@ -62,33 +132,48 @@ func (r *RedactedRooms) Redacted(ctx context.Context, room string) (bool, error)
 	if r == nil || room == "" {
 		return false, nil
 	}
-	if r.has(room) {
-		return true, nil
+	key := kvKey(room)
+	known, exact := r.known(key)
+	if known || exact {
+		return known, nil
 	}
-	_, err := r.kv.Get(ctx, kvKey(room))
+	_, err := r.kv.Get(ctx, key)
 	switch {
 	case errors.Is(err, jetstream.ErrKeyNotFound):
 		return false, nil
 	case err != nil:
 		return false, fmt.Errorf("redacted rooms: %w", err)
 	}
-	r.remember(room)
+	r.remember(key)
 	return true, nil
 }
 
-func (r *RedactedRooms) has(room string) bool {
+// known reports whether key is in memory, and whether memory is exact.
+func (r *RedactedRooms) known(key string) (known, exact bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.known[room]
+	r.rotate(false)
+	return r.cur[key] || r.prev[key], r.exact
 }
 
-func (r *RedactedRooms) remember(room string) {
+func (r *RedactedRooms) remember(key string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if len(r.known) >= maxKnownRooms {
-		clear(r.known)
+	r.rotate(len(r.cur) >= maxKnownRooms)
+	r.cur[key] = true
+}
+
+// rotate moves cur into prev every half window, or at once when full (the
+// rooms dropped then are looked up until the next rotation). mu is held.
+func (r *RedactedRooms) rotate(full bool) {
+	due := time.Since(r.rotated) >= roomsWindow/2
+	if !full && !due {
+		return
 	}
-	r.known[room] = true
+	if full && r.exact {
+		r.exact = false // prev's rooms are gone from memory: look misses up
+	}
+	r.prev, r.cur, r.rotated = r.cur, map[string]bool{}, time.Now()
 }
 
 // kvKey is a room id as a key: the ids LiveKit gives (RM_…) as they are;
