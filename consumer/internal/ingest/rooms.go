@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -24,28 +25,25 @@ import (
 // room is redacted keeps the name (docs/security.md, "Room names").
 //
 // Every replica watches the bucket (Run) and answers from memory: a room
-// webhook costs no NATS request. The memory holds the rooms marked in the
-// last roomsWindow (a room's events come within its life), at most
-// maxKnownRooms of them; past that, or before the watch has caught up, a
-// room not in memory is looked up in the bucket.
+// webhook costs no NATS request. The memory holds what the bucket holds
+// (the rooms marked in the last nats.max_age, when each was marked), at
+// most maxKnownRooms of them; past that, or before the watch has caught up,
+// a room not in memory is looked up in the bucket.
 type RedactedRooms struct {
-	kv  jetstream.KeyValue
-	log *slog.Logger
+	kv     jetstream.KeyValue
+	log    *slog.Logger
+	maxAge time.Duration // the bucket's TTL
 
 	mu sync.Mutex
-	// cur and prev are two generations of marked rooms (by key): cur is
-	// rotated into prev every roomsWindow/2, or when it is full.
-	cur, prev map[string]bool
-	rotated   time.Time
-	// exact: the memory holds every room marked in the window (the watch
-	// caught up and nothing was dropped for room); else misses are looked up.
+	// marked is when each room (by key) was marked.
+	marked map[string]time.Time
+	// exact: the memory holds every room the bucket does (the watch caught
+	// up and none was left out for the bound); else misses are looked up.
 	exact bool
 }
 
-const (
-	roomsWindow   = 24 * time.Hour
-	maxKnownRooms = 200_000 // per generation
-)
+// maxKnownRooms bounds the rooms in memory (about 100 bytes each).
+const maxKnownRooms = 1_000_000
 
 // OpenRedactedRooms creates or updates the bucket.
 func OpenRedactedRooms(ctx context.Context, env broker.Env, n config.NATS) (*RedactedRooms, error) {
@@ -60,7 +58,7 @@ func OpenRedactedRooms(ctx context.Context, env broker.Env, n config.NATS) (*Red
 	if err != nil {
 		return nil, err
 	}
-	return &RedactedRooms{kv: kv, log: env.Log, cur: map[string]bool{}, prev: map[string]bool{}, rotated: time.Now()}, nil
+	return &RedactedRooms{kv: kv, log: env.Log, maxAge: n.MaxAge, marked: map[string]time.Time{}}, nil
 }
 
 // Run watches the bucket until ctx ends, so that every replica's marks
@@ -98,8 +96,8 @@ func (r *RedactedRooms) watch(ctx context.Context) error {
 				return errors.New("the watch ended")
 			case e == nil: // caught up with what the bucket held
 				r.setExact(true)
-			case time.Since(e.Created()) < roomsWindow:
-				r.remember(e.Key())
+			default:
+				r.remember(e.Key(), e.Created())
 			}
 		}
 	}
@@ -108,7 +106,7 @@ func (r *RedactedRooms) watch(ctx context.Context) error {
 func (r *RedactedRooms) setExact(v bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.exact = v
+	r.exact = v && len(r.marked) < maxKnownRooms
 }
 
 // Mark records room as redacted.
@@ -123,7 +121,7 @@ func (r *RedactedRooms) Mark(ctx context.Context, room string) error {
 	if _, err := r.kv.Put(ctx, key, []byte("1")); err != nil {
 		return fmt.Errorf("redacted rooms: %w", err)
 	}
-	r.remember(key)
+	r.remember(key, time.Now())
 	return nil
 }
 
@@ -144,7 +142,7 @@ func (r *RedactedRooms) Redacted(ctx context.Context, room string) (bool, error)
 	case err != nil:
 		return false, fmt.Errorf("redacted rooms: %w", err)
 	}
-	r.remember(key)
+	r.remember(key, time.Now())
 	return true, nil
 }
 
@@ -152,28 +150,43 @@ func (r *RedactedRooms) Redacted(ctx context.Context, room string) (bool, error)
 func (r *RedactedRooms) known(key string) (known, exact bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.rotate(false)
-	return r.cur[key] || r.prev[key], r.exact
+	at, ok := r.marked[key]
+	if ok && r.maxAge > 0 && time.Since(at) > r.maxAge {
+		delete(r.marked, key) // gone from the bucket too
+		ok = false
+	}
+	return ok, r.exact
 }
 
-func (r *RedactedRooms) remember(key string) {
+// remember keeps key, marked at; past the bound the oldest half goes and
+// misses are looked up from then on.
+func (r *RedactedRooms) remember(key string, at time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.rotate(len(r.cur) >= maxKnownRooms)
-	r.cur[key] = true
+	if _, ok := r.marked[key]; !ok && len(r.marked) >= maxKnownRooms {
+		r.exact = false
+		r.prune()
+	}
+	r.marked[key] = at
 }
 
-// rotate moves cur into prev every half window, or at once when full (the
-// rooms dropped then are looked up until the next rotation). mu is held.
-func (r *RedactedRooms) rotate(full bool) {
-	due := time.Since(r.rotated) >= roomsWindow/2
-	if !full && !due {
-		return
+// prune drops the rooms marked before the bucket's TTL, and when that frees
+// too little, the older half. mu is held.
+func (r *RedactedRooms) prune() {
+	cut := time.Now().Add(-r.maxAge)
+	if r.maxAge <= 0 || len(r.marked) >= maxKnownRooms {
+		times := make([]time.Time, 0, len(r.marked))
+		for _, t := range r.marked {
+			times = append(times, t)
+		}
+		slices.SortFunc(times, func(a, b time.Time) int { return a.Compare(b) })
+		cut = times[len(times)/2]
 	}
-	if full && r.exact {
-		r.exact = false // prev's rooms are gone from memory: look misses up
+	for k, t := range r.marked {
+		if t.Before(cut) {
+			delete(r.marked, k)
+		}
 	}
-	r.prev, r.cur, r.rotated = r.cur, map[string]bool{}, time.Now()
 }
 
 // kvKey is a room id as a key: the ids LiveKit gives (RM_…) as they are;

@@ -41,7 +41,14 @@ func TestRedactedRoomsAcrossReplicas(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	testenv.WaitFor(t, 5*time.Second, "b to learn a's mark", func() bool { known, _ := b.known(kvKey("RM_Marked")); return known })
+	testenv.WaitFor(t, 5*time.Second, "b to learn a's marks", func() bool {
+		for _, room := range []string{"RM_Marked", "room with spaces", "h.RM"} {
+			if known, _ := b.known(kvKey(room)); !known {
+				return false
+			}
+		}
+		return true
+	})
 	for room, want := range map[string]bool{"RM_Marked": true, "room with spaces": true, "h.RM": true, "RM_Other": false, "": false,
 		"h.726f6f6d": false} {
 		if got, err := b.Redacted(ctx, room); err != nil || got != want {
