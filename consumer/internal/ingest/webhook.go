@@ -327,9 +327,9 @@ func (h *webhookHandler) redacted(ctx context.Context, ev *livekit.WebhookEvent)
 // what a stored event keeps). A redacted job's own error text goes too
 // (a job's error may quote anything; the server's departure text quotes
 // nothing), and so does the room's name, kept only as its keyed hash
-// (ids.StoredRoomName). redacted says the event's session is redacted: the
-// job's enable_redaction, or privacy.redaction: always (a room event under
-// auto does not say; docs/security.md). ev is changed in place.
+// (ids.StoredRoomName). redacted says the event's session is redacted
+// (webhookHandler.redacted: the job's enable_redaction, a room an earlier
+// signal marked, or privacy.redaction: always). ev is changed in place.
 func redactEvent(ev *livekit.WebhookEvent, ids *facts.IdentityKeys, redacted bool) ([]byte, error) {
 	clearRoom := func(r *livekit.Room) {
 		if r != nil {
