@@ -70,8 +70,11 @@ func (r *RedactedRooms) Run(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		r.setExact(false)
-		retries.Failed("redacted rooms watch", "redacted rooms: watch failed; rooms are looked up meanwhile", err)
+		// Memory stays as it was: the next watch delivers every entry again,
+		// so only a mark another replica makes meanwhile arrives late. Looking
+		// every room up instead would put a request that waits out a leader
+		// election on each webhook (a rolling NATS restart showed 2 s).
+		retries.Failed("redacted rooms watch", "redacted rooms: watch failed; marks by other replicas arrive when it is back", err)
 		select {
 		case <-ctx.Done():
 			return
