@@ -201,7 +201,9 @@ func (d *Daemon) connectNATS(ctx context.Context) (jetstream.JetStream, error) {
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
-	return js, nil
+	// No subject or key over broker.MaxSubjectLen leaves the process: NATS
+	// would close the connection for good.
+	return broker.Guard(js), nil
 }
 
 // startIngest starts the OTLP spool's drain and serves the ingest port; it

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"unicode/utf8"
 )
 
 // DefaultKeyTemplate is the directory layout the collector writes.
@@ -122,11 +123,31 @@ func (l Layout) Dir(v Vars) string {
 	})
 }
 
+// maxSegment bounds one expanded placeholder: a room name is the
+// application's free text, and a path segment over the file system's 255
+// bytes is refused for good (ENAMETOOLONG). Every template holds {room_id}
+// and {job_id}, so two names cut to one segment stay apart.
+const maxSegment = 200
+
 func segment(s string) string {
 	if s == "" || s == "." || s == ".." {
 		return "_"
 	}
-	return strings.ReplaceAll(s, "/", "_")
+	if len(s) > maxSegment {
+		n := maxSegment
+		for n > 0 && !utf8.RuneStart(s[n]) {
+			n--
+		}
+		s = s[:n]
+	}
+	// '/' would split the segment; NUL and other control bytes are refused
+	// by file systems (EINVAL) or unreadable in a key.
+	return strings.Map(func(r rune) rune {
+		if r == '/' || r == '\\' || r < 0x20 || r == 0x7f {
+			return '_'
+		}
+		return r
+	}, s)
 }
 
 // RoomPrefix is the longest key prefix shared by every session of a room:

@@ -280,6 +280,9 @@ type Component struct {
 	Weight   float64   `json:"weight"`
 	Deducted float64   `json:"deducted"`
 	Findings []Finding `json:"findings"`
+	// FindingsOmitted is how many findings the list leaves out past
+	// MaxFindings (boundFindings); the score counts them all.
+	FindingsOmitted int `json:"findings_omitted,omitempty"`
 	// NotMeasured says why no signal of the session could measure the
 	// component (verdict not_measured, score 0, left out of the overall).
 	NotMeasured string `json:"not_measured,omitempty"`
@@ -446,6 +449,9 @@ func score(s Session, sc *Scorer, p *policy, scr *scratch) Scorecard {
 	}
 	card.Overall = overall(comps, card.Completion, cfg)
 	ruleVerdict(&card.Overall, card.Rules)
+	for i := range card.Components {
+		boundFindings(&card.Components[i])
+	}
 	return card
 }
 

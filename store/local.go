@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/lkscore/lkscore/recording"
@@ -122,7 +123,7 @@ func (s *Local) Open(_ context.Context, key string, maxBytes int64) (io.ReadClos
 		return nil, fmt.Errorf("open %s: %w", key, ErrNotFound)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", key, err)
+		return nil, fmt.Errorf("open %s: %w", key, osError(err))
 	}
 	size := int64(-1)
 	if st, err := f.Stat(); err == nil {
@@ -155,6 +156,9 @@ func (f fileObject) SizeHint() int64 { return f.size }
 // List returns every object under prefix, sorted by key; staging is never
 // listed. It walks only the directory the prefix names.
 func (s *Local) List(_ context.Context, prefix string) ([]ObjectInfo, error) {
+	if strings.ContainsRune(prefix, 0) {
+		return nil, fmt.Errorf("list %.200q: a NUL byte: %w", prefix, ErrPermanent)
+	}
 	start := s.root
 	if i := strings.LastIndex(prefix, "/"); i > 0 {
 		start = filepath.Join(s.root, filepath.FromSlash(prefix[:i]))
@@ -187,7 +191,7 @@ func (s *Local) List(_ context.Context, prefix string) ([]ObjectInfo, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("list %q: %w", prefix, err)
+		return nil, fmt.Errorf("list %.200q: %w", prefix, osError(err))
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
 	return out, nil
@@ -229,16 +233,30 @@ func (s *Local) SetSync(mode string) error {
 }
 
 // checkKey refuses keys that could escape the store.
+// Such a key can never become a path, so the error is ErrPermanent: the
+// work that made it is dead-lettered, not retried.
 func checkKey(key string) error {
-	if key == "" || strings.HasPrefix(key, "/") || strings.Contains(key, "\\") {
-		return fmt.Errorf("invalid store key %q", key)
+	if key == "" || strings.HasPrefix(key, "/") || strings.ContainsAny(key, "\\\x00") {
+		return fmt.Errorf("invalid store key %.200q: %w", key, ErrPermanent)
 	}
 	for _, seg := range strings.Split(key, "/") {
-		if seg == "" || seg == "." || seg == ".." || strings.HasPrefix(seg, ".") {
-			return fmt.Errorf("invalid store key %q", key)
+		if seg == "" || seg == "." || seg == ".." || strings.HasPrefix(seg, ".") || len(seg) > maxNameBytes {
+			return fmt.Errorf("invalid store key %.200q: %w", key, ErrPermanent)
 		}
 	}
 	return nil
+}
+
+// maxNameBytes is the longest file name Linux file systems take (NAME_MAX).
+const maxNameBytes = 255
+
+// osError marks the errors a path can never get past (a NUL byte, a name
+// over NAME_MAX) as ErrPermanent; the rest stay as they are (transient).
+func osError(err error) error {
+	if errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.ENAMETOOLONG) {
+		return fmt.Errorf("%w: %w", err, ErrPermanent)
+	}
+	return err
 }
 
 type localUpload struct {

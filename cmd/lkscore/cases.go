@@ -13,6 +13,7 @@ import (
 	"github.com/lkscore/lkscore/consumer/cases"
 	"github.com/lkscore/lkscore/rules"
 	"github.com/lkscore/lkscore/store"
+	"github.com/lkscore/lkscore/wire"
 )
 
 // caseCommand is `lkscore case`: a scored session kept as a test.
@@ -42,8 +43,8 @@ func caseCommand(getenv func(string) string, stdout io.Writer) *cli.Command {
 
 func exportCase(ctx context.Context, c *cli.Command, getenv func(string) string, stdout io.Writer) error {
 	key, format := c.String("session"), c.String("format")
-	if room, job, ok := strings.Cut(key, "/"); !ok || room == "" || job == "" || strings.Contains(job, "/") {
-		return exitError{code: 2, err: fmt.Errorf("case export: --session %q is not a session key: want room_id/job_id, e.g. RM_xxx/AJ_yyy", key)}
+	if _, _, err := wire.ParseSessionKey(key); err != nil {
+		return exitError{code: 2, err: fmt.Errorf("case export: --session: %w", err)}
 	}
 	if format != "case" && format != "pytest" && format != "vitest" {
 		return exitError{code: 2, err: fmt.Errorf("case export: --format %q: want case, pytest or vitest", format)}

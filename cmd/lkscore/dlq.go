@@ -151,7 +151,7 @@ func toolNATS(c *cli.Command, getenv func(string) string) (jetstream.JetStream, 
 		nc.Close()
 		return nil, wire.Subjects{}, cfg, nil, exitError{code: 1, err: err}
 	}
-	return js, wire.NewSubjects(cfg.NATS.SubjectPrefix, cfg.NATS.StreamPrefix), cfg, nc.Close, nil
+	return broker.Guard(js), wire.NewSubjects(cfg.NATS.SubjectPrefix, cfg.NATS.StreamPrefix), cfg, nc.Close, nil
 }
 
 func printDeadLetters(w io.Writer, dls []wire.DeadLetter, asJSON bool) error {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"text/tabwriter"
 
 	"github.com/urfave/cli/v3"
@@ -14,6 +13,7 @@ import (
 	"github.com/lkscore/lkscore/cmd/lkscore/offline"
 	"github.com/lkscore/lkscore/consumer/forget"
 	"github.com/lkscore/lkscore/store"
+	"github.com/lkscore/lkscore/wire"
 )
 
 func forgetCommand(getenv func(string) string, stdout io.Writer) *cli.Command {
@@ -27,10 +27,8 @@ func forgetCommand(getenv func(string) string, stdout io.Writer) *cli.Command {
 			&cli.StringFlag{Name: "session", Usage: "the session key, room_id/job_id", Required: true},
 		),
 		Action: func(ctx context.Context, c *cli.Command) error {
-			if room, job, ok := strings.Cut(c.String("session"), "/"); !ok || room == "" || job == "" || strings.Contains(job, "/") {
-				return exitError{code: 2,
-					err: fmt.Errorf("forget: --session %q is not a session key: want room_id/job_id, e.g. RM_xxx/AJ_yyy (as in a scorecard's session.key)",
-						c.String("session"))}
+			if _, _, err := wire.ParseSessionKey(c.String("session")); err != nil {
+				return exitError{code: 2, err: fmt.Errorf("forget: --session: %w", err)}
 			}
 			asJSON, err := offline.WantJSON(c)
 			if err != nil {

@@ -59,9 +59,9 @@ type forgetStore interface {
 // each wait for a stream's next message.
 func Run(ctx context.Context, js jetstream.JetStream, s wire.Subjects, st forgetStore, layout recording.Layout, requestTimeout time.Duration,
 	sessionKey string) []Step {
-	room, job, ok := strings.Cut(sessionKey, "/")
-	if !ok || room == "" || job == "" {
-		return []Step{{Place: "session key", Err: fmt.Sprintf("%q is not room_id/job_id", sessionKey)}}
+	room, job, err := wire.ParseSessionKey(sessionKey)
+	if err != nil {
+		return []Step{{Place: "session key", Err: err.Error()}}
 	}
 	factsJob := recording.FactsJobID(job)
 	var steps []Step

@@ -3,6 +3,8 @@ package facts
 import (
 	"strings"
 
+	"github.com/livekit/protocol/livekit"
+
 	"github.com/lkscore/lkscore/wire"
 )
 
@@ -29,3 +31,38 @@ func IsRoomKey(key string) bool { return strings.HasSuffix(key, "."+RoomKeyJob) 
 
 // RoomFilter matches every entry of a room, its own included.
 func RoomFilter(roomID string) string { return wire.Token(roomID) + ".*" }
+
+// CheckEvent checks every id and name of a webhook event that a key, a
+// subject or a path is made of against the one id rule (wire.CheckID,
+// wire.CheckName), and names the first field out of it. Ingest refuses
+// such an event with 400; the locator dead-letters one an older lkscore
+// stored.
+func CheckEvent(ev *livekit.WebhookEvent) error {
+	if err := wire.CheckID("id", ev.GetId()); err != nil {
+		return err
+	}
+	job := ev.GetJob()
+	ids := []struct{ field, id string }{
+		{"room.sid", ev.GetRoom().GetSid()},
+		{"job.id", job.GetId()},
+		{"job.room.sid", job.GetRoom().GetSid()},
+		{"participant.sid", ev.GetParticipant().GetSid()},
+		{"egress_info.egress_id", ev.GetEgressInfo().GetEgressId()},
+		{"egress_info.room_id", ev.GetEgressInfo().GetRoomId()},
+	}
+	for _, f := range ids {
+		if err := wire.CheckOptionalID(f.field, f.id); err != nil {
+			return err
+		}
+	}
+	return wire.CheckName("job.agent_name", job.GetAgentName())
+}
+
+// CheckSession checks a session's room id and, when it has one, its job
+// id: field names where they came from ("header", "OTLP attribute", …).
+func CheckSession(where, roomID, jobID string) error {
+	if err := wire.CheckID(where+" room_id", roomID); err != nil {
+		return err
+	}
+	return wire.CheckOptionalID(where+" job_id", jobID)
+}

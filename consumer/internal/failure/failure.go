@@ -12,6 +12,9 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/store"
 )
@@ -105,6 +108,10 @@ func Classify(err error) Failure {
 		// 503 keeps the SDK retrying meanwhile.
 		return Failure{KindPermanent, "store", http.StatusServiceUnavailable}
 	case errors.As(err, &pe):
+		return Failure{KindPermanent, "bad_message", http.StatusBadRequest}
+	case errors.Is(err, nats.ErrMaxPayload) || errors.Is(err, jetstream.ErrInvalidKey) || errors.Is(err, nats.ErrBadSubject):
+		// What one message asked of NATS that it never takes (the server's
+		// max_payload, a key or subject it refuses): retrying cannot fix it.
 		return Failure{KindPermanent, "bad_message", http.StatusBadRequest}
 	case errors.Is(err, store.ErrUnavailable):
 		return Failure{KindStoreDown, "store_unavailable", http.StatusServiceUnavailable}

@@ -14,7 +14,6 @@ import (
 	"mime"
 	"mime/multipart"
 	"net/http"
-	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -25,6 +24,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lkscore/lkscore/config"
+	"github.com/lkscore/lkscore/consumer/internal/facts"
 	"github.com/lkscore/lkscore/consumer/internal/failure"
 	"github.com/lkscore/lkscore/consumer/internal/forward"
 	"github.com/lkscore/lkscore/consumer/internal/work"
@@ -79,9 +79,6 @@ func newCollector(o Options, keys auth.KeyProvider, now func() time.Time) (*coll
 	c.inflight, c.maxWait = newSlots(cfg.HTTP.MaxInflightUploads), cfg.HTTP.UploadWait
 	return c, nil
 }
-
-// idRE bounds what a room or job id may look like before it becomes a path.
-var idRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
 
 func (c *collector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	outcome := "stored"
@@ -266,11 +263,8 @@ func (c *collector) readHeader(mr *multipart.Reader) (*livekit.MetricsRecordingH
 	if err != nil {
 		return nil, nil, failure.Refuse(http.StatusBadRequest, "%v", err)
 	}
-	if !idRE.MatchString(hdr.RoomId) {
-		return nil, nil, failure.Refuse(http.StatusBadRequest, "header room_id %q is missing or invalid", hdr.RoomId)
-	}
-	if hdr.JobId != "" && !idRE.MatchString(hdr.JobId) {
-		return nil, nil, failure.Refuse(http.StatusBadRequest, "header job_id %q is invalid", hdr.JobId)
+	if err := facts.CheckSession("header", hdr.RoomId, hdr.JobId); err != nil {
+		return nil, nil, failure.Refuse(http.StatusBadRequest, "%w", err)
 	}
 	return hdr, headerBytes, nil
 }

@@ -165,12 +165,19 @@ func (o *otlpReceiver) serve(w http.ResponseWriter, r *http.Request) error {
 	} else {
 		updates = traceFacts(&traces)
 	}
+	hostile := dropHostile(updates)
+	if hostile != nil && len(updates) == 0 {
+		return o.answerRejected(w, req, isJSON, 0, hostile) // 400: nothing kept
+	}
 	o.hashRoomNames(r.Context(), updates)
 	if err := o.store(r.Context(), sortedUpdates(updates), apiKey); err != nil {
 		return err
 	}
 	o.retries.OK("otlp "+o.signal, "otlp facts stored again")
 	o.seen.Accept("otlp_"+o.signal, apiKey)
+	if hostile != nil {
+		return o.answerRejected(w, req, isJSON, len(updates), hostile)
+	}
 	if isJSON {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte("{}"))

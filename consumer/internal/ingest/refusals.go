@@ -26,6 +26,7 @@ const (
 	refusedNoGrant      = "no_grant"
 	refusedBadUpload    = "bad_upload"
 	refusedUnknownPath  = "unknown_path"
+	refusedBadID        = "bad_id" // an id or name out of the one id rule (wire.CheckID)
 )
 
 // authError is a refused token: its reason, the key it named, and what to

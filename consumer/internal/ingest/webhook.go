@@ -177,6 +177,12 @@ func (h *webhookHandler) serve(w http.ResponseWriter, r *http.Request) string {
 	if ev.Id == "" || ev.Event == "" {
 		return h.reject(w, http.StatusBadRequest, "webhook event lacks id or event")
 	}
+	// The ids a key, subject or path is made of, checked before anything
+	// is stored (wire.CheckID): a signed event can still be hostile.
+	if err := facts.CheckEvent(&ev); err != nil {
+		h.refusals.refused("webhook", refusedBadID, "webhook refused: "+err.Error(), "event", metrics.EventLabel(ev.Event), "api_key", apiKey)
+		return h.reject(w, http.StatusBadRequest, "webhook "+metrics.EventLabel(ev.Event)+": "+err.Error())
+	}
 	if !h.events[ev.Event] {
 		h.seen.Accept("webhook", apiKey)
 		h.metrics.WebhookEvents.WithLabelValues(metrics.EventLabel(ev.Event), "ignored").Inc()

@@ -125,6 +125,9 @@ func (l *Locator) Handle(ctx context.Context, m jetstream.Msg) error {
 		if err := json.Unmarshal(m.Data(), &n); err != nil || n.Dir == "" {
 			return failure.Permanent(fmt.Errorf("upload notice is not valid: %v", err))
 		}
+		if err := facts.CheckSession("upload notice", n.RoomID, n.JobID); err != nil {
+			return failure.Permanent(err)
+		}
 		if err := l.shared.check(&n); err != nil {
 			return err
 		}
@@ -133,6 +136,11 @@ func (l *Locator) Handle(ctx context.Context, m jetstream.Msg) error {
 		var ev livekit.WebhookEvent
 		if err := ingest.DecodeEvent(m.Data(), &ev); err != nil {
 			return failure.Permanent(fmt.Errorf("stored webhook is not a WebhookEvent: %w", err))
+		}
+		// An older lkscore stored webhooks without the id rule: one whose
+		// ids cannot make a key is dead-lettered, never keyed.
+		if err := facts.CheckEvent(&ev); err != nil {
+			return failure.Permanent(fmt.Errorf("stored webhook %s: %w", metrics.EventLabel(ev.Event), err))
 		}
 		switch ev.Event {
 		case "agent_job_ended":

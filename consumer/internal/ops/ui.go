@@ -394,7 +394,10 @@ func redactItems(items []scoring.Item) {
 
 // factsOf returns the facts of a scorecard's session key.
 func factsOf(ctx context.Context, fs *factstore.Store, key string) (*facts.SessionFacts, error) {
-	room, job, _ := strings.Cut(key, "/")
+	room, job, err := wire.ParseSessionKey(key)
+	if err != nil {
+		return nil, err
+	}
 	f, _, err := fs.Get(ctx, facts.Key(room, recording.FactsJobID(job)))
 	return f, err
 }
