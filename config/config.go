@@ -305,6 +305,11 @@ type NATS struct {
 	// bucket management, message lookups, lag polls) and the embedded
 	// server's start-up.
 	RequestTimeout time.Duration `yaml:"request_timeout"`
+	// UnhealthyAfter is how long the connection may stay down before
+	// /healthz fails, so that Kubernetes restarts a process that cannot
+	// recover (0: never on time alone; a connection the client closed
+	// for good fails /healthz at once).
+	UnhealthyAfter time.Duration `yaml:"unhealthy_after"`
 }
 
 // Webhook configures POST /webhook.
@@ -418,6 +423,7 @@ func Default() Config {
 			MaxBytes:        -1,
 			DuplicateWindow: 10 * time.Minute,
 			PublishTimeout:  3 * time.Second,
+			UnhealthyAfter:  5 * time.Minute,
 			RequestTimeout:  10 * time.Second,
 		},
 		HTTP: HTTP{ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, BodyTimeout: 30 * time.Second,

@@ -197,6 +197,9 @@ func (n NATS) validate(p *problems) {
 	}
 	p.positive("nats.max_age", n.MaxAge)
 	p.positive("nats.publish_timeout", n.PublishTimeout)
+	if n.UnhealthyAfter < 0 {
+		p.add("nats.unhealthy_after: must be 0 (off) or positive, got %s", n.UnhealthyAfter)
+	}
 	p.positive("nats.request_timeout", n.RequestTimeout)
 	if n.DuplicateWindow < TokenLifetime {
 		p.add("nats.duplicate_window: %s is shorter than a LiveKit token's lifetime (%s): replays would be stored twice", n.DuplicateWindow, TokenLifetime)

@@ -59,6 +59,8 @@ type Daemon struct {
 	embeddedToken string
 	lock          *dataDirLock // the data dir, when this process uses it
 	nc            *nats.Conn
+	link          broker.Link // the connection's state, for /healthz
+	stopping      atomic.Bool // Shutdown began: a closed connection is ours
 	ingest        *http.Server
 	ops           *http.Server
 	ingestLn      net.Listener
@@ -162,7 +164,7 @@ func (d *Daemon) startOps() (err error) {
 	if err != nil {
 		return err
 	}
-	d.ops = d.httpServer(ops.Handler(d.notReady, d.gatherer, &d.ui, d.cfg.OpsPprof, access.Guard))
+	d.ops = d.httpServer(ops.Handler(d.notAlive, d.notReady, d.gatherer, &d.ui, d.cfg.OpsPprof, access.Guard))
 	d.ops.ReadTimeout = d.cfg.HTTP.ReadHeaderTimeout + d.cfg.HTTP.BodyTimeout // the ops endpoints take no bodies
 	go d.serve(d.ops, d.opsLn)
 	return nil
@@ -194,7 +196,7 @@ func (d *Daemon) connectNATS(ctx context.Context) (jetstream.JetStream, error) {
 			"token_file", filepath.Join(d.cfg.DataDir, broker.TokenFile))
 	}
 	var err error
-	if d.nc, err = broker.Connect(url, natsCfg, d.log); err != nil {
+	if d.nc, err = broker.Connect(url, natsCfg, d.log, &d.link); err != nil {
 		return nil, err
 	}
 	js, err := jetstream.New(d.nc)
@@ -274,6 +276,7 @@ func (d *Daemon) Shutdown(ctx context.Context) error {
 	var errs []error
 	d.stopOnce.Do(func() {
 		d.ready.Store(false)
+		d.stopping.Store(true)
 		if d.ingest != nil {
 			if err := d.ingest.Shutdown(ctx); err != nil {
 				errs = append(errs, fmt.Errorf("ingest server: %w", err))
@@ -310,6 +313,9 @@ func (d *Daemon) Shutdown(ctx context.Context) error {
 
 // drain drains nc and waits until it is closed or ctx ends.
 func drain(ctx context.Context, nc *nats.Conn) error {
+	if nc.IsClosed() {
+		return nil // nothing left to drain
+	}
 	closed := make(chan struct{})
 	nc.SetClosedHandler(func(*nats.Conn) { close(closed) })
 	if err := nc.Drain(); err != nil {
@@ -370,6 +376,16 @@ func (d *Daemon) notReady() string {
 		return cmp.Or(d.pipeline.health.Status(), d.pipeline.shared.Status())
 	}
 	return ""
+}
+
+// notAlive says why /healthz fails, or "": NATS can no longer be reached
+// (the connection closed for good, or down longer than
+// nats.unhealthy_after), which only a restart can mend.
+func (d *Daemon) notAlive() string {
+	if d.stopping.Load() {
+		return ""
+	}
+	return d.link.Unhealthy(d.nc, d.cfg.NATS.UnhealthyAfter, time.Now())
 }
 
 // hostname names this process's host in its ingestion reports ("" when unknown).

@@ -1,10 +1,13 @@
 package consumer
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -178,4 +181,54 @@ func TestHostileIDs(t *testing.T) {
 		t.Fatalf("/readyz %d after a restart on the same data dir", c)
 	}
 	session(d, "RM_AfterRestart", "AJ_AfterRestart")
+}
+
+// TestUnsignedSlowBodyRefusedAtOnce: a request without a valid token whose
+// chunked body trickles in at 6 bytes a second gets its 401 at once, not at
+// http.body_timeout, on each ingest path (docs/security.md: an
+// unauthenticated request costs its headers only).
+func TestUnsignedSlowBodyRefusedAtOnce(t *testing.T) {
+	t.Parallel()
+	ns := startNATS(t)
+	cfg := pipelineConfig(t, ns.URL())
+	cfg.HTTP.BodyTimeout = 20 * time.Second
+	d, _ := startDaemon(t, cfg)
+	for _, path := range []string{"/webhook", "/observability/recordings/v0", "/observability/logs/otlp/v0"} {
+		conn, err := net.Dial("tcp", d.IngestAddr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		stop := make(chan struct{})
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_, _ = fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer not-a-token\r\n"+
+				"Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n", path)
+			for {
+				if _, err := conn.Write([]byte("6\r\n{\"a\":1\r\n")); err != nil {
+					return
+				}
+				select {
+				case <-stop:
+					return
+				case <-time.After(time.Second):
+				}
+			}
+		}()
+		start := time.Now()
+		_ = conn.SetReadDeadline(start.Add(10 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		took := time.Since(start)
+		close(stop)
+		_ = conn.Close()
+		<-done
+		if err != nil {
+			t.Errorf("%s: no answer to an unsigned trickled body after %v: %v", path, took.Round(time.Millisecond), err)
+			continue
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != 401 || took > 3*time.Second {
+			t.Errorf("%s: %d after %v, want 401 at once", path, resp.StatusCode, took.Round(time.Millisecond))
+		}
+	}
 }

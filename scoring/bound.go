@@ -10,9 +10,21 @@ import "slices"
 // FindingsOmitted says how many it left out.
 const MaxFindings = 200
 
-// boundFindings cuts c's list to MaxFindings. Rules and the overall
-// verdict have read the whole list before (score).
+// MaxFindingText bounds, in characters, a finding's message and item id:
+// both can quote what the session sent (a tool's name, a call id), which
+// the chat limits bound only at 32 MiB in all.
+const MaxFindingText = 400
+
+// boundFindings cuts c's list to MaxFindings and each kept finding's text
+// to MaxFindingText. Rules and the overall verdict have read the whole
+// list before (score).
 func boundFindings(c *Component) {
+	defer func() {
+		for i := range c.Findings {
+			f := &c.Findings[i]
+			f.Message, f.ItemID = clip(f.Message, MaxFindingText), clip(f.ItemID, MaxFindingText)
+		}
+	}()
 	n := len(c.Findings)
 	if n <= MaxFindings {
 		return

@@ -87,6 +87,9 @@ func toolFindings(a *analysis, cfg Config) []Finding {
 }
 
 func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
 	r := []rune(s)
 	if len(r) <= n {
 		return s

@@ -61,3 +61,22 @@ func TestLocalStore(t *testing.T) {
 		}
 	}
 }
+
+// TestLocalHostileKeys: keys no file system path can hold (a NUL byte, a
+// segment over NAME_MAX) fail Open and List as ErrPermanent, so the work
+// that asked is dead-lettered, not retried for minutes (issue 65).
+func TestLocalHostileKeys(t *testing.T) {
+	st, err := NewLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, key := range []string{"RM_nul\x00x/AJ_a/chat_history.json", strings.Repeat("r", 300) + "/AJ_a/chat_history.json"} {
+		if _, err := st.Open(ctx, key, 1<<20); !errors.Is(err, ErrPermanent) {
+			t.Errorf("Open(%.30q): %v, want ErrPermanent", key, err)
+		}
+		if _, err := st.List(ctx, key); !errors.Is(err, ErrPermanent) {
+			t.Errorf("List(%.30q): %v, want ErrPermanent", key, err)
+		}
+	}
+}

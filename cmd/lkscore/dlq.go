@@ -142,7 +142,7 @@ func toolNATS(c *cli.Command, getenv func(string) string) (jetstream.JetStream, 
 			cfg.NATS.Token = tok
 		}
 	}
-	nc, err := broker.Connect(url, cfg.NATS, discardLogger())
+	nc, err := broker.Connect(url, cfg.NATS, discardLogger(), nil)
 	if err != nil {
 		return nil, wire.Subjects{}, cfg, nil, exitError{code: 1, err: fmt.Errorf("%w (is lkscore serve running?)", err)}
 	}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -59,8 +60,36 @@ func StartEmbedded(dataDir string, port int, ready time.Duration, token string, 
 	return s, nil
 }
 
-// Connect dials NATS with reconnects forever, logging connection changes.
-func Connect(url string, n config.NATS, log *slog.Logger) (*nats.Conn, error) {
+// Link is what /healthz knows of a connection: since when it has been
+// down. The zero Link is up.
+type Link struct{ downSince atomic.Int64 }
+
+// Unhealthy says why a connection that cannot recover by itself should
+// restart the process, or "": nc closed (the client gave up: no reconnect
+// follows), or down longer than after (0: no bound on time).
+func (l *Link) Unhealthy(nc *nats.Conn, after time.Duration, now time.Time) string {
+	if nc == nil {
+		return ""
+	}
+	if nc.IsClosed() {
+		return "nats connection closed: the client will not reconnect"
+	}
+	since := l.downSince.Load()
+	if after <= 0 || since == 0 || nc.IsConnected() {
+		return ""
+	}
+	if down := now.Sub(time.Unix(0, since)); down > after {
+		return fmt.Sprintf("nats unreachable for %s (nats.unhealthy_after %s)", down.Round(time.Second), after)
+	}
+	return ""
+}
+
+// Connect dials NATS with reconnects forever, logging connection changes
+// and recording them in link (nil: not recorded).
+func Connect(url string, n config.NATS, log *slog.Logger, link *Link) (*nats.Conn, error) {
+	if link == nil {
+		link = &Link{}
+	}
 	opts := []nats.Option{
 		nats.Name("lkscore"),
 		nats.MaxReconnects(-1),
@@ -69,9 +98,11 @@ func Connect(url string, n config.NATS, log *slog.Logger) (*nats.Conn, error) {
 			if err == nil {
 				return // our own close or drain
 			}
+			link.downSince.CompareAndSwap(0, time.Now().UnixNano())
 			log.Warn("nats disconnected", "err", err)
 		}),
 		nats.ReconnectHandler(func(c *nats.Conn) {
+			link.downSince.Store(0)
 			log.Info("nats reconnected", "url", c.ConnectedUrlRedacted())
 		}),
 	}

@@ -41,13 +41,22 @@ type NATS struct {
 	dir  string
 	port int
 	srv  *server.Server
+	// maxPayload is the server's max_payload (0: its default, 1 MiB).
+	maxPayload int32
 }
 
 // StartNATS starts an embedded JetStream server on a random loopback port,
 // stopped at cleanup.
 func StartNATS(t testing.TB) *NATS {
 	t.Helper()
-	n := &NATS{t: t, dir: t.TempDir(), port: -1}
+	return StartNATSMaxPayload(t, 0)
+}
+
+// StartNATSMaxPayload is StartNATS with the server's max_payload set to
+// maxPayload bytes (0: the default).
+func StartNATSMaxPayload(t testing.TB, maxPayload int32) *NATS {
+	t.Helper()
+	n := &NATS{t: t, dir: t.TempDir(), port: -1, maxPayload: maxPayload}
 	n.Start()
 	t.Cleanup(n.Stop)
 	return n
@@ -58,6 +67,7 @@ func (n *NATS) Start() {
 	n.t.Helper()
 	s, err := server.NewServer(&server.Options{
 		Host: "127.0.0.1", Port: n.port, JetStream: true, StoreDir: n.dir, NoLog: true, NoSigs: true,
+		MaxPayload: n.maxPayload,
 	})
 	if err != nil {
 		n.t.Fatalf("nats server: %v", err)

@@ -16,16 +16,33 @@ import (
 // endpoint (slots).
 
 // withBodyDeadline gives every request's body http.body_timeout to arrive:
-// a client that stalls mid-body is cut off then, whatever the endpoint (a
-// refused request's unread body is read by net/http too, to reuse the
-// connection). The collector stretches it for an authenticated upload
+// a client that stalls mid-body is cut off then, whatever the endpoint. A
+// refused request's connection is closed, its body never read
+// (closeOnError). The collector stretches it for an authenticated upload
 // (progressReader).
 func withBodyDeadline(h http.Handler, d time.Duration) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(d))
-		h.ServeHTTP(w, r)
+		h.ServeHTTP(closeOnError{w}, r)
 	})
 }
+
+// closeOnError closes the connection after an error answer. Refusals
+// come before the body is read (an unauthenticated request costs its
+// headers only), and net/http reads up to 256 KiB of an unread body
+// before it writes the answer, to keep the connection: a trickled body
+// held a 401 until http.body_timeout (issue 65).
+type closeOnError struct{ http.ResponseWriter }
+
+func (c closeOnError) WriteHeader(code int) {
+	if code >= 400 {
+		c.Header().Set("Connection", "close")
+	}
+	c.ResponseWriter.WriteHeader(code)
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (c closeOnError) Unwrap() http.ResponseWriter { return c.ResponseWriter }
 
 // progressReader reads an authenticated upload's body: each read must
 // bring bytes within idle of the one before, so an upload may take as long

@@ -11,13 +11,18 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// Handler serves the ops endpoints. notReady says why the process is not
-// ready ("" when it is); ui is the dashboard; pprof adds /debug/pprof/,
+// Handler serves the ops endpoints. notAlive says why the process should
+// be restarted ("" when it should not), notReady why it is not ready
+// ("" when it is); ui is the dashboard; pprof adds /debug/pprof/,
 // behind guard (the dashboard's access).
-func Handler(notReady func() string, gatherer prometheus.Gatherer, ui http.Handler, withPprof bool,
+func Handler(notAlive, notReady func() string, gatherer prometheus.Gatherer, ui http.Handler, withPprof bool,
 	guard func(http.Handler) http.Handler) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		if why := notAlive(); why != "" {
+			http.Error(w, why, http.StatusServiceUnavailable)
+			return
+		}
 		_, _ = w.Write([]byte("ok\n"))
 	})
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {

@@ -1,0 +1,59 @@
+package consumer
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lkscore/lkscore/internal/testenv"
+)
+
+// healthz is the daemon's /healthz: its status and body.
+func healthz(t testing.TB, d *Daemon) (int, string) {
+	t.Helper()
+	resp, err := http.Get("http://" + d.opsLn.Addr().String() + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// TestHealthzWhenNATSIsGone: with the NATS server stopped, /healthz stays
+// 200 for nats.unhealthy_after, then fails so that Kubernetes restarts the
+// process; it is 200 again once the server is back. A connection the
+// client closed for good (it never reconnects: issue 65's "maximum
+// control line exceeded") fails it at once.
+func TestHealthzWhenNATSIsGone(t *testing.T) {
+	t.Parallel()
+	ns := startNATS(t)
+	cfg := testConfig(t, ns.URL())
+	cfg.NATS.UnhealthyAfter = 2 * time.Second
+	d, _ := startDaemon(t, cfg)
+	if c, body := healthz(t, d); c != 200 {
+		t.Fatalf("/healthz %d %q with NATS up", c, body)
+	}
+	ns.Stop()
+	testenv.WaitFor(t, 5*time.Second, "/readyz to fail with NATS stopped", func() bool { return readyz(t, d) == 503 })
+	if c, body := healthz(t, d); c != 200 {
+		t.Errorf("/healthz %d %q at once after NATS stopped, want 200 until nats.unhealthy_after", c, body)
+	}
+	down := time.Now()
+	testenv.WaitFor(t, 10*time.Second, "/healthz to fail with NATS stopped", func() bool { c, _ := healthz(t, d); return c == 503 })
+	if waited := time.Since(down); waited < time.Second {
+		t.Errorf("/healthz failed %v after NATS stopped, before nats.unhealthy_after (2s)", waited)
+	}
+	if _, body := healthz(t, d); !strings.Contains(body, "unreachable") {
+		t.Errorf("/healthz body %q: want the reason", body)
+	}
+	ns.Start()
+	testenv.WaitFor(t, 10*time.Second, "/healthz to pass with NATS back", func() bool { c, _ := healthz(t, d); return c == 200 })
+
+	d.nc.Close()
+	if c, body := healthz(t, d); c != 503 || !strings.Contains(body, "closed") {
+		t.Errorf("/healthz %d %q with the connection closed for good, want 503 naming it", c, body)
+	}
+}
