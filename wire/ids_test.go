@@ -20,12 +20,12 @@ func TestCheckID(t *testing.T) {
 		}
 	}
 	for id, why := range map[string]string{
-		"":                                     "empty",
+		"":                                      "empty",
 		"RM_" + strings.Repeat("x", MaxIDLen-2): "129 bytes, over 128",
-		"RM_a.b":                               "byte 0x2e at 4",
-		"RM_\x00":                              "byte 0x00 at 3",
-		"RM_ü":                                 "byte 0xc3 at 3",
-		"RM_>":                                 "byte 0x3e at 3",
+		"RM_a.b":                                "byte 0x2e at 4",
+		"RM_\x00":                               "byte 0x00 at 3",
+		"RM_ü":                                  "byte 0xc3 at 3",
+		"RM_>":                                  "byte 0x3e at 3",
 	} {
 		err := CheckID("job.room.sid", id)
 		var ie *IDError

@@ -78,7 +78,8 @@ func (o *otlpReceiver) answerRejected(w http.ResponseWriter, req proto.Message, 
 		return failure.Refuse(http.StatusBadRequest, "OTLP %s: %d records rejected: %v", o.signal, n, reason)
 	}
 	msg := reason.Error()
-	var resp proto.Message = &coltrace.ExportTraceServiceResponse{PartialSuccess: &coltrace.ExportTracePartialSuccess{RejectedSpans: n, ErrorMessage: msg}}
+	var resp proto.Message = &coltrace.ExportTraceServiceResponse{
+		PartialSuccess: &coltrace.ExportTracePartialSuccess{RejectedSpans: n, ErrorMessage: msg}}
 	if o.signal == "logs" {
 		resp = &collogs.ExportLogsServiceResponse{PartialSuccess: &collogs.ExportLogsPartialSuccess{RejectedLogRecords: n, ErrorMessage: msg}}
 	}
