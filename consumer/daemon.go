@@ -54,6 +54,7 @@ type Daemon struct {
 
 	ready    atomic.Bool
 	ui       ops.UI
+	guard    *dashboard.Guard // the one login guard of the ops listener (startOps)
 	embedded *server.Server
 	// embeddedToken is the embedded server's client token (data dir's nats.token).
 	embeddedToken string
@@ -141,7 +142,7 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	if d.seenSub, err = seen.Serve(d.nc, d.subjects.Ingestion(), report); err != nil {
 		return err
 	}
-	if err := d.ui.Start(ctx, d.cfg, js, d.subjects, fs, st, d.gatherer, d.log); err != nil {
+	if err := d.ui.Start(ctx, d.cfg, js, d.subjects, fs, st, d.gatherer, d.guard, d.log); err != nil {
 		return err
 	}
 	listen := ""
@@ -164,7 +165,8 @@ func (d *Daemon) startOps() (err error) {
 	if err != nil {
 		return err
 	}
-	d.ops = d.httpServer(ops.Handler(d.notAlive, d.notReady, d.gatherer, &d.ui, d.cfg.OpsPprof, access.Guard))
+	d.guard = access.NewGuard() // one login limiter for the dashboard and pprof
+	d.ops = d.httpServer(ops.Handler(d.notAlive, d.notReady, d.gatherer, &d.ui, d.cfg.OpsPprof, d.guard.Wrap))
 	d.ops.ReadTimeout = d.cfg.HTTP.ReadHeaderTimeout + d.cfg.HTTP.BodyTimeout // the ops endpoints take no bodies
 	go d.serve(d.ops, d.opsLn)
 	return nil

@@ -565,3 +565,40 @@ func TestDashboardLoginRateLimited(t *testing.T) {
 		t.Errorf("the right token from another address: %d", resp.StatusCode)
 	}
 }
+
+// TestOneLoginBudgetAcrossPaths: with ops_pprof on, 120 wrong tokens from
+// one address spread over /ui and /debug/pprof/* are compared at most 6
+// times in all: every guarded path shares the process's one login limiter
+// (issue 66: pprof's paths each had a budget of their own).
+func TestOneLoginBudgetAcrossPaths(t *testing.T) {
+	t.Parallel()
+	cfg := pipelineConfig(t, "")
+	cfg.OpsPprof = true
+	cfg.Dashboard.Token, cfg.Dashboard.ExternalURL = "dash-token-0123456789", "https://lkscore.example.com"
+	d, _ := startDaemon(t, cfg)
+	paths := []string{"/ui", "/debug/pprof/", "/debug/pprof/heap", "/debug/pprof/goroutine", "/debug/pprof/cmdline", "/ui/alerts"}
+	compared, waited := 0, 0
+	start := time.Now()
+	for i := range 120 {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+d.OpsAddr()+paths[i%len(paths)], nil)
+		req.Host = "lkscore.example.com"
+		req.Header.Set("Authorization", fmt.Sprintf("Bearer guess-%06d-Xy", i))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		switch resp.StatusCode {
+		case http.StatusForbidden:
+			compared++
+		case http.StatusTooManyRequests:
+			waited++
+		default:
+			t.Fatalf("a wrong token on %s: %d", req.URL.Path, resp.StatusCode)
+		}
+	}
+	if took := time.Since(start); compared > 6 {
+		t.Errorf("of 120 wrong tokens over /ui and /debug/pprof/* in %v, %d were compared (want at most 6), %d told to wait",
+			took.Round(time.Millisecond), compared, waited)
+	}
+}

@@ -70,15 +70,23 @@ func securityHeaders(h http.Header) {
 	h.Set("X-Content-Type-Options", "nosniff")
 }
 
-// Guard serves next only to who may see it; /ui/login is served to any
-// client with an allowed Host. A client that presented wrong tokens waits
-// before its next one is compared (loginLimiter), wherever it presents it.
-func (a Access) Guard(next http.Handler) http.Handler {
+// NewGuard is a's guard: build one per process and wrap every guarded
+// path with it (the dashboard, pprof, case export), so that they share one
+// login limiter: a client that presented wrong tokens waits before its
+// next one is compared, wherever it presents it (issue 66: each path had
+// a budget of its own).
+func (a Access) NewGuard() *Guard {
 	now := a.Now
 	if now == nil {
 		now = time.Now
 	}
-	g := &guard{Access: a, limiter: newLoginLimiter(now), tokenSum: sha256.Sum256([]byte(a.Token))}
+	return &Guard{Access: a, limiter: newLoginLimiter(now), tokenSum: sha256.Sum256([]byte(a.Token))}
+}
+
+// Wrap serves next only to who may see it; /ui/login is served to any
+// client with an allowed Host.
+func (g *Guard) Wrap(next http.Handler) http.Handler {
+	a := g.Access
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		securityHeaders(w.Header())
 		if !a.hostAllowed(r.Host) {
@@ -109,8 +117,9 @@ func (a Access) Guard(next http.Handler) http.Handler {
 	})
 }
 
-// guard is an Access at work: its login limiter and its token's digest.
-type guard struct {
+// Guard is an Access at work: its one login limiter and its token's
+// digest.
+type Guard struct {
 	Access
 	limiter  *loginLimiter
 	tokenSum [sha256.Size]byte
@@ -119,7 +128,7 @@ type guard struct {
 // check compares a presented token with the dashboard's, unless the client
 // must wait first (wait > 0). Both sides are hashed first, so the compare
 // takes the same time whatever the token's length or content.
-func (g *guard) check(r *http.Request, tok string) (ok bool, wait time.Duration) {
+func (g *Guard) check(r *http.Request, tok string) (ok bool, wait time.Duration) {
 	key := clientKey(r)
 	if d := g.limiter.wait(key); d > 0 {
 		return false, d
@@ -151,7 +160,7 @@ func (a Access) hostAllowed(hostport string) bool {
 	return false
 }
 
-func (g *guard) allowed(r *http.Request) (bool, time.Duration) {
+func (g *Guard) allowed(r *http.Request) (bool, time.Duration) {
 	if g.TrustLoopback {
 		if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
 			if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
@@ -183,7 +192,7 @@ const maxLoginBody = 4 << 10
 
 // login shows the token form (GET) and, given the right token (POST), sets
 // the cookie that lets the browser in (HttpOnly, SameSite=Strict, for 12 h).
-func (g *guard) login(w http.ResponseWriter, r *http.Request) {
+func (g *Guard) login(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	switch r.Method {
 	case http.MethodGet, http.MethodHead:

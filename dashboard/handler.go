@@ -77,18 +77,18 @@ type Handler struct {
 	index  *Index
 	alerts *AlertIndex
 	src    Sources
-	access Access
-	guard  http.Handler // serve behind access
+	guard  http.Handler // serve behind the process's one Guard
 	log    *slog.Logger
 	tmpl   *template.Template
 	now    func() time.Time
 }
 
-// NewHandler serves the dashboard to whom access lets in.
-func NewHandler(index *Index, alerts *AlertIndex, src Sources, access Access, log *slog.Logger) (*Handler, error) {
+// NewHandler serves the dashboard to whom guard lets in (the process's one
+// Guard, which pprof shares).
+func NewHandler(index *Index, alerts *AlertIndex, src Sources, guard *Guard, log *slog.Logger) (*Handler, error) {
 	if index == nil || alerts == nil || src.Scorecard == nil || src.Items == nil || src.DeadLetters == nil || src.Recording == nil ||
-		src.Audio == nil || log == nil {
-		return nil, errors.New("dashboard: indexes, sources and log are required")
+		src.Audio == nil || guard == nil || log == nil {
+		return nil, errors.New("dashboard: indexes, sources, guard and log are required")
 	}
 	t, err := template.New("").Funcs(template.FuncMap{
 		"fmtTime": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05") },
@@ -110,8 +110,8 @@ func NewHandler(index *Index, alerts *AlertIndex, src Sources, access Access, lo
 	if err != nil {
 		return nil, fmt.Errorf("dashboard templates: %w", err)
 	}
-	h := &Handler{index: index, alerts: alerts, src: src, access: access, log: log, tmpl: t, now: time.Now}
-	h.guard = access.Guard(http.HandlerFunc(h.serve))
+	h := &Handler{index: index, alerts: alerts, src: src, log: log, tmpl: t, now: time.Now}
+	h.guard = guard.Wrap(http.HandlerFunc(h.serve))
 	return h, nil
 }
 

@@ -39,7 +39,7 @@ func testHandlerWith(t *testing.T, token string, ax *AlertIndex) *Handler {
 			return io.NopCloser(strings.NewReader("{}")), nil
 		},
 		Audio: func(context.Context, string) (bool, string) { return false, "this upload has no recording.ogg" },
-	}, Access{Token: token, TrustLoopback: true}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	}, Access{Token: token, TrustLoopback: true}.NewGuard(), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}

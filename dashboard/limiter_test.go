@@ -29,7 +29,7 @@ const strongToken = "dash-token-0123456789"
 
 func guarded(clock *fakeClock) http.Handler {
 	ok := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
-	return Access{Token: strongToken, Now: clock.now}.Guard(ok)
+	return Access{Token: strongToken, Now: clock.now}.NewGuard().Wrap(ok)
 }
 
 func postLogin(h http.Handler, remote, token string) *httptest.ResponseRecorder {

@@ -16,7 +16,7 @@ func TestOpsPprof(t *testing.T) {
 	t.Parallel()
 	for _, on := range []bool{false, true} {
 		h := Handler(func() string { return "" }, func() string { return "" }, prometheus.NewRegistry(), http.NotFoundHandler(), on,
-			dashboard.Access{TrustLoopback: true}.Guard)
+			dashboard.Access{TrustLoopback: true}.NewGuard().Wrap)
 		rec := httptest.NewRecorder()
 		req := httptest.NewRequest(http.MethodGet, "/debug/pprof/goroutine?debug=1", nil)
 		req.RemoteAddr, req.Host = "127.0.0.1:5000", "localhost:9090"
@@ -41,7 +41,7 @@ func TestOpsPprof(t *testing.T) {
 func TestReadyz(t *testing.T) {
 	t.Parallel()
 	why := "nats not connected"
-	h := Handler(func() string { return "" }, func() string { return why }, prometheus.NewRegistry(), http.NotFoundHandler(), false, dashboard.Access{}.Guard)
+	h := Handler(func() string { return "" }, func() string { return why }, prometheus.NewRegistry(), http.NotFoundHandler(), false, dashboard.Access{}.NewGuard().Wrap)
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
 	if rec.Code != http.StatusServiceUnavailable || rec.Body.String() != why+"\n" {

@@ -107,7 +107,7 @@ type sources struct {
 // and makes its index follow the results and alerts streams from the first
 // request on, until Stop.
 func (u *UI) Start(ctx context.Context, cfg config.Config, js jetstream.JetStream, subjects wire.Subjects, fs *factstore.Store,
-	st score.Reader, gatherer prometheus.Gatherer, log *slog.Logger) error {
+	st score.Reader, gatherer prometheus.Gatherer, guard *dashboard.Guard, log *slog.Logger) error {
 	index := dashboard.NewIndex(cfg.Dashboard.Window, cfg.Regression.VersionTag)
 	alerts := dashboard.NewAlertIndex(alertWindow)
 	s := &sources{js: js, subjects: subjects, facts: fs, store: st, limits: cfg.Limits, privacy: cfg.Privacy, selected: cfg.Pipeline.CloseReasons}
@@ -119,11 +119,7 @@ func (u *UI) Start(ctx context.Context, cfg config.Config, js jetstream.JetStrea
 		return fmt.Errorf("dashboard: %w", err)
 	}
 	src.Case = caseArchive(cases.Exporter{JS: js, Subjects: subjects, Store: st, Config: cfg, Scorer: scorer, Wait: cfg.NATS.RequestTimeout})
-	access, err := dashboard.NewAccess(cfg.Dashboard.Token, cfg.Dashboard.ExternalURL, cfg.Dashboard.AllowedHosts)
-	if err != nil {
-		return err
-	}
-	h, err := dashboard.NewHandler(index, alerts, src, access, log)
+	h, err := dashboard.NewHandler(index, alerts, src, guard, log)
 	if err != nil {
 		return err
 	}
