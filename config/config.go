@@ -22,6 +22,7 @@ import (
 	"github.com/lkscore/lkscore/regress"
 	"github.com/lkscore/lkscore/rules"
 	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/session"
 )
 
 // Config is the whole daemon configuration. Pass it by value.
@@ -449,10 +450,10 @@ func Default() Config {
 		},
 		Recordings: Recordings{KeyTemplate: "{room_id}/{job_id}/"},
 		S3:         S3{RequestTimeout: 30 * time.Second, MaxAttempts: 5},
-		Scoring:    scoring.DefaultConfig(),
+		Scoring:    scoring.DefaultConfig(), // its VersionTag is Regression's (load)
 		Role:       "all",
 		Audio:      Audio{Enabled: true, MaxDuration: 4 * time.Hour},
-		Regression: Regression{Enabled: true, VersionTag: "version:", EvaluateEvery: 10, MinFiring: 5 * time.Minute, Detect: regress.DefaultConfig()},
+		Regression: Regression{Enabled: true, VersionTag: session.DefaultVersionTag, EvaluateEvery: 10, MinFiring: 5 * time.Minute, Detect: regress.DefaultConfig()},
 		Alerts:     Alerts{Timeout: 10 * time.Second, Alertmanager: Alertmanager{ResendInterval: time.Minute}},
 		Forward:    Forward{MaxAge: 24 * time.Hour, Timeout: 30 * time.Second},
 		Pipeline: Pipeline{
@@ -510,6 +511,7 @@ func load(path string, getenv func(string) string, set func(*Config), requireKey
 	if set != nil {
 		set(&cfg)
 	}
+	cfg.Scoring.VersionTag = cfg.Regression.VersionTag // the one version rule reads it
 	keysErr := cfg.LiveKit.loadKeys(getenv)
 	cfg.Alerts.resolve(getenv)
 	// Only signature checks (ingest) and the reconciler need a key.
@@ -756,6 +758,15 @@ func LoadScoring(path string) (scoring.Config, error) {
 	return sc, nil
 }
 
+// Scorer is the scorer of c's scoring section, reading versions by the
+// regression section's version_tag (the one version rule): every part of
+// the daemon and the CLI that scores builds its scorer here.
+func (c Config) Scorer() (*scoring.Scorer, error) {
+	sc := c.Scoring
+	sc.VersionTag = c.Regression.VersionTag
+	return rules.NewScorer(sc)
+}
+
 // LoadScorer is LoadScoring and the scorer of what it read: the rules are
 // compiled once, not validated and then compiled again.
 func LoadScorer(path string) (*scoring.Scorer, error) {
@@ -778,6 +789,7 @@ func readScoring(path string) (scoring.Config, error) {
 			return scoring.Config{}, fmt.Errorf("config %s: %w", path, err)
 		}
 	}
+	cfg.Scoring.VersionTag = cfg.Regression.VersionTag
 	return cfg.Scoring, nil
 }
 

@@ -25,7 +25,6 @@ import (
 	"github.com/lkscore/lkscore/consumer/internal/settle"
 	"github.com/lkscore/lkscore/consumer/internal/stage"
 	"github.com/lkscore/lkscore/internal/retrylog"
-	"github.com/lkscore/lkscore/rules"
 	"github.com/lkscore/lkscore/wire"
 )
 
@@ -160,7 +159,7 @@ type handlers struct {
 
 func newHandlers(ctx context.Context, d pipelineDeps) (handlers, error) {
 	cfg, env := d.cfg, d.env
-	scorer, err := rules.NewScorer(cfg.Scoring)
+	scorer, err := cfg.Scorer()
 	if err != nil {
 		return handlers{}, err
 	}

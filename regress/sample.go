@@ -6,9 +6,9 @@
 package regress
 
 import (
+	"github.com/lkscore/lkscore/session"
 	"math"
 	"slices"
-	"strings"
 
 	"github.com/lkscore/lkscore/scoring"
 )
@@ -52,16 +52,12 @@ const Unknown = "unknown"
 
 // MetadataVersionTag prefixes the tag the daemon makes of the version it
 // read from the job's or room's metadata (regression.version_metadata_key).
-const MetadataVersionTag = "lkscore.metadata_version:"
+const MetadataVersionTag = session.MetadataVersionTag
 
 // KeyOf derives a scorecard's key: the agent name from the session facts;
-// the version from a session tag (prefix, default "version:"), else the
-// deployment id the SDK sent, else the job's or room's metadata key
-// (MetadataVersionTag), else Unknown.
+// the version by the one version rule (session.Version, tagPrefix is
+// regression.version_tag), else Unknown.
 func KeyOf(card *scoring.Scorecard, tagPrefix string) Key {
-	if tagPrefix == "" {
-		tagPrefix = "version:"
-	}
 	k := Key{Agent: card.Session.AgentName, Version: Unknown, ScoringVersion: card.ScoringVersion}
 	if !slices.Contains(card.Inputs, scoring.InputRecording) && len(card.Inputs) > 0 {
 		// Like with like: a metadata-only scorecard (spans and logs, no
@@ -71,21 +67,8 @@ func KeyOf(card *scoring.Scorecard, tagPrefix string) Key {
 	if k.Agent == "" {
 		k.Agent = Unknown
 	}
-	tagged := func(prefix string) string {
-		for _, t := range card.Session.Tags {
-			if v, ok := strings.CutPrefix(t, prefix); ok && v != "" {
-				return v
-			}
-		}
-		return ""
-	}
-	switch {
-	case tagged(tagPrefix) != "":
-		k.Version = tagged(tagPrefix)
-	case card.Session.DeploymentID != "":
-		k.Version = card.Session.DeploymentID
-	case tagged(MetadataVersionTag) != "":
-		k.Version = tagged(MetadataVersionTag)
+	if v := session.Version(card.Session.Tags, card.Session.DeploymentID, tagPrefix); v != "" {
+		k.Version = v
 	}
 	return k
 }

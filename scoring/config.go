@@ -26,6 +26,12 @@ type Config struct {
 	// Rules are the team's own checks, CEL expressions evaluated on every
 	// session their when matches (docs/policies.md).
 	Rules []Rule `yaml:"rules" json:"rules,omitempty"`
+	// VersionTag is regression.version_tag, the prefix of the tag that
+	// names the agent's version (session.Version): policies' match.versions
+	// and rules' when.versions read it. Set from the regression section,
+	// never its own key, and outside the config's hash (it chooses which
+	// policy applies; the policy's own hash says which one did).
+	VersionTag string `yaml:"-" json:"-"`
 }
 
 // Weights of the four components in the overall score.

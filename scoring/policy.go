@@ -7,6 +7,8 @@ import (
 	"hash/fnv"
 	"slices"
 	"strings"
+
+	"github.com/lkscore/lkscore/session"
 )
 
 // DefaultPolicy names the model every agent without a policy of its own
@@ -31,9 +33,9 @@ type AgentPolicy struct {
 type Match struct {
 	// Tags match when the session has any of them.
 	Tags []string `yaml:"tags" json:"tags,omitempty"`
-	// Versions match the agent's version as the regression detector reads
-	// it with its default prefix: a "version:" tag, else the SDK's
-	// deployment id, else the version from the job's metadata.
+	// Versions match the agent's version by the one version rule
+	// (session.Version): a tag with regression.version_tag's prefix, else
+	// the SDK's deployment id, else the version from the job's metadata.
 	Versions []string `yaml:"versions" json:"versions,omitempty"`
 }
 
@@ -54,34 +56,13 @@ func (m Match) matches(tags []string, version string) bool {
 	return len(m.Versions) == 0 || slices.Contains(m.Versions, version)
 }
 
-// versionTagPrefix and metadataVersionTag are how the regression detector
-// reads a session's version by default (regress.KeyOf).
-const (
-	versionTagPrefix   = "version:"
-	metadataVersionTag = "lkscore.metadata_version:"
-)
-
-// sessionVersion is the agent's version of a session, as the regression
-// detector reads it with its default prefix; "" when none is named.
-func sessionVersion(s Session) string {
+// sessionVersion is the agent's version of a session by the one version
+// rule (session.Version), with regression.version_tag's prefix (prefix).
+func sessionVersion(s Session, prefix string) string {
 	if s.Facts == nil {
 		return ""
 	}
-	tagged := func(prefix string) string {
-		for _, t := range s.Facts.Tags {
-			if v, ok := strings.CutPrefix(t, prefix); ok && v != "" {
-				return v
-			}
-		}
-		return ""
-	}
-	if v := tagged(versionTagPrefix); v != "" {
-		return v
-	}
-	if s.Facts.DeploymentID != "" {
-		return s.Facts.DeploymentID
-	}
-	return tagged(metadataVersionTag)
+	return session.Version(s.Facts.Tags, s.Facts.DeploymentID, prefix)
 }
 
 func sessionTags(s Session) []string {
@@ -175,6 +156,7 @@ func resolvePolicies(c Config) (def *policy, agents map[string]*policy) {
 	for name, p := range c.Agents {
 		rs := forAgent(name)
 		pol := &policy{cfg: p.Config.model(), match: p.Match, rules: rs}
+		pol.cfg.VersionTag = c.VersionTag // one version rule, whatever the policy
 		pol.ref = PolicyRef{Name: name, Hash: policyHash(pol.cfg, p.Match, c.Rules, rs)}
 		agents[name] = pol
 	}

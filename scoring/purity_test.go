@@ -27,7 +27,8 @@ func TestPurity(t *testing.T) {
 		}
 		for _, imp := range pf.Imports {
 			path, _ := strconv.Unquote(imp.Path.Value)
-			if strings.Contains(strings.Split(path, "/")[0], ".") || banned[path] {
+			// The vocabulary (package session) is pure too: .ci/run checks it.
+			if (strings.Contains(strings.Split(path, "/")[0], ".") && path != "github.com/lkscore/lkscore/session") || banned[path] {
 				t.Errorf("%s imports %s: scoring must stay pure (standard library, no I/O, no clock)", f, path)
 			}
 		}

@@ -175,7 +175,7 @@ func applyRules(p *policy, compiled CompiledRules, all []Rule, s Session, a *ana
 	if len(p.rules) == 0 || compiled == nil {
 		return nil
 	}
-	version, tags := sessionVersion(s), sessionTags(s)
+	version, tags := sessionVersion(s, cfg.VersionTag), sessionTags(s)
 	var which []int
 	for _, i := range p.rules {
 		if all[i].When.applies(s.AgentName, version, c.CloseReason, tags) {

@@ -22,9 +22,9 @@ type RuleSession struct {
 // Agent is the session's agent name.
 func (r *RuleSession) Agent() string { return r.s.AgentName }
 
-// Version is the agent's version as the regression detector reads it by
-// default ("" when none is named).
-func (r *RuleSession) Version() string { return sessionVersion(*r.s) }
+// Version is the agent's version by the one version rule ("" when none is
+// named).
+func (r *RuleSession) Version() string { return sessionVersion(*r.s, r.cfg.VersionTag) }
 
 // Completion is the close reason and where it came from.
 func (r *RuleSession) Completion() Completion { return r.c }

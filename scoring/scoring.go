@@ -337,10 +337,14 @@ func NewScorerWith(cfg Config, engine RuleEngine) (*Scorer, error) {
 		version: cfg.Version(), pool: sync.Pool{New: func() any { return newScratch() }}}, nil
 }
 
+// VersionTag is the prefix the scorer reads versions by
+// (regression.version_tag; session.Version).
+func (sc *Scorer) VersionTag() string { return sc.cfg.VersionTag }
+
 // policyFor picks the session's policy: its agent's, when its match takes
 // the session, else the default.
 func (sc *Scorer) policyFor(s Session) *policy {
-	if p, ok := sc.agents[s.AgentName]; ok && (p.match.empty() || p.match.matches(sessionTags(s), sessionVersion(s))) {
+	if p, ok := sc.agents[s.AgentName]; ok && (p.match.empty() || p.match.matches(sessionTags(s), sessionVersion(s, sc.cfg.VersionTag))) {
 		return p
 	}
 	return sc.def

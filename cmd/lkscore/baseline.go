@@ -16,7 +16,6 @@ import (
 	"github.com/lkscore/lkscore/cmd/lkscore/offline"
 	"github.com/lkscore/lkscore/consumer/rescore"
 	"github.com/lkscore/lkscore/regress"
-	"github.com/lkscore/lkscore/rules"
 	"github.com/lkscore/lkscore/scoring"
 )
 
@@ -149,7 +148,7 @@ func baselineKV(ctx context.Context, c *cli.Command, getenv func(string) string)
 	}
 	sv := c.String("scoring-version")
 	if sv == "" {
-		scorer, err := rules.NewScorer(cfg.Scoring)
+		scorer, err := cfg.Scorer()
 		if err != nil {
 			closeFn()
 			return nil, "", nil, exitError{code: 2, err: err}

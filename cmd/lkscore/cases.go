@@ -11,7 +11,6 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/lkscore/lkscore/consumer/cases"
-	"github.com/lkscore/lkscore/rules"
 	"github.com/lkscore/lkscore/store"
 	"github.com/lkscore/lkscore/wire"
 )
@@ -61,7 +60,7 @@ func exportCase(ctx context.Context, c *cli.Command, getenv func(string) string,
 	if err != nil {
 		return exitError{code: 1, err: err}
 	}
-	scorer, err := rules.NewScorer(cfg.Scoring)
+	scorer, err := cfg.Scorer()
 	if err != nil {
 		return exitError{code: 2, err: err}
 	}

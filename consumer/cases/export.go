@@ -122,7 +122,7 @@ func (e Exporter) policy(ctx context.Context, version string) (scoring.Config, [
 	if version == e.Scorer.Version() {
 		return e.Scorer.Config(), nil, nil
 	}
-	sc, err := score.LoadScorer(ctx, e.JS, e.Subjects, e.wait(), version)
+	sc, err := score.LoadScorer(ctx, e.JS, e.Subjects, e.wait(), version, e.Config.Regression.VersionTag)
 	if err == nil {
 		return sc.Config(), nil, nil
 	}

@@ -25,7 +25,6 @@ import (
 	"github.com/lkscore/lkscore/consumer/internal/score"
 	"github.com/lkscore/lkscore/consumer/internal/work"
 	"github.com/lkscore/lkscore/recording"
-	"github.com/lkscore/lkscore/rules"
 	"github.com/lkscore/lkscore/scoring"
 	"github.com/lkscore/lkscore/wire"
 )
@@ -136,7 +135,7 @@ type CardSummary struct {
 // Memory: per session, its latest work item and a brief of its old and new
 // scorecards (CardSummary, a digest), never whole scorecards.
 func Run(ctx context.Context, js jetstream.JetStream, s wire.Subjects, cfg config.Config, st score.Reader, o Options) (Report, error) {
-	scorer, err := rules.NewScorer(cfg.Scoring)
+	scorer, err := cfg.Scorer()
 	if err != nil {
 		return Report{}, err
 	}

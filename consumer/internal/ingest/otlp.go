@@ -34,6 +34,7 @@ import (
 	"github.com/lkscore/lkscore/internal/retrylog"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/session"
 )
 
 // The OTLP receiver reads the logs and traces both agents SDKs export to
@@ -461,7 +462,7 @@ func (c factCollector) identity(id sessionID, a attrs) {
 		c.add(id, facts.Observation{Field: facts.FieldRoomName, Value: v, Source: facts.SourceOTLP, Evidence: "log attribute room"})
 	}
 	if v := a.str(attrAgentVersion); v != "" {
-		c.add(id, facts.Observation{Field: facts.FieldTag, Value: facts.Bounded("version:"+v, 128), Source: facts.SourceOTLP, Evidence: attrAgentVersion})
+		c.add(id, facts.Observation{Field: facts.FieldTag, Value: facts.Bounded(session.DefaultVersionTag+v, 128), Source: facts.SourceOTLP, Evidence: attrAgentVersion})
 	}
 }
 

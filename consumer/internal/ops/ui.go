@@ -29,7 +29,6 @@ import (
 	"github.com/lkscore/lkscore/consumer/internal/seen"
 	"github.com/lkscore/lkscore/dashboard"
 	"github.com/lkscore/lkscore/recording"
-	"github.com/lkscore/lkscore/rules"
 	"github.com/lkscore/lkscore/scoring"
 	"github.com/lkscore/lkscore/wire"
 )
@@ -114,7 +113,7 @@ func (u *UI) Start(ctx context.Context, cfg config.Config, js jetstream.JetStrea
 	src := dashboard.Sources{Scorecard: s.scorecard, Items: s.items, Recording: s.recording, Audio: s.audio, DeadLetters: s.deadLetters,
 		NotSelected: s.notSelected, Steps: func() dashboard.PipelineSteps { return pipelineSteps(gatherer) },
 		SearchDeadLetters: s.searchDeadLetters, Ingestion: s.ingestion, APIKeys: slices.Sorted(maps.Keys(cfg.LiveKit.Keys))}
-	scorer, err := rules.NewScorer(cfg.Scoring)
+	scorer, err := cfg.Scorer()
 	if err != nil {
 		return fmt.Errorf("dashboard: %w", err)
 	}

@@ -335,7 +335,7 @@ func (w *Worker) scorerFor(ctx context.Context, version string) (*scoring.Scorer
 	if sc, ok := w.rescorers[version]; ok {
 		return sc, nil
 	}
-	sc, err := LoadScorer(ctx, w.JS, w.Subjects, w.Timeouts.Request, version)
+	sc, err := LoadScorer(ctx, w.JS, w.Subjects, w.Timeouts.Request, version, w.scorer.VersionTag())
 	if err != nil {
 		return nil, err
 	}
@@ -350,8 +350,9 @@ func (w *Worker) scorerFor(ctx context.Context, version string) (*scoring.Scorer
 func ScoringKey(version string) string { return base64.RawURLEncoding.EncodeToString([]byte(version)) }
 
 // LoadScorer builds the scorer of a scoring version from the scoring
-// bucket: a missing or different config is permanent.
-func LoadScorer(ctx context.Context, js jetstream.JetStream, s wire.Subjects, timeout time.Duration, version string) (*scoring.Scorer, error) {
+// bucket, reading versions by versionTag (regression.version_tag): a
+// missing or different config is permanent.
+func LoadScorer(ctx context.Context, js jetstream.JetStream, s wire.Subjects, timeout time.Duration, version, versionTag string) (*scoring.Scorer, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	kv, err := js.KeyValue(ctx, s.ScoringBucket())
@@ -372,6 +373,7 @@ func LoadScorer(ctx context.Context, js jetstream.JetStream, s wire.Subjects, ti
 	if err := json.Unmarshal(e.Value(), &cfg); err != nil {
 		return nil, failure.Permanent(fmt.Errorf("rescore config %s: %w", version, err))
 	}
+	cfg.VersionTag = versionTag
 	sc, err := rules.NewScorer(cfg)
 	if err != nil {
 		return nil, failure.Permanent(fmt.Errorf("rescore config %s: %w", version, err))
