@@ -18,6 +18,21 @@ type AlertState struct {
 	Basis int `json:"basis"`
 }
 
+// Remove takes the session out of every alert the state holds (firing and
+// in the outbox): lkscore forget.
+func (st *AlertState) Remove(session string) bool {
+	changed := false
+	for id, a := range st.Firing {
+		if a.Forget(session) {
+			st.Firing[id], changed = a, true
+		}
+	}
+	for i := range st.Outbox {
+		changed = st.Outbox[i].Forget(session) || changed
+	}
+	return changed
+}
+
 // Trigger is the scorecard whose evaluation changes an alert state: its
 // session key, its results stream sequence, and when it was handled.
 type Trigger struct {

@@ -40,6 +40,19 @@ func NewBaseline(agent, version, scoringVersion string, samples []Sample) Baseli
 	return b
 }
 
+// Remove takes the session's samples out of a sealed baseline and seals
+// it again: its statistics are computed from the samples left, and its ID
+// changes with its content (lkscore forget; docs/security.md).
+func (b *Baseline) Remove(session string) bool {
+	n := len(b.Samples)
+	b.Samples = slices.DeleteFunc(b.Samples, func(s Sample) bool { return s.Session == session })
+	if len(b.Samples) == n {
+		return false
+	}
+	b.ID = b.hash()
+	return true
+}
+
 func (b Baseline) hash() string {
 	c := b
 	c.ID = ""

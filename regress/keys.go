@@ -30,6 +30,9 @@ func AlertStateKey(k Key) string {
 // AlertStatesFilter matches every alert state entry.
 const AlertStatesFilter = "a.>"
 
+// BaselineKeysFilter matches every sealed baseline's key.
+const BaselineKeysFilter = "b.>"
+
 // BaselineKey is where `lkscore baseline seal` keeps an agent's sealed baseline.
 func BaselineKey(agent, scoringVersion string) string {
 	return "b." + b64(agent) + "." + b64(scoringVersion)

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"slices"
 	"time"
 )
 
@@ -41,6 +42,18 @@ type Alert struct {
 	// Severity is a threshold alert's own (regression.thresholds); empty
 	// for the others, whose severity follows their kind.
 	Severity string `json:"severity,omitempty"`
+}
+
+// Forget takes the session out of the alert (lkscore forget): it no
+// longer names it as the one that changed the state, nor among the worst.
+func (a *Alert) Forget(session string) bool {
+	changed := false
+	if a.Session == session {
+		a.Session, changed = "", true
+	}
+	n := len(a.WorstSessions)
+	a.WorstSessions = slices.DeleteFunc(a.WorstSessions, func(r SessionRef) bool { return r.Session == session })
+	return changed || len(a.WorstSessions) != n
 }
 
 // SessionRef names a session in alerts: its scorecard key and score.

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -28,7 +29,8 @@ func TestBaselineSealFromDaemon(t *testing.T) {
 		t.Fatal(err)
 	}
 	subj := wire.NewSubjects("lkscore.", "LKSCORE")
-	for _, c := range population.Generate(scorer, population.Baseline("booking-agent", "1.0"), 9, 35) {
+	cards := population.Generate(scorer, population.Baseline("booking-agent", "1.0"), 9, 35)
+	for _, c := range cards {
 		data, _ := json.Marshal(c)
 		msg := nats.NewMsg(subj.Result(c.Completion.CloseReason))
 		msg.Data = data
@@ -66,5 +68,22 @@ func TestBaselineSealFromDaemon(t *testing.T) {
 	}
 	if code, _, errs = runCLI(t, append([]string{"baseline", "seal", "--agent", "nobody", "--version", "1"}, nu...)...); code != 1 || !strings.Contains(errs, "no history") {
 		t.Fatalf("seal of an unknown agent: exit %d: %s", code, errs)
+	}
+
+	// forget takes a session out of the sealed baseline, and says so
+	// (issue 66: the export still held it).
+	victim := cards[3].Session.Key
+	if b, _ := os.ReadFile(file); !strings.Contains(string(b), victim) {
+		t.Fatalf("the export does not hold %s before forget: the check proves nothing", victim)
+	}
+	code, out, errs = runCLI(t, append([]string{"forget", "--session", victim, "--data-dir", t.TempDir()}, nu...)...)
+	if code != 0 || !strings.Contains(out, "sealed again without the session") {
+		t.Fatalf("forget: exit %d\n%s%s", code, out, errs)
+	}
+	if code, out, errs = runCLI(t, append([]string{"baseline", "export", "--agent", "booking-agent", "-o", file}, nu...)...); code != 0 {
+		t.Fatalf("export after forget: exit %d\n%s%s", code, out, errs)
+	}
+	if b, _ := os.ReadFile(file); strings.Contains(string(b), victim) {
+		t.Errorf("the sealed baseline still holds %s after forget", victim)
 	}
 }

@@ -23,10 +23,12 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/lkscore/lkscore/consumer/broker"
 	"github.com/lkscore/lkscore/consumer/internal/facts"
 	"github.com/lkscore/lkscore/consumer/internal/factstore"
 	"github.com/lkscore/lkscore/consumer/internal/forward"
 	"github.com/lkscore/lkscore/consumer/internal/ingest"
+	"github.com/lkscore/lkscore/consumer/internal/spool"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/regress"
 	"github.com/lkscore/lkscore/store"
@@ -46,89 +48,223 @@ type forgetStore interface {
 	recording.ObjectReader
 	store.Lister
 	store.Deleter
+	store.Writer // the spool's entries that name other sessions too are written again
 }
 
-// Run erases one session everywhere lkscore keeps it: its stored
-// objects, its facts, its scorecards, work items, upload notices, dead
-// letters, its job's and its room's participant webhooks, and its
-// regression samples; and it asks running dashboards to drop it. Stream and
-// bucket messages are erased with JetStream's secure delete (the bytes are
-// overwritten in the store's files, on every replica). It reports each
-// place, with what it could not erase.
-// requestTimeout (config nats.request_timeout) bounds each KV request and
-// each wait for a stream's next message.
+// Place is one place lkscore keeps data: a stream, a key space of a
+// bucket, a prefix of the recording store, a path of the data dir, or the
+// running processes' memory. Holds says what of a session it keeps ("":
+// nothing of any session, and Why says so).
+type Place struct {
+	Kind  string `json:"kind"` // stream, keys, store, dir, memory
+	Name  string `json:"name"` // e.g. LKSCORE_RESULTS, LKSCORE_REGRESSION b.>, lkscore-spool/
+	Holds string `json:"holds,omitempty"`
+	Why   string `json:"why,omitempty"`
+}
+
+// place is a Place and how forget erases the session there (nil: nothing
+// to erase).
+type place struct {
+	Place
+	forget func() Step
+}
+
+// Places is every place lkscore keeps data, the one list `lkscore forget`
+// walks (docs/security.md, "Forget"): a part that starts keeping data
+// somewhere adds it here, or TestEveryPlaceListed fails.
+func Places(s wire.Subjects) []Place {
+	var out []Place
+	for _, p := range plan(context.Background(), nil, s, nil, recording.Layout{}, 0, "", "", "") {
+		out = append(out, p.Place)
+	}
+	return out
+}
+
+// Run erases one session everywhere lkscore keeps it (Places): stream and
+// bucket messages with JetStream's secure delete where JetStream allows
+// it (the bytes are overwritten in the store's files, on every replica),
+// entries that name it among others rewritten without it, its objects in
+// the recording store deleted; it asks running dashboards to drop it. It
+// reports each place, with what it could not erase. requestTimeout (config
+// nats.request_timeout) bounds each KV request and each wait for a
+// stream's next message.
 func Run(ctx context.Context, js jetstream.JetStream, s wire.Subjects, st forgetStore, layout recording.Layout, requestTimeout time.Duration,
 	sessionKey string) []Step {
 	room, job, err := wire.ParseSessionKey(sessionKey)
 	if err != nil {
 		return []Step{{Place: "session key", Err: err.Error()}}
 	}
-	factsJob := recording.FactsJobID(job)
 	var steps []Step
-	var ref *facts.RecordingRef
-	kv, err := js.KeyValue(ctx, s.SessionFacts())
-	fkey := facts.Key(room, factsJob)
-	if err == nil {
-		fs := factstore.New(kv, requestTimeout, time.Now)
-		if f, _, gerr := fs.Get(ctx, fkey); gerr == nil {
-			ref = f.Recording
+	for _, p := range plan(ctx, js, s, st, layout, requestTimeout, sessionKey, room, job) {
+		if p.forget != nil {
+			steps = append(steps, p.forget())
 		}
 	}
+	return append(steps, Step{Place: "deduplication", Note: "the streams remember the session key for " +
+		"pipeline.dedup_window: a re-upload of this session within it is dropped as a duplicate, after it the session " +
+		"would be scored again; streams drop their copies at nats.max_age and retention.results anyway"})
+}
 
-	steps = append(steps, forgetUpload(ctx, st, layout, ref, room, job))
-
-	// The facts. A key-value bucket's stream denies message deletes, so
-	// they are purged, not erased: docs/security.md says what they hold.
-	step := Step{Place: "bucket " + s.SessionFacts(), Note: kvPurgeNote}
-	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		step.Note = "no such bucket"
-	} else if err != nil {
-		step.Err = err.Error()
-	} else if perr := kv.Purge(ctx, fkey); perr != nil && !errors.Is(perr, jetstream.ErrKeyNotFound) {
-		step.Err = perr.Error()
-	} else {
-		step.Removed = 1
-	}
-	steps = append(steps, step)
-
-	// Messages keyed by the session.
+// plan is every place and how the session is erased there, in order: the
+// upload first (its facts say where it is), the facts last of the buckets.
+func plan(ctx context.Context, js jetstream.JetStream, s wire.Subjects, st forgetStore, layout recording.Layout, wait time.Duration,
+	sessionKey, room, job string) []place {
+	factsJob := recording.FactsJobID(job)
 	byKey := func(m jetstream.Msg) bool { return m.Headers().Get(wire.HeaderSessionKey) == sessionKey }
-	for _, stream := range []string{s.ResultStream(), s.AgentResultStream(), s.SessionStream(), s.UploadStream(), s.DLQStream()} {
-		steps = append(steps, forgetIn(ctx, js, stream, nil, requestTimeout, byKey))
+	stream := func(name, holds string, subjects func() []string, match func(jetstream.Msg) bool) place {
+		return place{Place{Kind: "stream", Name: name, Holds: holds}, func() Step { return forgetIn(ctx, js, name, subjects(), wait, match) }}
 	}
-	// The job's webhooks and the room's participant webhooks (a caller's
-	// identity, as its hash). room_finished and egress_ended concern the
-	// whole room: they are stored without free text and kept until
-	// nats.max_age.
-	events := []string{s.Webhook("agent_job_started"), s.Webhook("agent_job_ended"), s.Webhook("participant_left"),
-		s.Webhook("participant_connection_aborted")}
-	step = forgetIn(ctx, js, s.WebhookStream(), events, requestTimeout, webhookOf(room, job))
-	step.Note = "room_finished and egress_ended concern the whole room: stored without free text, kept until nats.max_age"
-	steps = append(steps, step)
-	// The tee's copies of the session's SDK requests waiting for their
-	// relay (forward.targets), and their notices.
-	fstep := Step{Place: "recording store " + forward.Prefix}
-	if n, ferr := forward.Forget(ctx, st, sessionKey); ferr != nil {
-		fstep.Err = ferr.Error()
+	none := func() []string { return nil }
+	events := func() []string {
+		return []string{s.Webhook("agent_job_started"), s.Webhook("agent_job_ended"), s.Webhook("participant_left"),
+			s.Webhook("participant_connection_aborted")}
+	}
+	reg := s.RegressionBucket()
+	return []place{
+		{Place{Kind: "store", Name: "{key_template}", Holds: "the upload: header, chat history, recording"}, func() Step {
+			return forgetUpload(ctx, st, layout, recordingRef(ctx, js, s, wait, room, factsJob), room, job)
+		}},
+		stream(s.ResultStream(), "scorecards", none, byKey),
+		stream(s.AgentResultStream(), "scorecards, by agent", none, byKey),
+		stream(s.SessionStream(), "work items", none, byKey),
+		stream(s.UploadStream(), "upload notices", none, byKey),
+		stream(s.DLQStream(), "dead letters", none, byKey),
+		{Place{Kind: "stream", Name: s.WebhookStream(), Holds: "the job's webhooks, the room's participant webhooks"}, func() Step {
+			step := forgetIn(ctx, js, s.WebhookStream(), events(), wait, webhookOf(room, job))
+			step.Note = "room_finished and egress_ended concern the whole room: stored without free text, kept until nats.max_age"
+			return step
+		}},
+		stream(s.AlertStream(), "alerts that name it (as the one that changed the state, or among the worst)", none, alertNames(sessionKey)),
+		{Place{Kind: "store", Name: forward.Prefix, Holds: "the tee's copies of its SDK requests"}, func() Step {
+			return forgetForwardCopies(ctx, st, sessionKey)
+		}},
+		stream(s.ForwardStream(), "relay notices", none, func(m jetstream.Msg) bool {
+			return slices.Contains(strings.Split(m.Headers().Get(wire.HeaderSessions), ","), sessionKey)
+		}),
+		{Place{Kind: "store", Name: spool.Prefix, Holds: "its facts from OTLP requests kept while NATS was down"}, func() Step {
+			step := Step{Place: "recording store " + spool.Prefix}
+			n, err := spool.Forget(ctx, st, room, factsJob)
+			step.Removed = n
+			if err != nil {
+				step.Err = err.Error()
+			}
+			return step
+		}},
+		{Place{Kind: "keys", Name: reg + " " + regress.HistoryKeysFilter, Holds: "regression samples"}, func() Step {
+			return forgetEntries[regress.History](ctx, js, reg, regress.HistoryKeysFilter, "regression samples", sessionKey)
+		}},
+		{Place{Kind: "keys", Name: reg + " " + regress.ThresholdWindowsFilter, Holds: "threshold windows' entries"}, func() Step {
+			return forgetEntries[regress.Window](ctx, js, reg, regress.ThresholdWindowsFilter, "threshold windows", sessionKey)
+		}},
+		{Place{Kind: "keys", Name: reg + " " + regress.AlertStatesFilter, Holds: "alert states' session references"}, func() Step {
+			return forgetEntries[regress.AlertState](ctx, js, reg, regress.AlertStatesFilter, "alert states", sessionKey)
+		}},
+		{Place{Kind: "keys", Name: reg + " " + regress.BaselineKeysFilter, Holds: "sealed baselines' samples"}, func() Step {
+			return forgetBaselines(ctx, js, reg, sessionKey)
+		}},
+		{Place{Kind: "keys", Name: s.EgressLinks() + " >", Holds: "its room's egress files (room_id.egress_id)"}, func() Step {
+			return purgeKeys(ctx, js, s.EgressLinks(), facts.RoomFilter(room))
+		}},
+		{Place{Kind: "keys", Name: s.RedactedRooms() + " >", Holds: "its room's id, when a signal said it is redacted"}, func() Step {
+			return purgeKeys(ctx, js, s.RedactedRooms(), wire.Token(room))
+		}},
+		{Place{Kind: "keys", Name: s.SessionFacts() + " >", Holds: "its facts"}, func() Step {
+			return purgeKeys(ctx, js, s.SessionFacts(), facts.Key(room, factsJob))
+		}},
+		{Place: Place{Kind: "keys", Name: reg + " i.>", Why: "an agent's versions under a scoring version"}},
+		{Place: Place{Kind: "keys", Name: s.ScoringBucket() + " >", Why: "scoring configs by scoring version (lkscore rescore)"}},
+		{Place{Kind: "memory", Name: "dashboards", Holds: "their indexes"}, func() Step {
+			return forgetInDashboards(ctx, js.Conn(), s.Forget(), sessionKey)
+		}},
+		{Place: Place{Kind: "store", Name: ".staging/", Holds: "uploads being received: one in flight is stored after forget " +
+			"(forget again); an abandoned one is removed at the next start"}},
+		{Place: Place{Kind: "store", Name: ".lkscore-store-id", Why: "the store's identity"}},
+		{Place: Place{Kind: "dir", Name: "recordings", Holds: "the local recording store (the store places above)"}},
+		{Place: Place{Kind: "dir", Name: "nats", Holds: "the embedded server's JetStream store (the streams and buckets above)"}},
+		{Place: Place{Kind: "dir", Name: broker.TokenFile, Why: "the embedded server's client token"}},
+		{Place: Place{Kind: "dir", Name: "lkscore.lock", Why: "the data dir's lock"}},
+	}
+}
+
+// recordingRef is where the session's facts say its upload is (nil when
+// unknown).
+func recordingRef(ctx context.Context, js jetstream.JetStream, s wire.Subjects, wait time.Duration, room, factsJob string) *facts.RecordingRef {
+	kv, err := js.KeyValue(ctx, s.SessionFacts())
+	if err != nil {
+		return nil
+	}
+	if f, _, err := factstore.New(kv, wait, time.Now).Get(ctx, facts.Key(room, factsJob)); err == nil {
+		return f.Recording
+	}
+	return nil
+}
+
+// forgetForwardCopies deletes the tee's copies of the session's SDK
+// requests waiting for their relay (forward.targets).
+func forgetForwardCopies(ctx context.Context, st forgetStore, sessionKey string) Step {
+	step := Step{Place: "recording store " + forward.Prefix}
+	if n, err := forward.Forget(ctx, st, sessionKey); err != nil {
+		step.Err = err.Error()
 	} else {
-		fstep.Removed = n
+		step.Removed = n
 	}
 	if v, ok := st.(versionedStore); ok {
 		if status, verr := v.Versioning(ctx); verr == nil && status != "" {
-			fstep.Note = "the bucket's versioning is " + status + ": earlier versions of copies already relayed (deleted then) " +
+			step.Note = "the bucket's versioning is " + status + ": earlier versions of copies already relayed (deleted then) " +
 				"are not searched; expire them with a lifecycle rule (NoncurrentVersionExpiration) on " + forward.Prefix
 		}
 	}
-	steps = append(steps, fstep)
-	steps = append(steps, forgetIn(ctx, js, s.ForwardStream(), nil, requestTimeout, func(m jetstream.Msg) bool {
-		return slices.Contains(strings.Split(m.Headers().Get(wire.HeaderSessions), ","), sessionKey)
-	}))
-	steps = append(steps, forgetSamples(ctx, js, s.RegressionBucket(), sessionKey, requestTimeout))
-	steps = append(steps, forgetInDashboards(ctx, js.Conn(), s.Forget(), sessionKey))
-	steps = append(steps, Step{Place: "deduplication", Note: "the streams remember the session key for " +
-		"pipeline.dedup_window: a re-upload of this session within it is dropped as a duplicate, after it the session " +
-		"would be scored again; streams drop their copies at nats.max_age and retention.results anyway"})
-	return steps
+	return step
+}
+
+// alertNames matches the alerts that name the session.
+func alertNames(sessionKey string) func(jetstream.Msg) bool {
+	return func(m jetstream.Msg) bool {
+		if !bytes.Contains(m.Data(), []byte(sessionKey)) {
+			return false
+		}
+		var a wire.Alert
+		return json.Unmarshal(m.Data(), &a) == nil && a.Forget(sessionKey)
+	}
+}
+
+// purgeKeys purges the bucket's keys matching filter (one key, or a
+// room's). A key-value bucket's stream denies message deletes, so they are
+// purged, not erased: docs/security.md says what they hold.
+func purgeKeys(ctx context.Context, js jetstream.JetStream, bucket, filter string) Step {
+	step := Step{Place: "bucket " + bucket, Note: kvPurgeNote}
+	kv, err := js.KeyValue(ctx, bucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		step.Note = "no such bucket"
+		return step
+	}
+	if err != nil {
+		step.Err = err.Error()
+		return step
+	}
+	keys := []string{filter}
+	if _, err := kv.Get(ctx, filter); errors.Is(err, jetstream.ErrKeyNotFound) {
+		keys = nil // a purge would write a marker naming it
+	}
+	if strings.ContainsAny(filter, "*>") {
+		lister, err := kv.ListKeysFiltered(ctx, filter)
+		if err != nil {
+			step.Err = err.Error()
+			return step
+		}
+		keys = keys[:0]
+		for k := range lister.Keys() {
+			keys = append(keys, k)
+		}
+	}
+	for _, k := range keys {
+		if err := kv.Purge(ctx, k); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+			step.Err = err.Error()
+			return step
+		}
+		step.Removed++
+	}
+	return step
 }
 
 // forgetUpload deletes the session's stored upload: where its facts say it
@@ -311,85 +447,120 @@ func eraseMatching(ctx context.Context, js jetstream.JetStream, st jetstream.Str
 const kvPurgeNote = "purged: JetStream lets no message of a key-value bucket be securely erased, so the bytes of its old " +
 	"revisions stay in the store's files until their block is compacted or expires; the bucket holds no free text"
 
-// forgetSamples removes the session's samples from every regression history
-// that holds one.
-func forgetSamples(ctx context.Context, js jetstream.JetStream, bucket, sessionKey string, wait time.Duration) Step {
-	step := Step{Place: "bucket " + bucket + " (regression samples)"}
-	kv, err := js.KeyValue(ctx, bucket)
-	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		step.Note = "regression detection has not run"
-		return step
-	}
-	if err != nil {
-		step.Err = err.Error()
-		return step
-	}
-	keys, err := kv.ListKeysFiltered(ctx, regress.HistoryKeysFilter)
-	if err != nil {
-		step.Err = err.Error()
+// forgetEntries rewrites without the session every entry of the bucket
+// under filter that names it (histories, threshold windows, alert states).
+func forgetEntries[T any, P interface {
+	*T
+	Remove(session string) bool
+}](ctx context.Context, js jetstream.JetStream, bucket, filter, what, sessionKey string) Step {
+	step := Step{Place: "bucket " + bucket + " (" + what + ")"}
+	kv, keys, err := bucketKeys(ctx, js, bucket, filter)
+	if kv == nil {
+		step.Note, step.Err = "regression detection has not run", err
 		return step
 	}
 	var errs []error
-	for key := range keys.Keys() {
-		removed, err := forgetSample[regress.History](ctx, kv, key, sessionKey)
+	for _, key := range keys {
+		removed, _, err := forgetSample[T, P](ctx, kv, key, sessionKey)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", key, err))
 		}
 		step.Removed += removed
 	}
-	// The threshold windows (regression.thresholds) name sessions too.
-	windows, err := kv.ListKeysFiltered(ctx, regress.ThresholdWindowsFilter)
-	if err != nil {
-		errs = append(errs, err)
-	} else {
-		for key := range windows.Keys() {
-			removed, err := forgetSample[regress.Window](ctx, kv, key, sessionKey)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("%s: %w", key, err))
-			}
-			step.Removed += removed
+	if err := errors.Join(errs...); err != nil {
+		step.Err = err.Error()
+	}
+	step.Note = "rewritten without the session; " + kvPurgeNote
+	return step
+}
+
+// forgetBaselines takes the session out of every sealed baseline and
+// seals it again: its statistics are computed from the samples left, its
+// id changes, and the step names each baseline that changed.
+func forgetBaselines(ctx context.Context, js jetstream.JetStream, bucket, sessionKey string) Step {
+	step := Step{Place: "bucket " + bucket + " (sealed baselines)"}
+	kv, keys, err := bucketKeys(ctx, js, bucket, regress.BaselineKeysFilter)
+	if kv == nil {
+		step.Note, step.Err = "no baseline sealed", err
+		return step
+	}
+	var changed []string
+	var errs []error
+	for _, key := range keys {
+		removed, b, err := forgetSample[regress.Baseline](ctx, kv, key, sessionKey)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", key, err))
 		}
+		if removed > 0 {
+			changed = append(changed, fmt.Sprintf("agent %s scoring %s (%d sessions left, now %s)", b.Agent, b.ScoringVersion, len(b.Samples), b.ID))
+		}
+		step.Removed += removed
 	}
 	if err := errors.Join(errs...); err != nil {
 		step.Err = err.Error()
 	}
-	step.Note = "the histories and threshold windows are rewritten without the session; " + kvPurgeNote
+	step.Note = "no sealed baseline named the session"
+	if len(changed) > 0 {
+		step.Note = "sealed again without the session, statistics recomputed: " + strings.Join(changed, "; ") +
+			"; files exported before hold it still (export again)"
+	}
 	return step
 }
 
-// forgetSample takes the session's samples out of one history.
-// forgetSample rewrites one entry (a history or a threshold window)
-// without the session.
+// bucketKeys opens a bucket and lists its keys under filter; a nil
+// bucket with an empty error means it does not exist.
+func bucketKeys(ctx context.Context, js jetstream.JetStream, bucket, filter string) (jetstream.KeyValue, []string, string) {
+	kv, err := js.KeyValue(ctx, bucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		return nil, nil, ""
+	}
+	if err != nil {
+		return nil, nil, err.Error()
+	}
+	lister, err := kv.ListKeysFiltered(ctx, filter)
+	if err != nil {
+		return nil, nil, err.Error()
+	}
+	var keys []string
+	for k := range lister.Keys() {
+		keys = append(keys, k)
+	}
+	return kv, keys, ""
+}
+
+// forgetSample rewrites one entry (a history, a threshold window, an
+// alert state, a baseline) without the session, and returns it.
 func forgetSample[T any, P interface {
 	*T
 	Remove(session string) bool
-}](ctx context.Context, kv jetstream.KeyValue, key, sessionKey string) (int, error) {
+}](ctx context.Context, kv jetstream.KeyValue, key, sessionKey string) (int, T, error) {
+	var h T
 	for attempt := 0; attempt < 3; attempt++ {
 		e, err := kv.Get(ctx, key)
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
-			return 0, nil
+			return 0, h, nil
 		}
 		if err != nil {
-			return 0, err
+			return 0, h, err
 		}
-		var h T
+		h = *new(T)
 		if err := json.Unmarshal(e.Value(), &h); err != nil {
-			return 0, fmt.Errorf("entry: %w", err)
+			return 0, h, fmt.Errorf("entry: %w", err)
 		}
 		if !P(&h).Remove(sessionKey) {
-			return 0, nil
+			return 0, h, nil
 		}
 		data, err := json.Marshal(&h)
 		if err != nil {
-			return 0, err
+			return 0, h, err
 		}
 		if _, err := kv.Update(ctx, key, data, e.Revision()); err == nil {
-			return 1, nil
+			return 1, h, nil
 		} else if !errors.Is(err, jetstream.ErrKeyExists) { // a detector wrote meanwhile: read it again
-			return 0, err
+			return 0, h, err
 		}
 	}
-	return 0, errors.New("the entry kept changing; run forget again")
+	return 0, h, errors.New("the entry kept changing; run forget again")
 }
 
 // forgetInDashboards asks every running dashboard to drop the session from

@@ -6,6 +6,7 @@ package population
 
 import (
 	"fmt"
+	"strings"
 	"math"
 	"math/rand/v2"
 
@@ -46,7 +47,7 @@ func Generate(scorer *scoring.Scorer, p Params, seed uint64, n int) []scoring.Sc
 	rng := rand.New(rand.NewPCG(seed, 0x6c6b73636f7265))
 	out := make([]scoring.Scorecard, 0, n)
 	for i := range n {
-		out = append(out, scorer.Score(session(rng, p, fmt.Sprintf("RM_%s_%d_%d/AJ_%d", p.Version, seed, i, i))))
+		out = append(out, scorer.Score(session(rng, p, fmt.Sprintf("RM_%s_%d_%d/AJ_%d", strings.ReplaceAll(p.Version, ".", "_"), seed, i, i))))
 	}
 	return out
 }

@@ -25,6 +25,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -237,4 +239,44 @@ func count(c *prometheus.CounterVec, signal string) {
 	if c != nil {
 		c.WithLabelValues(signal).Inc()
 	}
+}
+
+// Forget takes one session's facts out of the spool (lkscore forget): an
+// entry that holds only them is deleted, one that holds other sessions'
+// too is written again without them (a new entry, then the old one
+// deleted). It returns how many entries named the session.
+func Forget(ctx context.Context, st Store, roomID, factsJobID string) (int, error) {
+	objs, err := st.List(ctx, Prefix)
+	if err != nil {
+		return 0, fmt.Errorf("spool: %w", err)
+	}
+	sp := &Spool{o: Options{Store: st, MaxBytes: math.MaxInt64}}
+	n := 0
+	for _, o := range objs {
+		if !strings.HasSuffix(o.Key, "/"+object) {
+			continue
+		}
+		updates, err := sp.read(ctx, o.Key)
+		if errors.Is(err, store.ErrNotFound) {
+			continue // drained since the listing
+		}
+		if err != nil {
+			return n, fmt.Errorf("spool entry %s: %w", o.Key, err)
+		}
+		rest := slices.DeleteFunc(slices.Clone(updates), func(u facts.Update) bool { return u.RoomID == roomID && u.JobID == factsJobID })
+		if len(rest) == len(updates) {
+			continue
+		}
+		if len(rest) > 0 {
+			signal, _, _ := strings.Cut(strings.TrimPrefix(o.Key, Prefix), "/")
+			if err := sp.Put(ctx, signal, rest); err != nil {
+				return n, err
+			}
+		}
+		if err := st.Delete(ctx, o.Key); err != nil {
+			return n, fmt.Errorf("spool: %w", err)
+		}
+		n++
+	}
+	return n, nil
 }
