@@ -97,3 +97,9 @@ func ParseSessionKey(key string) (roomID, jobID string, err error) {
 	}
 	return room, job, nil
 }
+
+// ProbeRoomSID is the room of `lkscore doctor`'s signed test webhook: ingest
+// verifies it like any other and answers 200, but neither stores it nor
+// counts it as LiveKit's traffic (the last-accepted gauge, the ingestion
+// view), so a scheduled doctor cannot hide "LiveKit stopped sending".
+const ProbeRoomSID = "RM_lkscore_doctor"

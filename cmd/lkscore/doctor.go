@@ -3,20 +3,25 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/livekit/protocol/livekit"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/urfave/cli/v3"
 
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/internal/sdkclient"
 	"github.com/lkscore/lkscore/store"
+	"github.com/lkscore/lkscore/wire"
 )
 
 // tokenLeeway is the clock difference a token survives: the go-jose
@@ -122,7 +127,7 @@ func doctor(ctx context.Context, c *cli.Command, getenv func(string) string) []c
 		cancel()
 	}
 
-	out = append(out, storeCheck(ctx, cfg))
+	out = append(out, storeCheck(ctx, cfg, daemonStore(ctx, js, subj)))
 	out = append(out, clockCheck(ctx, c, cfg))
 	if !c.Bool("no-test-webhook") && len(cfg.LiveKit.Keys) > 0 {
 		out = append(out, testWebhook(ctx, c, cfg))
@@ -137,11 +142,43 @@ func ingestURL(c *cli.Command, cfg config.Config) string {
 	return baseURL(cfg.Listen)
 }
 
+// daemonStore is the identity of the store the daemon's newest upload
+// went to ("" when unknown: no NATS, or no upload yet).
+func daemonStore(ctx context.Context, js jetstream.JetStream, subj wire.Subjects) string {
+	if js == nil {
+		return ""
+	}
+	nctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	st, err := js.Stream(nctx, subj.UploadStream())
+	if err != nil {
+		return ""
+	}
+	m, err := st.GetLastMsgForSubject(nctx, subj.UploadStored())
+	if err != nil {
+		return ""
+	}
+	var notice struct {
+		Store string `json:"store"`
+	}
+	_ = json.Unmarshal(m.Data, &notice)
+	return notice.Store
+}
+
 // storeCheck writes, reads back and deletes a probe object in the
-// recording store the config names.
-func storeCheck(ctx context.Context, cfg config.Config) check {
+// recording store the config names, and checks it is the daemon's (the
+// store its newest upload went to, daemon; "" when unknown). It creates
+// no local store: a data dir without one is not the daemon's.
+func storeCheck(ctx context.Context, cfg config.Config, daemon string) check {
 	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
+	if cfg.S3.Bucket == "" {
+		root := filepath.Join(cfg.DataDir, "recordings")
+		if _, err := os.Stat(root); err != nil {
+			return check{"store", "FAIL", fmt.Sprintf("no local recording store at %s: run doctor with the daemon's --data-dir or --config "+
+				"(doctor creates none)", root)}
+		}
+	}
 	st, err := store.Open(sctx, cfg)
 	if err != nil {
 		return check{"store", "FAIL", fmt.Sprintf("%v: set s3.* (or data_dir for the local store)", err)}
@@ -167,7 +204,15 @@ func storeCheck(ctx context.Context, cfg config.Config) check {
 	if err != nil {
 		return check{"store", "FAIL", fmt.Sprintf("written but not readable at %s: %v", st.Location(""), err)}
 	}
-	return check{"store", "ok", "wrote, read and deleted a probe at " + st.Location(dir)}
+	switch {
+	case daemon != "" && daemon != st.Identity():
+		return check{"store", "FAIL", fmt.Sprintf("%s works, but it is not the daemon's store: its newest upload went to %s "+
+			"(run doctor with the daemon's --data-dir or --config)", st.Location(""), daemon)}
+	case daemon == "":
+		return check{"store", "ok", "wrote, read and deleted a probe at " + st.Location(dir) +
+			" (no upload yet to tell whether it is the daemon's store)"}
+	}
+	return check{"store", "ok", "wrote, read and deleted a probe at " + st.Location(dir) + ", the store the daemon's uploads go to"}
 }
 
 // clockCheck compares this host's clock with the daemon's (its HTTP Date)
@@ -201,10 +246,9 @@ func clockCheck(ctx context.Context, c *cli.Command, cfg config.Config) check {
 	return check{"daemon", "ok", fmt.Sprintf("ready; clocks within %s", skew.Abs().Round(time.Second))}
 }
 
-// testWebhook posts a signed room_started webhook as LiveKit would: the
-// ingest verifies it and answers 200; lkscore stores it only when
-// webhook.events lists room_started (not by default), and the pipeline
-// ignores it either way.
+// testWebhook posts a signed room_started webhook as LiveKit would, for
+// room wire.ProbeRoomSID: the ingest verifies it and answers 200, and
+// neither stores nor counts it as LiveKit's traffic.
 func testWebhook(ctx context.Context, c *cli.Command, cfg config.Config) check {
 	key, secret, err := signingKey(cfg, "")
 	if err != nil {
@@ -214,10 +258,10 @@ func testWebhook(ctx context.Context, c *cli.Command, cfg config.Config) check {
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	ev := &livekit.WebhookEvent{Event: "room_started", Id: fmt.Sprintf("EV_lkscore_doctor_%d", time.Now().UnixNano()),
-		CreatedAt: time.Now().Unix(), Room: &livekit.Room{Sid: "RM_lkscore_doctor", Name: "lkscore-doctor"}}
+		CreatedAt: time.Now().Unix(), Room: &livekit.Room{Sid: wire.ProbeRoomSID, Name: "lkscore-doctor"}}
 	if err := sdkclient.New(url, key, secret).Webhook(wctx, ev); err != nil {
 		return check{"test webhook", "FAIL", fmt.Sprintf("%s/webhook refused a webhook signed with key %s: %v", url, key, err)}
 	}
 	return check{"test webhook", "ok",
-		fmt.Sprintf("%s/webhook accepted a room_started signed with key %s (stored only when webhook.events lists it)", url, key)}
+		fmt.Sprintf("%s/webhook accepted a room_started signed with key %s (a probe: never stored, not counted as LiveKit's traffic)", url, key)}
 }

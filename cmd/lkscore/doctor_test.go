@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -88,5 +89,55 @@ func TestDoctor(t *testing.T) {
 	code, out = runDoctor(t, keys, "--nats-url", d.NATSURL(), "--data-dir", dataDir, "--no-test-webhook", "--ops-url", skewed.URL)
 	if code != 1 || !failed(out, "clock") || !strings.Contains(out, "NTP") {
 		t.Errorf("clock skew: exit %d\n%s", code, out)
+	}
+}
+
+// TestDoctorDoesNotLie: doctor's signed test webhook is not counted as
+// LiveKit's traffic (the last-accepted gauge stays unset, so the "LiveKit
+// stopped sending" alert still fires under a scheduled doctor); run
+// without the daemon's data dir it creates no store in the working
+// directory and says so; pointed at another store it says that store is
+// not the daemon's (issue 66).
+func TestDoctorDoesNotLie(t *testing.T) {
+	dataDir := t.TempDir()
+	d, snd, _ := startTestDaemonIn(t, dataDir)
+	keys := map[string]string{"LIVEKIT_API_KEY": "APItail", "LIVEKIT_API_SECRET": "tail-secret-0123456789"}
+	ops := "--ops-url=http://" + d.OpsAddr()
+	if _, out := runDoctor(t, keys, "--nats-url", d.NATSURL(), "--data-dir", dataDir, "--url", "http://"+d.IngestAddr(), ops); !strings.Contains(out, "ok    test webhook") {
+		t.Fatalf("the test webhook was not accepted:\n%s", out)
+	}
+	resp, err := http.Get("http://" + d.OpsAddr() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if strings.Contains(string(metrics), `lkscore_ingest_last_accepted_timestamp_seconds{api_key="APItail",endpoint="webhook"}`) {
+		t.Error("doctor's test webhook set the webhook's last-accepted gauge: it hides LiveKit going quiet")
+	}
+
+	cwd := t.TempDir()
+	t.Chdir(cwd)
+	code, out := runDoctor(t, keys, "--nats-url", d.NATSURL(), "--no-test-webhook", ops)
+	if code != 1 || !failed(out, "store") || !strings.Contains(out, "--data-dir") {
+		t.Errorf("without the daemon's data dir: exit %d\n%s", code, out)
+	}
+	if entries, _ := os.ReadDir(cwd); len(entries) > 0 {
+		t.Errorf("doctor created %s in the working directory", entries[0].Name())
+	}
+
+	sendScenario(t, snd, "1_clean_call")
+	testenv.WaitFor(t, 20*time.Second, "the upload", func() bool { return len(resultKeys(t, d.NATSURL())) >= 1 })
+	other := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(other, "recordings"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	code, out = runDoctor(t, keys, "--nats-url", d.NATSURL(), "--data-dir", other, "--no-test-webhook", ops)
+	if code != 1 || !failed(out, "store") || !strings.Contains(out, "not the daemon's store") {
+		t.Errorf("another store: exit %d\n%s", code, out)
+	}
+	code, out = runDoctor(t, keys, "--nats-url", d.NATSURL(), "--data-dir", dataDir, "--no-test-webhook", ops)
+	if failed(out, "store") || !strings.Contains(out, "the store the daemon's uploads go to") {
+		t.Errorf("the daemon's own store: exit %d\n%s", code, out)
 	}
 }
