@@ -498,13 +498,20 @@ func LoadForTools(path string, getenv func(string) string, set func(*Config)) (C
 
 func load(path string, getenv func(string) string, set func(*Config), requireKeys bool) (Config, error) {
 	cfg := Default()
+	var decodeErr error
 	if path != "" {
 		b, err := os.ReadFile(path)
 		if err != nil {
 			return Config{}, fmt.Errorf("read config: %w", err)
 		}
-		if err := decodeStrict(b, &cfg); err != nil {
-			return Config{}, fmt.Errorf("config %s: %w", path, err)
+		// A key or value the decoder refused leaves the rest decoded:
+		// its problems are reported with the validation's, in one round.
+		problems, fatal := decodeStrict(b, &cfg)
+		if fatal != nil {
+			return Config{}, fmt.Errorf("config %s: %w", path, fatal)
+		}
+		if problems != nil {
+			decodeErr = fmt.Errorf("config %s: %w", path, problems)
 		}
 	}
 	envErr := cfg.applyEnv(getenv)
@@ -519,24 +526,33 @@ func load(path string, getenv func(string) string, set func(*Config), requireKey
 	if !needKeys && len(cfg.LiveKit.Keys) == 0 {
 		keysErr = nil
 	}
-	if err := errors.Join(envErr, keysErr, cfg.Validate()); err != nil {
+	if err := errors.Join(decodeErr, envErr, keysErr, cfg.Validate()); err != nil {
 		return Config{}, err
 	}
 	return cfg, nil
 }
 
-// decodeStrict decodes YAML, rejecting unknown keys and trailing documents.
-func decodeStrict(b []byte, cfg *Config) error {
+// decodeStrict decodes YAML, rejecting unknown keys and trailing
+// documents. problems are keys and values it refused, each with its line,
+// the rest decoded; fatal is a document it could not decode at all.
+func decodeStrict(b []byte, cfg *Config) (problems, fatal error) {
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(cfg); err != nil && !errors.Is(err, io.EOF) {
-		return explainYAML(b, err)
+		var te *yaml.TypeError
+		if !errors.As(err, &te) {
+			return nil, explainYAML(b, err)
+		}
+		problems = explainYAML(b, err)
 	}
 	var extra any
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
-		return errors.New("more than one YAML document")
+		return problems, errors.New("more than one YAML document")
 	}
-	return overlayPolicies(b, &cfg.Scoring)
+	if err := overlayPolicies(b, &cfg.Scoring); err != nil {
+		problems = errors.Join(problems, err)
+	}
+	return problems, nil
 }
 
 // overlayPolicies resolves scoring.agents: each agent's policy is the
@@ -595,19 +611,19 @@ func (c *Config) applyEnv(getenv func(string) string) error {
 		c.Pipeline.CloseReasons = splitList(v)
 	}
 	if v := getenv("LKSCORE_CONCURRENCY"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil {
+		if n, err := strconv.Atoi(v); err != nil {
 			errs = append(errs, fmt.Errorf("LKSCORE_CONCURRENCY: %q is not an integer", v))
+		} else {
+			c.Pipeline.Concurrency = n
 		}
-		c.Pipeline.Concurrency = n
 	}
 	errs = append(errs, c.S3.applyEnv(getenv))
 	if v := getenv("LKSCORE_NATS_REPLICAS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil {
+		if n, err := strconv.Atoi(v); err != nil {
 			errs = append(errs, fmt.Errorf("LKSCORE_NATS_REPLICAS: %q is not an integer", v))
+		} else {
+			c.NATS.Replicas = n
 		}
-		c.NATS.Replicas = n
 	}
 	if v := getenv("LKSCORE_NATS_EMBEDDED_SYNC"); v != "" {
 		c.NATS.EmbeddedSync = v
@@ -616,11 +632,11 @@ func (c *Config) applyEnv(getenv func(string) string) error {
 		c.Webhook.Events = splitList(v)
 	}
 	if v := getenv("LKSCORE_OPS_PPROF"); v != "" {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
+		if b, err := strconv.ParseBool(v); err != nil {
 			errs = append(errs, fmt.Errorf("LKSCORE_OPS_PPROF: %q is not a boolean", v))
+		} else {
+			c.OpsPprof = b
 		}
-		c.OpsPprof = b
 	}
 	return errors.Join(errs...)
 }
@@ -785,7 +801,8 @@ func readScoring(path string) (scoring.Config, error) {
 		if err != nil {
 			return scoring.Config{}, fmt.Errorf("read config: %w", err)
 		}
-		if err := decodeStrict(b, &cfg); err != nil {
+		problems, fatal := decodeStrict(b, &cfg)
+		if err := errors.Join(problems, fatal); err != nil {
 			return scoring.Config{}, fmt.Errorf("config %s: %w", path, err)
 		}
 	}
