@@ -453,7 +453,8 @@ func Default() Config {
 		Scoring:    scoring.DefaultConfig(), // its VersionTag is Regression's (load)
 		Role:       "all",
 		Audio:      Audio{Enabled: true, MaxDuration: 4 * time.Hour},
-		Regression: Regression{Enabled: true, VersionTag: session.DefaultVersionTag, EvaluateEvery: 10, MinFiring: 5 * time.Minute, Detect: regress.DefaultConfig()},
+		Regression: Regression{Enabled: true, VersionTag: session.DefaultVersionTag, EvaluateEvery: 10, MinFiring: 5 * time.Minute,
+			Detect: regress.DefaultConfig()},
 		Alerts:     Alerts{Timeout: 10 * time.Second, Alertmanager: Alertmanager{ResendInterval: time.Minute}},
 		Forward:    Forward{MaxAge: 24 * time.Hour, Timeout: 30 * time.Second},
 		Pipeline: Pipeline{

@@ -105,6 +105,17 @@ func Connect(url string, n config.NATS, log *slog.Logger, link *Link) (*nats.Con
 			link.downSince.Store(0)
 			log.Info("nats reconnected", "url", c.ConnectedUrlRedacted())
 		}),
+		// A server in lame duck mode has handed its leaderships over and
+		// will close its clients after its grace period (the official
+		// chart's: 10 s), meanwhile taking no work: leave it at once. The
+		// connection's subscriptions, pull consumers and watchers move
+		// with it; what was in flight on the old one is retried there.
+		nats.LameDuckModeHandler(func(c *nats.Conn) {
+			log.Info("nats server entering lame duck mode: moving to another", "url", c.ConnectedUrlRedacted())
+			if err := c.ForceReconnect(); err != nil {
+				log.Warn("nats: could not leave the server in lame duck mode", "err", err)
+			}
+		}),
 	}
 	if n.CredsFile != "" {
 		opts = append(opts, nats.UserCredentials(n.CredsFile))

@@ -6,9 +6,9 @@ package population
 
 import (
 	"fmt"
-	"strings"
 	"math"
 	"math/rand/v2"
+	"strings"
 
 	"github.com/lkscore/lkscore/scoring"
 )

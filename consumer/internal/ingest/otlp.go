@@ -462,7 +462,8 @@ func (c factCollector) identity(id sessionID, a attrs) {
 		c.add(id, facts.Observation{Field: facts.FieldRoomName, Value: v, Source: facts.SourceOTLP, Evidence: "log attribute room"})
 	}
 	if v := a.str(attrAgentVersion); v != "" {
-		c.add(id, facts.Observation{Field: facts.FieldTag, Value: facts.Bounded(session.DefaultVersionTag+v, 128), Source: facts.SourceOTLP, Evidence: attrAgentVersion})
+		c.add(id, facts.Observation{Field: facts.FieldTag, Value: facts.Bounded(session.DefaultVersionTag+v, 128), Source: facts.SourceOTLP,
+			Evidence: attrAgentVersion})
 	}
 }
 

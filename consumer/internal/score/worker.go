@@ -352,7 +352,8 @@ func ScoringKey(version string) string { return base64.RawURLEncoding.EncodeToSt
 // LoadScorer builds the scorer of a scoring version from the scoring
 // bucket, reading versions by versionTag (regression.version_tag): a
 // missing or different config is permanent.
-func LoadScorer(ctx context.Context, js jetstream.JetStream, s wire.Subjects, timeout time.Duration, version, versionTag string) (*scoring.Scorer, error) {
+func LoadScorer(ctx context.Context, js jetstream.JetStream, s wire.Subjects, timeout time.Duration,
+	version, versionTag string) (*scoring.Scorer, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	kv, err := js.KeyValue(ctx, s.ScoringBucket())
