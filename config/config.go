@@ -455,8 +455,8 @@ func Default() Config {
 		Audio:      Audio{Enabled: true, MaxDuration: 4 * time.Hour},
 		Regression: Regression{Enabled: true, VersionTag: session.DefaultVersionTag, EvaluateEvery: 10, MinFiring: 5 * time.Minute,
 			Detect: regress.DefaultConfig()},
-		Alerts:     Alerts{Timeout: 10 * time.Second, Alertmanager: Alertmanager{ResendInterval: time.Minute}},
-		Forward:    Forward{MaxAge: 24 * time.Hour, Timeout: 30 * time.Second},
+		Alerts:  Alerts{Timeout: 10 * time.Second, Alertmanager: Alertmanager{ResendInterval: time.Minute}},
+		Forward: Forward{MaxAge: 24 * time.Hour, Timeout: 30 * time.Second},
 		Pipeline: Pipeline{
 			CloseReasons:      DefaultCloseReasons(),
 			Pool:              "default",
