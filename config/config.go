@@ -40,6 +40,12 @@ type Config struct {
 	LogLevel string `yaml:"log_level"`
 	// ShutdownTimeout bounds the whole graceful shutdown.
 	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
+	// ShutdownDelay is how long the ingest keeps serving after a SIGTERM,
+	// unready meanwhile, before it stops taking requests: Kubernetes
+	// removes a terminating pod from its Service's endpoints
+	// asynchronously, so requests keep arriving for a moment (the chart:
+	// 5s; 0 stops at once).
+	ShutdownDelay time.Duration `yaml:"shutdown_delay"`
 
 	HTTP       HTTP       `yaml:"http"`
 	LiveKit    LiveKit    `yaml:"livekit"`

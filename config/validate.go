@@ -150,6 +150,9 @@ func (c Config) validateServer(p *problems) {
 		p.add("log_level: %q is not one of debug, info, warn, error", c.LogLevel)
 	}
 	p.positive("shutdown_timeout", c.ShutdownTimeout)
+	if c.ShutdownDelay < 0 || (c.ShutdownDelay > 0 && c.ShutdownDelay >= c.ShutdownTimeout) {
+		p.add("shutdown_delay: must be 0 or positive and under shutdown_timeout (%s), got %s", c.ShutdownTimeout, c.ShutdownDelay)
+	}
 	p.positive("http.read_header_timeout", c.HTTP.ReadHeaderTimeout)
 	p.positive("http.idle_timeout", c.HTTP.IdleTimeout)
 	p.positive("http.upload_wait", c.HTTP.UploadWait)

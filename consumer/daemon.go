@@ -269,8 +269,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 	return errors.Join(runErr, d.Shutdown(sctx))
 }
 
-// Shutdown stops in order, all under ctx's deadline: readiness off; the
-// ingest server stops accepting and finishes in-flight requests (they may
+// Shutdown stops in order, all under ctx's deadline: readiness off; for
+// shutdown_delay the ingest keeps serving what still arrives (the
+// endpoints are removed asynchronously); the ingest server stops accepting and finishes in-flight requests (they may
 // still publish); the pipeline stops taking work and finishes, acks and
 // publishes what it holds; NATS drains; the embedded server stops; the ops
 // server goes last so probes see "not ready" throughout.
@@ -279,6 +280,13 @@ func (d *Daemon) Shutdown(ctx context.Context) error {
 	d.stopOnce.Do(func() {
 		d.ready.Store(false)
 		d.stopping.Store(true)
+		if d.ingest != nil && d.cfg.ShutdownDelay > 0 {
+			d.log.Info("unready; the ingest keeps serving for shutdown_delay", "shutdown_delay", d.cfg.ShutdownDelay.String())
+			select {
+			case <-time.After(d.cfg.ShutdownDelay):
+			case <-ctx.Done():
+			}
+		}
 		if d.ingest != nil {
 			if err := d.ingest.Shutdown(ctx); err != nil {
 				errs = append(errs, fmt.Errorf("ingest server: %w", err))

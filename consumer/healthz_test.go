@@ -1,11 +1,15 @@
 package consumer
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/livekit/protocol/livekit"
+	"github.com/livekit/protocol/utils/protojson"
 
 	"github.com/lkscore/lkscore/internal/testenv"
 )
@@ -55,5 +59,35 @@ func TestHealthzWhenNATSIsGone(t *testing.T) {
 	d.nc.Close()
 	if c, body := healthz(t, d); c != 503 || !strings.Contains(body, "closed") {
 		t.Errorf("/healthz %d %q with the connection closed for good, want 503 naming it", c, body)
+	}
+}
+
+// TestShutdownDelayKeepsServing: after a SIGTERM (Shutdown) the daemon is
+// unready at once but its ingest takes requests for shutdown_delay, as
+// Kubernetes keeps routing to a terminating pod for a moment: a webhook
+// sent then is stored (200, no retry needed) and nothing is lost.
+func TestShutdownDelayKeepsServing(t *testing.T) {
+	t.Parallel()
+	ns := startNATS(t)
+	cfg := pipelineConfig(t, ns.URL())
+	cfg.ShutdownDelay = 1500 * time.Millisecond
+	d, _ := startDaemon(t, cfg)
+	done := make(chan error, 1)
+	go func() { done <- d.Shutdown(context.Background()) }()
+	testenv.WaitFor(t, time.Second, "unready after SIGTERM", func() bool { return readyz(t, d) == 503 })
+	ev := jobEnded("EV_Terminating", "RM_Terminating", "AJ_Terminating", "a", livekit.JobStatus_JS_SUCCESS)
+	body, _ := protojson.Marshal(ev)
+	if code, msg := signedPost(t, d, body); code != 200 {
+		t.Fatalf("a webhook during shutdown_delay: %d %s", code, msg)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, m := range streamMsgs(t, ns.URL(), "LKSCORE_WEBHOOKS") {
+		found = found || strings.Contains(string(m.Data), "EV_Terminating")
+	}
+	if !found {
+		t.Error("the webhook answered 200 during shutdown_delay is not stored")
 	}
 }

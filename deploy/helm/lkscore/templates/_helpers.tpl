@@ -108,7 +108,8 @@ app.kubernetes.io/component: {{ .component }}
 {{- if .Values.livekit.url }}{{- $_ := set $pipeline "livekit_url" .Values.livekit.url -}}{{- end -}}
 {{- $dataDir := ternary "/tmp/lkscore-data" "/var/lib/lkscore" (eq (include "lkscore.split" .) "true") -}}
 {{- $cfg := dict "listen" ":8080" "ops_listen" ":9090" "data_dir" $dataDir "log_level" "info"
-      "shutdown_timeout" (printf "%ds" (int .Values.shutdownTimeoutSeconds)) "nats" $nats "pipeline" $pipeline -}}
+      "shutdown_timeout" (printf "%ds" (int .Values.shutdownTimeoutSeconds)) "shutdown_delay" (printf "%ds" (int .Values.shutdownDelaySeconds))
+      "nats" $nats "pipeline" $pipeline -}}
 {{- if .Values.livekit.keysFileSecret }}{{- $_ := set $cfg "livekit" (dict "keys_file" "/etc/lkscore/keys/keys.yaml") -}}{{- end -}}
 {{- if .Values.s3.bucket -}}
 {{- $s3 := dict "bucket" .Values.s3.bucket "force_path_style" .Values.s3.forcePathStyle -}}
