@@ -11,6 +11,7 @@ import (
 	"github.com/pion/opus"
 
 	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/session"
 )
 
 // Config tunes the analysis. Zero fields take DefaultConfig's values.
@@ -80,20 +81,20 @@ func (c Config) withDefaults() Config {
 
 // Segment is speech on one channel, in milliseconds from the start of the
 // recording (after the encoder's pre-skip).
-type Segment = scoring.AudioSegment
+type Segment = session.AudioSegment
 
 // Turn is a user utterance and the agent's answer as the caller heard it.
-type Turn = scoring.AudioTurn
+type Turn = session.AudioTurn
 
 // Metrics summarize the call, named as LiveKit's conversation metrics
 // where they exist; the scorecard's audio block carries the same type.
-type Metrics = scoring.AudioMetrics
+type Metrics = session.AudioMetrics
 
 // Result is what Analyze measured, or why it refused to: the scorecard's
-// audio block (scoring.Audio: refusal, segments per channel, turns, awkward
+// audio block (session.Audio: refusal, segments per channel, turns, awkward
 // silences, metrics) and the file's own figures.
 type Result struct {
-	scoring.Audio
+	session.Audio
 	DurationMs int64 `json:"duration_ms"`
 	Channels   int   `json:"channels"`
 	PreSkip    int   `json:"pre_skip"`
@@ -750,7 +751,7 @@ func (a *analyzer) userSNR() (float64, bool) {
 func sepBin(d float64) int { return min(max(int((d+60)*2), 0), sepBins-1) }
 
 // Scoring is the result as the scoring model takes it.
-func (r *Result) Scoring() *scoring.Audio { return &r.Audio }
+func (r *Result) Scoring() *session.Audio { return &r.Audio }
 
 // biquad is a second-order IIR filter (RBJ's audio EQ cookbook).
 type biquad struct {

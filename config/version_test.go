@@ -7,6 +7,7 @@ import (
 
 	"github.com/lkscore/lkscore/regress"
 	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/session"
 )
 
 // TestOneVersionRule: with regression.version_tag "release:", a session
@@ -45,9 +46,7 @@ scoring:
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := scoring.Session{Key: "RM_a/AJ_b", RoomID: "RM_a", JobID: "AJ_b", AgentName: "booking",
-		Facts: &scoring.Facts{Tags: []string{"release:v2", "version:v1"}},
-		Items: []scoring.Item{{ID: "u", Type: scoring.TypeMessage, Role: "user", Text: "hi"}}}
+	s := scoring.Session{Identity: session.Identity{Key: "RM_a/AJ_b", RoomID: "RM_a", JobID: "AJ_b", AgentName: "booking"}, Facts: &session.Facts{Tags: []string{"release:v2", "version:v1"}}, Items: []scoring.Item{{ID: "u", Type: scoring.TypeMessage, Role: "user", Text: "hi"}}}
 	for name, sc := range map[string]*scoring.Scorer{"the daemon's scorer": fromDaemon, "LoadScorer": offline} {
 		card := sc.Score(s)
 		if card.Policy == nil || card.Policy.Name != "booking" {

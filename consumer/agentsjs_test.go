@@ -14,7 +14,7 @@ import (
 
 	"github.com/lkscore/lkscore/consumer/internal/facts"
 	"github.com/lkscore/lkscore/internal/testenv"
-	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/session"
 )
 
 // TestRealAgentsJS: the real agents-js SDK (npm @livekit/agents 1.9.0, in
@@ -73,7 +73,7 @@ func TestRealAgentsJS(t *testing.T) {
 		t.Fatalf("%d scorecards for %d sessions", len(cards), len(cases))
 	}
 	for _, tc := range cases {
-		i := slices.IndexFunc(cards, func(c scoring.Scorecard) bool { return c.Session.RoomID == tc.room })
+		i := slices.IndexFunc(cards, func(c session.Scorecard) bool { return c.Session.RoomID == tc.room })
 		if i < 0 {
 			t.Fatalf("%s: no scorecard", tc.room)
 		}

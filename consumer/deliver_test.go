@@ -20,6 +20,7 @@ import (
 	"github.com/lkscore/lkscore/regress"
 	"github.com/lkscore/lkscore/rules"
 	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/session"
 	"github.com/lkscore/lkscore/wire"
 )
 
@@ -335,13 +336,13 @@ func driftVersion(t *testing.T, url string, healthy population.Params, seed uint
 func TestThresholdAlertReachesAlertmanager(t *testing.T) {
 	ns := startNATS(t)
 	am := testenv.StartAlertmanager(t)
-	errored := []scoring.Rule{{Name: "errored", Expr: `close_reason == "CR_ERROR"`, Severity: scoring.Critical}}
+	errored := []scoring.Rule{{Name: "errored", Expr: `close_reason == "CR_ERROR"`, Severity: session.Critical}}
 	const hold = 3 * time.Second
 	opts := func(c *config.Config) {
 		c.Scoring.Rules = errored
 		c.Regression.MinFiring = hold
 		c.Regression.Thresholds = []regress.Threshold{{Name: "errors_page", Rule: "errored", Agents: []string{"booking"},
-			AtLeast: 3, OfLast: 5, Severity: scoring.Critical}}
+			AtLeast: 3, OfLast: 5, Severity: session.Critical}}
 		c.Alerts.Alertmanager.URLs = []string{am.URL}
 		c.Alerts.Alertmanager.ResendInterval = time.Hour
 	}
@@ -355,35 +356,34 @@ func TestThresholdAlertReachesAlertmanager(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := 0
-	session := func(agent, closeReason string) scoring.Scorecard {
+	cardOf := func(agent, closeReason string) session.Scorecard {
 		n++
 		e2e, conf := 0.9, 0.95
-		s := scoring.Session{Key: fmt.Sprintf("RM_%03d/AJ_%03d", n, n), AgentName: agent, CloseReason: closeReason, CloseReasonSource: "otlp_log",
-			Items: []scoring.Item{{ID: "u", Type: scoring.TypeMessage, Role: scoring.RoleUser, Text: "hello", CreatedAt: 100, TranscriptConfidence: &conf},
-				{ID: "a", Type: scoring.TypeMessage, Role: scoring.RoleAssistant, Text: "hi", CreatedAt: 101, HasMetrics: true, E2ELatency: &e2e}}}
+		s := scoring.Session{Identity: session.Identity{Key: fmt.Sprintf("RM_%03d/AJ_%03d", n, n), AgentName: agent}, Close: session.Close{CloseReason: closeReason, CloseReasonSource: "otlp_log"}, Items: []scoring.Item{{ID: "u", Type: scoring.TypeMessage, Role: scoring.RoleUser, Text: "hello", CreatedAt: 100, TranscriptConfidence: &conf},
+			{ID: "a", Type: scoring.TypeMessage, Role: scoring.RoleAssistant, Text: "hi", CreatedAt: 101, HasMetrics: true, E2ELatency: &e2e}}}
 		card := scorer.Score(s)
-		if got := card.Rules[0].Status; got != map[bool]string{true: scoring.RuleViolated, false: scoring.RulePassed}[closeReason == "CR_ERROR"] {
+		if got := card.Rules[0].Status; got != map[bool]string{true: session.RuleViolated, false: session.RulePassed}[closeReason == "CR_ERROR"] {
 			t.Fatalf("rule %s on %s", got, closeReason)
 		}
 		return card
 	}
-	send := func(cards ...scoring.Scorecard) {
+	send := func(cards ...session.Scorecard) {
 		t.Helper()
 		for _, c := range cards {
-			publishCards(t, js, []scoring.Scorecard{c})
+			publishCards(t, js, []session.Scorecard{c})
 			waitConsumerIdle(t, ns.URL(), "LKSCORE_RESULTS", wire.RegressConsumer)
 		}
 	}
 	// Two violations among clean sessions, and an agent it does not watch
 	// violating four times: nothing fires.
-	v1, v2 := session("booking", "CR_ERROR"), session("booking", "CR_ERROR")
-	send(v1, session("booking", "CR_USER_INITIATED"), v2)
-	send(session("support", "CR_ERROR"), session("support", "CR_ERROR"), session("support", "CR_ERROR"), session("support", "CR_ERROR"))
+	v1, v2 := cardOf("booking", "CR_ERROR"), cardOf("booking", "CR_ERROR")
+	send(v1, cardOf("booking", "CR_USER_INITIATED"), v2)
+	send(cardOf("support", "CR_ERROR"), cardOf("support", "CR_ERROR"), cardOf("support", "CR_ERROR"), cardOf("support", "CR_ERROR"))
 	if all := alertMsgs(t, ns.URL()); len(all) != 0 {
 		t.Fatalf("fired before the third violation: %v", summary(all))
 	}
 	// The third violation within the last five fires it.
-	v3 := session("booking", "CR_ERROR")
+	v3 := cardOf("booking", "CR_ERROR")
 	send(v3)
 	var fired wire.Alert
 	testenv.WaitFor(t, settleWait, "the threshold alert in Alertmanager", func() bool {
@@ -426,7 +426,7 @@ func TestThresholdAlertReachesAlertmanager(t *testing.T) {
 	// Clean sessions: once fewer than three of the last five violate and
 	// the hold is over, it resolves, once.
 	time.Sleep(time.Until(fired.Since.Add(hold)))
-	send(session("booking", "CR_USER_INITIATED"), session("booking", "CR_USER_INITIATED"), session("booking", "CR_USER_INITIATED"))
+	send(cardOf("booking", "CR_USER_INITIATED"), cardOf("booking", "CR_USER_INITIATED"), cardOf("booking", "CR_USER_INITIATED"))
 	testenv.WaitFor(t, settleWait, "the resolved alert", func() bool {
 		return len(alertMsgs(t, ns.URL())) == 2 && len(am.Alerts(t)) == 0
 	})

@@ -15,7 +15,7 @@ import (
 
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/internal/testenv"
-	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/session"
 )
 
 // TestNoEvidenceNoPass: uploads as a user with transcripts off or a part
@@ -46,10 +46,10 @@ func TestNoEvidenceNoPass(t *testing.T) {
 	testenv.WaitFor(t, settleWait, "four scorecards", func() bool { return len(streamMsgs(t, url, "LKSCORE_RESULTS")) == len(uploads) })
 	quiesce(t, url, defaultConsumers)
 	want := map[string]struct{ verdict, says string }{
-		"RM_NoChat":    {scoring.Unscored, "no chat history"},
-		"RM_EmptyChat": {scoring.Unscored, "no chat history"},
-		"RM_Silent":    {scoring.Warn, "no user turn"},
-		"RM_Clean":     {scoring.Pass, "weighted score"},
+		"RM_NoChat":    {session.Unscored, "no chat history"},
+		"RM_EmptyChat": {session.Unscored, "no chat history"},
+		"RM_Silent":    {session.Warn, "no user turn"},
+		"RM_Clean":     {session.Pass, "weighted score"},
 	}
 	for _, c := range results(t, url) {
 		w := want[c.Session.RoomID]

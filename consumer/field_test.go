@@ -23,7 +23,7 @@ import (
 	"github.com/lkscore/lkscore/consumer/internal/facts"
 	"github.com/lkscore/lkscore/internal/testenv"
 	"github.com/lkscore/lkscore/recording"
-	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/session"
 )
 
 // fieldDir is a real livekit-server v1.13.11 and agents-js 1.9.0 worker's
@@ -143,7 +143,7 @@ func TestFieldSessionsReplayed(t *testing.T) {
 	if len(cards) != len(sessions) {
 		t.Fatalf("%d scorecards for %d sessions: each is scored exactly once", len(cards), len(sessions))
 	}
-	byMode := map[string]scoring.Scorecard{}
+	byMode := map[string]session.Scorecard{}
 	for _, c := range cards {
 		job := c.Session.JobID
 		s := sessions[job]
@@ -176,7 +176,7 @@ func TestFieldSessionsReplayed(t *testing.T) {
 		if c.Session.APIKey != testenv.Key {
 			t.Errorf("%s: the card's project (API key) is %q, the key that signed everything is %q", s.Room, c.Session.APIKey, testenv.Key)
 		}
-		if c.Overall.Verdict == scoring.Unscored || c.Session.SDK == nil || c.Session.SDK.Language != facts.SDKNode {
+		if c.Overall.Verdict == session.Unscored || c.Session.SDK == nil || c.Session.SDK.Language != facts.SDKNode {
 			t.Errorf("%s: verdict %s, SDK %+v", s.Room, c.Overall.Verdict, c.Session.SDK)
 		}
 	}

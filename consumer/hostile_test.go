@@ -19,7 +19,7 @@ import (
 
 	"github.com/lkscore/lkscore/consumer/broker"
 	"github.com/lkscore/lkscore/internal/testenv"
-	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/session"
 	"github.com/lkscore/lkscore/wire"
 )
 
@@ -169,7 +169,7 @@ func TestHostileIDs(t *testing.T) {
 		uploadDir(t, d, dir)
 		sendWebhook(t, d, jobEnded("EV_"+job, room, job, "a", livekit.JobStatus_JS_SUCCESS))
 		testenv.WaitFor(t, settleWait, room+"'s scorecard", func() bool {
-			return slices.ContainsFunc(results(t, ns.URL()), func(c scoring.Scorecard) bool { return c.Session.RoomID == room })
+			return slices.ContainsFunc(results(t, ns.URL()), func(c session.Scorecard) bool { return c.Session.RoomID == room })
 		})
 	}
 	session(d, "RM_AfterHostile", "AJ_AfterHostile")

@@ -19,7 +19,7 @@ import (
 
 	"github.com/lkscore/lkscore/consumer/internal/facts"
 	"github.com/lkscore/lkscore/internal/testenv"
-	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/session"
 )
 
 // Identity keys of the tests below (LKSCORE_IDENTITY_KEYS).
@@ -178,7 +178,7 @@ func TestIdentityKeyRotationKeepsRoomStory(t *testing.T) {
 			sendWebhook(t, d, ev)
 		}
 		testenv.WaitFor(t, settleWait, room+"'s scorecard", func() bool {
-			return slices.ContainsFunc(results(t, ns.URL()), func(c scoring.Scorecard) bool { return c.Session.RoomID == room })
+			return slices.ContainsFunc(results(t, ns.URL()), func(c session.Scorecard) bool { return c.Session.RoomID == room })
 		})
 		quiesce(t, ns.URL(), defaultConsumers)
 		if err := d.Shutdown(context.Background()); err != nil {

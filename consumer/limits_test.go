@@ -15,6 +15,7 @@ import (
 	"github.com/lkscore/lkscore/internal/testenv"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/session"
 	"github.com/lkscore/lkscore/wire"
 )
 
@@ -74,10 +75,10 @@ func TestUploadAtTheLimits(t *testing.T) {
 		t.Fatalf("upload of %d bytes at the limits: %d %s", len(chat), resp.StatusCode, msg)
 	}
 	sendWebhook(t, d, jobEnded("EV_Limits", "RM_Limits", "AJ_Limits", "a", livekit.JobStatus_JS_SUCCESS))
-	var card scoring.Scorecard
+	var card session.Scorecard
 	testenv.WaitFor(t, time.Minute, "the scorecard of a chat at the limits", func() bool {
 		cards := results(t, ns.URL())
-		i := slices.IndexFunc(cards, func(c scoring.Scorecard) bool { return c.Session.RoomID == "RM_Limits" })
+		i := slices.IndexFunc(cards, func(c session.Scorecard) bool { return c.Session.RoomID == "RM_Limits" })
 		if i >= 0 {
 			card = cards[i]
 		}
@@ -139,6 +140,6 @@ func TestScorecardOverMaxPayload(t *testing.T) {
 	uploadDir(t, d, dir)
 	sendWebhook(t, d, jobEnded("EV_Small", "RM_Small", "AJ_Small", "a", livekit.JobStatus_JS_SUCCESS))
 	testenv.WaitFor(t, settleWait, "the small session's scorecard", func() bool {
-		return slices.ContainsFunc(results(t, ns.URL()), func(c scoring.Scorecard) bool { return c.Session.RoomID == "RM_Small" })
+		return slices.ContainsFunc(results(t, ns.URL()), func(c session.Scorecard) bool { return c.Session.RoomID == "RM_Small" })
 	})
 }

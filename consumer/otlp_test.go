@@ -30,7 +30,7 @@ import (
 
 	"github.com/lkscore/lkscore/consumer/internal/facts"
 	"github.com/lkscore/lkscore/internal/testenv"
-	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/session"
 )
 
 func postOTLP(t *testing.T, d *Daemon, signal, contentType string, body []byte, headers map[string]string) (*http.Response, string) {
@@ -141,7 +141,7 @@ func TestOTLPFromGoExporters(t *testing.T) {
 	testenv.WaitFor(t, settleWait, "a scorecard", func() bool { return len(streamMsgs(t, ns.URL(), "LKSCORE_RESULTS")) == 1 })
 	c := results(t, ns.URL())[0]
 	if c.Completion.CloseReason != "CR_USER_INITIATED" || c.Completion.CloseReasonSource != facts.SourceOTLPSpan || c.Session.SDK == nil ||
-		*c.Session.SDK != (scoring.SDKRef{Language: "python", Version: "1.7.2"}) || strings.Join(c.Session.Tags, ",") != "beta,version:1.4.2" ||
+		*c.Session.SDK != (session.SDKRef{Language: "python", Version: "1.7.2"}) || strings.Join(c.Session.Tags, ",") != "beta,version:1.4.2" ||
 		c.Session.DeploymentID != "DP_1" || c.Session.AgentName != "booking-agent" {
 		t.Errorf("scorecard session %+v, completion %+v", c.Session, c.Completion)
 	}
@@ -346,7 +346,7 @@ func TestOTLPRenamedSessionAttributes(t *testing.T) {
 			"agent_turn", attribute.Float64("lk.e2e_latency", 0.912), attribute.Bool("lk.interrupted", false))
 	}
 	testenv.WaitFor(t, settleWait, "both scorecards", func() bool { return len(results(t, d.NATSURL())) == 2 })
-	cards := map[string]scoring.Scorecard{}
+	cards := map[string]session.Scorecard{}
 	for _, c := range results(t, d.NATSURL()) {
 		cards[c.Session.RoomID] = c
 	}
@@ -355,7 +355,7 @@ func TestOTLPRenamedSessionAttributes(t *testing.T) {
 		!newC.Spans.E2ELatencyP50.Set {
 		t.Errorf("renamed attributes: close reason %s, agent %q", newC.Completion.CloseReason, newC.Session.AgentName)
 	}
-	strip := func(c scoring.Scorecard) string { // the same card but for the session's ids
+	strip := func(c session.Scorecard) string { // the same card but for the session's ids
 		b, _ := json.Marshal(c)
 		return strings.NewReplacer("RM_OldNames", "RM_x", "RM_NewNames", "RM_x").Replace(string(b))
 	}

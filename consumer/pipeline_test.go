@@ -26,7 +26,7 @@ import (
 	"github.com/lkscore/lkscore/consumer/internal/settle"
 	"github.com/lkscore/lkscore/internal/testenv"
 	"github.com/lkscore/lkscore/recording"
-	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/session"
 	"github.com/lkscore/lkscore/wire"
 )
 
@@ -147,11 +147,11 @@ var defaultConsumers = map[string]string{
 	wire.LocatorWebhooks: "LKSCORE_WEBHOOKS", wire.LocatorUploads: "LKSCORE_UPLOADS", wire.ScoreConsumer("default"): "LKSCORE_SESSIONS",
 }
 
-func results(t *testing.T, url string) []scoring.Scorecard {
+func results(t *testing.T, url string) []session.Scorecard {
 	t.Helper()
-	var out []scoring.Scorecard
+	var out []session.Scorecard
 	for _, m := range streamMsgs(t, url, "LKSCORE_RESULTS") {
-		var sc scoring.Scorecard
+		var sc session.Scorecard
 		if err := json.Unmarshal(m.Data, &sc); err != nil {
 			t.Fatalf("result is not a scorecard: %v", err)
 		}
@@ -187,7 +187,7 @@ func TestPipelineEndToEnd(t *testing.T) {
 	}
 	for _, sc := range cards {
 		name := map[string]string{"RM_CleanCall01/AJ_CleanCall01": "1_clean_call", "RM_ToolTrouble04/AJ_ToolTrouble04": "4_tool_trouble"}[sc.Session.Key]
-		var want scoring.Scorecard
+		var want session.Scorecard
 		_ = json.Unmarshal(mustReadFile(t, filepath.Join(scenarioDir, name, "scorecard.golden.json")), &want)
 		if fmt.Sprint(sc.Overall) != fmt.Sprint(want.Overall) || fmt.Sprint(sc.Components) != fmt.Sprint(want.Components) || sc.ScoringVersion != want.ScoringVersion {
 			t.Errorf("%s: pipeline scorecard differs from the golden: %+v", name, sc.Overall)
@@ -366,7 +366,7 @@ func TestPipelineInferredCloseReason(t *testing.T) {
 		t.Fatalf("session messages: %d", len(sessions))
 	}
 	cards := results(t, ns.URL())
-	if c := cards[0]; c.Completion.CloseReason != "CR_ERROR" || c.Completion.CloseReasonSource != "job_status" || c.Session.AgentName != "agent-x" || c.Overall.Verdict != scoring.Fail {
+	if c := cards[0]; c.Completion.CloseReason != "CR_ERROR" || c.Completion.CloseReasonSource != "job_status" || c.Session.AgentName != "agent-x" || c.Overall.Verdict != session.Fail {
 		t.Fatalf("scorecard %+v %+v", c.Completion, c.Session)
 	}
 }

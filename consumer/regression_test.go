@@ -17,11 +17,12 @@ import (
 	"github.com/lkscore/lkscore/internal/testenv"
 	"github.com/lkscore/lkscore/regress"
 	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/session"
 	"github.com/lkscore/lkscore/wire"
 )
 
 // publishCards puts scorecards on the results stream as the scoring pool does.
-func publishCards(t *testing.T, js jetstream.JetStream, cards []scoring.Scorecard) {
+func publishCards(t *testing.T, js jetstream.JetStream, cards []session.Scorecard) {
 	t.Helper()
 	testenv.PublishCards(t, js, cards, 0)
 }

@@ -17,7 +17,7 @@ import (
 	"github.com/lkscore/lkscore/consumer/rescore"
 	"github.com/lkscore/lkscore/internal/testenv"
 	"github.com/lkscore/lkscore/rules"
-	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/session"
 	"github.com/lkscore/lkscore/store"
 	"github.com/lkscore/lkscore/wire"
 )
@@ -191,7 +191,7 @@ func TestRescoreDryRunThenPublish(t *testing.T) {
 		if m.Header.Get(wire.HeaderScoringVersion) != dry.ScoringVersion {
 			continue
 		}
-		var card scoring.Scorecard
+		var card session.Scorecard
 		if err := json.Unmarshal(m.Data, &card); err != nil {
 			t.Fatal(err)
 		}

@@ -18,7 +18,7 @@ import (
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/consumer/internal/facts"
 	"github.com/lkscore/lkscore/internal/testenv"
-	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/session"
 )
 
 // roomSession is a session whose room's name is a marker, sent as LiveKit
@@ -101,7 +101,7 @@ func dashboardPages(t *testing.T, d *Daemon, keys ...string) string {
 // roomCards scores sessions on a daemon with cfg and returns the cards by
 // room, the stream messages, the dashboard's pages and the data dir's raw
 // bytes (read after shutdown).
-func roomCards(t *testing.T, cfg config.Config, sessions ...roomSession) (cards map[string]scoring.Scorecard, stored, pages, raw string) {
+func roomCards(t *testing.T, cfg config.Config, sessions ...roomSession) (cards map[string]session.Scorecard, stored, pages, raw string) {
 	t.Helper()
 	d, _ := startDaemon(t, cfg)
 	url := d.NATSURL()
@@ -116,7 +116,7 @@ func roomCards(t *testing.T, cfg config.Config, sessions ...roomSession) (cards 
 		p := dashboardPages(t, d)
 		return !slices.ContainsFunc(keys, func(k string) bool { return !strings.Contains(p, k) })
 	})
-	cards = map[string]scoring.Scorecard{}
+	cards = map[string]session.Scorecard{}
 	for _, c := range results(t, url) {
 		cards[c.Session.RoomID] = c
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/lkscore/lkscore/internal/testenv"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/session"
 	"github.com/lkscore/lkscore/store"
 )
 
@@ -50,7 +51,7 @@ func TestAgentsJSMetadataOnly(t *testing.T) {
 	run("RM_MetaOnly", "AJ_MetaOnly", "off")
 	run("RM_MetaRec", "AJ_MetaRec", "on")
 	cards := oneCardEach(t, ns.URL(), "RM_MetaOnly", "RM_MetaRec")
-	byRoom := func(room string) scoring.Scorecard { return cards[room] }
+	byRoom := func(room string) session.Scorecard { return cards[room] }
 	meta := byRoom("RM_MetaOnly")
 	if got := strings.Join(meta.Inputs, ","); got != "logs,traces" {
 		t.Errorf("metadata-only inputs %q, want logs,traces", got)
@@ -70,11 +71,11 @@ func TestAgentsJSMetadataOnly(t *testing.T) {
 	if !m.EndOfTurnDelayMaxMs.Set || m.EndOfTurnDelayMaxMs.V != 502 || m.STTDelayMaxMs.V != 120 {
 		t.Errorf("end of turn delay max %+v, stt delay max %+v, want 502 and 120 ms", m.EndOfTurnDelayMaxMs, m.STTDelayMaxMs)
 	}
-	if !hasFinding(meta, scoring.ToolReliability, scoring.CodeToolError) || !hasFinding(meta, scoring.TurnHandling, scoring.CodeAgentInterrupted) {
+	if !hasFinding(meta, session.ToolReliability, scoring.CodeToolError) || !hasFinding(meta, session.TurnHandling, scoring.CodeAgentInterrupted) {
 		t.Errorf("metadata-only findings: %+v", meta.Components)
 	}
 	for _, c := range meta.Components {
-		if c.Verdict == scoring.NotMeasured && c.Name != scoring.TranscriptIntegrity {
+		if c.Verdict == session.NotMeasured && c.Name != session.TranscriptIntegrity {
 			t.Errorf("%s not measured: %s", c.Name, c.NotMeasured)
 		}
 	}
@@ -86,7 +87,7 @@ func TestAgentsJSMetadataOnly(t *testing.T) {
 	if got := strings.Join(rec.Inputs, ","); got != "recording,logs,traces" {
 		t.Errorf("recorded inputs %q, want recording,logs,traces", got)
 	}
-	if !hasFinding(rec, scoring.TurnHandling, scoring.CodeSpanToolError) || rec.Spans == nil || rec.Spans.ToolErrors != 1 {
+	if !hasFinding(rec, session.TurnHandling, scoring.CodeSpanToolError) || rec.Spans == nil || rec.Spans.ToolErrors != 1 {
 		t.Errorf("recorded session lacks the span-only facts: %+v %+v", rec.Components[0].Findings, rec.Spans)
 	}
 	for _, c := range rec.Components {
@@ -103,7 +104,7 @@ func TestAgentsJSMetadataOnly(t *testing.T) {
 
 // oneCardEach waits for the rooms' scorecards and checks that each room has
 // exactly one, valid against the schema; LKSCORE_SHOW_CARD logs them.
-func oneCardEach(t *testing.T, url string, rooms ...string) map[string]scoring.Scorecard {
+func oneCardEach(t *testing.T, url string, rooms ...string) map[string]session.Scorecard {
 	t.Helper()
 	testenv.WaitFor(t, settleWait, "the scorecards", func() bool { return len(streamMsgs(t, url, "LKSCORE_RESULTS")) >= len(rooms) })
 	quiesce(t, url, defaultConsumers)
@@ -117,9 +118,9 @@ func oneCardEach(t *testing.T, url string, rooms ...string) map[string]scoring.S
 		b, _ := json.MarshalIndent(cards, "", " ")
 		t.Logf("%s", b)
 	}
-	out := map[string]scoring.Scorecard{}
+	out := map[string]session.Scorecard{}
 	for _, room := range rooms {
-		i := slices.IndexFunc(cards, func(c scoring.Scorecard) bool { return c.Session.RoomID == room })
+		i := slices.IndexFunc(cards, func(c session.Scorecard) bool { return c.Session.RoomID == room })
 		if i < 0 {
 			t.Fatalf("%s: no scorecard", room)
 		}
@@ -128,7 +129,7 @@ func oneCardEach(t *testing.T, url string, rooms ...string) map[string]scoring.S
 	return out
 }
 
-func hasFinding(c scoring.Scorecard, component, code string) bool {
+func hasFinding(c session.Scorecard, component, code string) bool {
 	for _, comp := range c.Components {
 		if comp.Name != component {
 			continue
@@ -206,7 +207,7 @@ func TestAgentsJSVoicePipeline(t *testing.T) {
 		t.FailNow()
 	}
 	cards := oneCardEach(t, ns.URL(), "RM_VoiceMeta", "RM_VoiceRec", "RM_VoiceSilent")
-	byRoom := func(room string) scoring.Scorecard { return cards[room] }
+	byRoom := func(room string) session.Scorecard { return cards[room] }
 	if os.Getenv("LKSCORE_SHOW_CARD") != "" {
 		t.Logf("%+v", calls)
 	}
@@ -243,11 +244,11 @@ func TestAgentsJSVoicePipeline(t *testing.T) {
 		t.Errorf("metrics: interruptions %d, user turns %d, tool calls %d, errors %d, agent turns %d; the SDK: %+v",
 			m.Interruptions, m.UserTurns, m.ToolCalls, m.ToolErrors, m.AgentTurns, call)
 	}
-	if !hasFinding(meta, scoring.ToolReliability, scoring.CodeToolError) || !hasFinding(meta, scoring.TurnHandling, scoring.CodeAgentInterrupted) {
+	if !hasFinding(meta, session.ToolReliability, scoring.CodeToolError) || !hasFinding(meta, session.TurnHandling, scoring.CodeAgentInterrupted) {
 		t.Errorf("metadata-only findings: %+v", meta.Components)
 	}
 	for _, c := range meta.Components {
-		if c.Verdict == scoring.NotMeasured && c.Name != scoring.TranscriptIntegrity {
+		if c.Verdict == session.NotMeasured && c.Name != session.TranscriptIntegrity {
 			t.Errorf("%s not measured: %s", c.Name, c.NotMeasured)
 		}
 	}
@@ -266,7 +267,7 @@ func TestAgentsJSVoicePipeline(t *testing.T) {
 	if rec.Overall.Score != alone.Overall.Score || rec.Overall.Verdict != alone.Overall.Verdict || alone.Spans != nil {
 		t.Errorf("overall %v with the spans, %v alone (alone spans %+v)", rec.Overall, alone.Overall, alone.Spans)
 	}
-	if !hasFinding(rec, scoring.TurnHandling, scoring.CodeSpanToolError) {
+	if !hasFinding(rec, session.TurnHandling, scoring.CodeSpanToolError) {
 		t.Errorf("recorded session lacks the span-only tool error: %+v", rec.Components[0].Findings)
 	}
 
@@ -277,22 +278,22 @@ func TestAgentsJSVoicePipeline(t *testing.T) {
 	alone = scoreRecordingAlone(t, cfg, silent)
 	for i, c := range silent.Components {
 		want := alone.Components[i].Deducted
-		if c.Name == scoring.TurnHandling {
+		if c.Name == session.TurnHandling {
 			want += 15
 		}
 		if c.Deducted != want {
 			t.Errorf("silent goodbye: %s deducted %v, %v from the recording alone", c.Name, c.Deducted, alone.Components[i].Deducted)
 		}
 	}
-	if !hasFinding(silent, scoring.TurnHandling, scoring.CodeSilentReply) || !hasFinding(silent, scoring.TurnHandling, scoring.CodeProviderError) ||
-		hasFinding(rec, scoring.TurnHandling, scoring.CodeSilentReply) {
+	if !hasFinding(silent, session.TurnHandling, scoring.CodeSilentReply) || !hasFinding(silent, session.TurnHandling, scoring.CodeProviderError) ||
+		hasFinding(rec, session.TurnHandling, scoring.CodeSilentReply) {
 		t.Errorf("silent reply: %+v; heard call: %+v", silent.Components[0].Findings, rec.Components[0].Findings)
 	}
 }
 
 // scoreRecordingAlone scores a scorecard's recording from the local store as
 // the worker would with no span facts: the same close reason, no spans.
-func scoreRecordingAlone(t *testing.T, cfg config.Config, card scoring.Scorecard) scoring.Scorecard {
+func scoreRecordingAlone(t *testing.T, cfg config.Config, card session.Scorecard) session.Scorecard {
 	t.Helper()
 	ctx := context.Background()
 	st, err := store.OpenLocalDir(filepath.Join(cfg.DataDir, "recordings"))
@@ -308,7 +309,7 @@ func scoreRecordingAlone(t *testing.T, cfg config.Config, card scoring.Scorecard
 		t.Fatalf("load %s: %v", dir, err)
 	}
 	in := s.ScoringInput(card.Session.Source, card.Session.AgentName)
-	in.Inputs = []string{scoring.InputRecording}
+	in.Inputs = []string{session.InputRecording}
 	in.CloseReason, in.CloseReasonSource = card.Completion.CloseReason, card.Completion.CloseReasonSource
 	return scoring.Score(in, cfg.Scoring)
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/regress"
 	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/session"
 	"github.com/lkscore/lkscore/store"
 )
 
@@ -127,7 +128,7 @@ func scoreBoth(t *testing.T, a, b *trustSession) (*Daemon, config.Config, string
 	cfg := pipelineConfig(t, "")
 	// A rule and a threshold on it: the detector's threshold windows name
 	// sessions too, so forget and the scans cover them.
-	cfg.Scoring.Rules = []scoring.Rule{{Name: "errored", Expr: `close_reason == "CR_ERROR"`, Severity: scoring.Warning}}
+	cfg.Scoring.Rules = []scoring.Rule{{Name: "errored", Expr: `close_reason == "CR_ERROR"`, Severity: session.Warning}}
 	cfg.Regression.Thresholds = []regress.Threshold{{Name: "errors", Rule: "errored", AtLeast: 1, OfLast: 10}}
 	d, _ := startDaemon(t, cfg)
 	url := d.NATSURL()

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/session"
 )
 
 // Chart geometry, in SVG user units.
@@ -60,7 +61,7 @@ func barChart(labels []string, values []float64, classes []string, links []strin
 }
 
 func verdictMix(entries []Entry) BarChart {
-	order := []string{scoring.Pass, scoring.Warn, scoring.Fail, scoring.Unscored}
+	order := []string{session.Pass, session.Warn, session.Fail, session.Unscored}
 	counts := map[string]float64{}
 	for _, e := range entries {
 		counts[e.Verdict]++
@@ -242,7 +243,7 @@ func truncate(s string, n int) string {
 // heardTimeline draws the speech heard on each channel of the recording
 // (user and agent lanes) and marks talk-over, from the scorecard's audio
 // block; empty without one.
-func heardTimeline(au *scoring.Audio) Timeline {
+func heardTimeline(au *session.Audio) Timeline {
 	t := Timeline{W: chartW + 200, H: 2*(laneH+laneGap) + 30}
 	if au == nil || au.Refused != "" || len(au.UserSegments)+len(au.AgentSegments) == 0 {
 		return Timeline{}
@@ -251,14 +252,14 @@ func heardTimeline(au *scoring.Audio) Timeline {
 		t.Lanes = append(t.Lanes, Bar{Label: name, LabelX: 4, LabelY: float64(i)*(laneH+laneGap) + laneH*0.7})
 	}
 	var end int64 = 1
-	for _, segs := range [][]scoring.AudioSegment{au.UserSegments, au.AgentSegments} {
+	for _, segs := range [][]session.AudioSegment{au.UserSegments, au.AgentSegments} {
 		for _, s := range segs {
 			end = max(end, s.EndMs)
 		}
 	}
 	t.Duration = float64(end) / 1000
 	scale := (t.W - tlLeft - 10) / math.Max(t.Duration, 1)
-	for lane, segs := range [][]scoring.AudioSegment{au.UserSegments, au.AgentSegments} {
+	for lane, segs := range [][]session.AudioSegment{au.UserSegments, au.AgentSegments} {
 		for _, s := range segs {
 			t.Spans = append(t.Spans, Span{Lane: lane, X: tlLeft + float64(s.StartMs)/1000*scale,
 				W: math.Max(float64(s.EndMs-s.StartMs)/1000*scale, 2),

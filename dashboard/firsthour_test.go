@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/session"
 	"github.com/lkscore/lkscore/wire"
 )
 
@@ -16,13 +17,13 @@ import (
 // are two rows on the session page, each with its count, its total
 // deduction and its turns as links (bounded, the rest counted).
 func TestLongCallFindingsGrouped(t *testing.T) {
-	var slow, cut []scoring.Finding
+	var slow, cut []session.Finding
 	items := make([]scoring.Item, 200)
 	for i := range items {
 		items[i] = scoring.Item{ID: fmt.Sprint("it", i), Type: scoring.TypeMessage, Role: scoring.RoleUser, Text: "x"}
 	}
 	for i := 0; i < 200; i += 2 {
-		f := scoring.Finding{Code: "slow_response", ItemID: items[i].ID, Turn: scoring.Opt[int]{V: i, Set: true}, Deduction: 0.5, Message: fmt.Sprint("turn ", i, " slow")}
+		f := session.Finding{Code: "slow_response", ItemID: items[i].ID, Turn: session.Opt[int]{V: i, Set: true}, Deduction: 0.5, Message: fmt.Sprint("turn ", i, " slow")}
 		if i%20 == 0 {
 			f.Code, f.Deduction = "interrupted_agent", 2
 			cut = append(cut, f)
@@ -31,8 +32,8 @@ func TestLongCallFindingsGrouped(t *testing.T) {
 		slow = append(slow, f)
 	}
 	h := testHandler(t, "")
-	h.src.Scorecard = func(context.Context, uint64) (scoring.Scorecard, error) {
-		return scoring.Scorecard{Components: []scoring.Component{{Name: "response_latency", Findings: slow}, {Name: "turn_handling", Findings: cut}}}, nil
+	h.src.Scorecard = func(context.Context, uint64) (session.Scorecard, error) {
+		return session.Scorecard{Components: []session.Component{{Name: "response_latency", Findings: slow}, {Name: "turn_handling", Findings: cut}}}, nil
 	}
 	h.src.Items = func(context.Context, string) ([]scoring.Item, error) { return items, nil }
 	body := get(h, "127.0.0.1:1", "/ui/session?key=RM_d/AJ", nil).Body.String()
@@ -159,9 +160,9 @@ func TestProjectDimension(t *testing.T) {
 	idx := NewIndex(100, "version:")
 	now := time.Now()
 	for i, p := range []string{"APIprod", "APIprod", "APIprod", "APIstaging"} {
-		v := scoring.Pass
+		v := session.Pass
 		if i == 1 {
-			v = scoring.Fail
+			v = session.Fail
 		}
 		idx.add(Entry{Seq: uint64(i + 1), At: now, Key: fmt.Sprintf("RM_%d/AJ", i), AgentName: "a" + p, Verdict: v, Score: 80, Project: p})
 	}
@@ -178,7 +179,7 @@ func TestProjectDimension(t *testing.T) {
 		t.Errorf("project=APIstaging does not select its one session")
 	}
 	one := NewIndex(100, "version:")
-	one.add(Entry{Seq: 1, At: now, Key: "RM_x/AJ", Verdict: scoring.Pass, Project: "APIprod"})
+	one.add(Entry{Seq: 1, At: now, Key: "RM_x/AJ", Verdict: session.Pass, Project: "APIprod"})
 	h.index = one
 	if body := get(h, "127.0.0.1:1", "/ui", nil).Body.String(); strings.Contains(body, `id="projects"`) || strings.Contains(body, `id="project-filter"`) {
 		t.Error("one project: no breakdown or filter expected")

@@ -23,6 +23,7 @@ import (
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/regress"
 	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/session"
 	"github.com/lkscore/lkscore/wire"
 )
 
@@ -32,7 +33,7 @@ var templateFS embed.FS
 // Sources is what the dashboard reads besides its index.
 type Sources struct {
 	// Scorecard returns the full scorecard at a results-stream sequence.
-	Scorecard func(ctx context.Context, seq uint64) (scoring.Scorecard, error)
+	Scorecard func(ctx context.Context, seq uint64) (session.Scorecard, error)
 	// Items returns a session's chat items, for its timeline; an error
 	// says why there is none (not stored, gone, unreadable).
 	Items func(ctx context.Context, sessionKey string) ([]scoring.Item, error)
@@ -104,7 +105,7 @@ func NewHandler(index *Index, alerts *AlertIndex, src Sources, guard *Guard, log
 		"pct":   func(f float64) string { return fmt.Sprintf("%.0f%%", 100*f) },
 		"dur":   func(d time.Duration) string { return d.Round(time.Second).String() },
 		"num":   func(f float64) string { return strconv.FormatFloat(f, 'g', 4, 64) },
-		"turn":  func(o scoring.Opt[int]) string { return turnID(o) },
+		"turn":  func(o session.Opt[int]) string { return turnID(o) },
 		"share": shareOf,
 	}).ParseFS(templateFS, "templates/*.html")
 	if err != nil {
@@ -193,7 +194,7 @@ func (h *Handler) page(r *http.Request, title string, f Filter, held int) page {
 	firing, _ := h.alerts.Alerts("", 0, h.now())
 	return page{Title: title, Filter: f, Since: r.URL.Query().Get("since"), Window: h.index.window, Held: held,
 		Agents: h.index.Agents(), Versions: h.index.Versions(), Projects: h.index.Projects(),
-		Verdicts: []string{scoring.Pass, scoring.Warn, scoring.Fail, scoring.Unscored},
+		Verdicts: []string{session.Pass, session.Warn, session.Fail, session.Unscored},
 		Reasons:  config.CloseReasons(), Firing: len(firing), Query: filterQuery(r)}
 }
 
@@ -272,7 +273,7 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) error {
 		VerdictMix: verdictMix(entries), ReasonMix: reasonMix(entries), Codes: topCodes(entries, 10),
 		Rules: ruleCounts(entries), VersionRows: versions(entries), ProjectRows: projects(entries), FiringAlerts: firing, Worst: worst(entries, 10)}
 	for _, e := range entries {
-		if e.Verdict == scoring.Unscored {
+		if e.Verdict == session.Unscored {
 			data.Unscored++
 		}
 	}
@@ -443,7 +444,7 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) error {
 		return fmt.Errorf("scorecard %s: %w", key, err)
 	}
 	items, ierr := h.src.Items(r.Context(), key)
-	meta := len(sc.Inputs) > 0 && !slices.Contains(sc.Inputs, scoring.InputRecording)
+	meta := len(sc.Inputs) > 0 && !slices.Contains(sc.Inputs, session.InputRecording)
 	var playable bool
 	var noAudio string
 	if meta {
@@ -454,7 +455,7 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) error {
 	data := struct {
 		page
 		Entry      Entry
-		Card       scoring.Scorecard
+		Card       session.Scorecard
 		Findings   []findingRow
 		Groups     []findingGroup
 		Timeline   Timeline
@@ -610,13 +611,13 @@ func worst(entries []Entry, n int) []Entry {
 
 type findingRow struct {
 	Component string
-	scoring.Finding
+	session.Finding
 	// Anchor is where its turn is on the page (timeline span or transcript row).
 	Anchor string
 }
 
 // findings lists every finding that cost points, largest deduction first.
-func findings(sc scoring.Scorecard) []findingRow {
+func findings(sc session.Scorecard) []findingRow {
 	var out []findingRow
 	for _, c := range sc.Components {
 		for _, f := range c.Findings {

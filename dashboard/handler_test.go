@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/session"
 	"github.com/lkscore/lkscore/wire"
 )
 
@@ -32,7 +33,7 @@ func testHandlerWith(t *testing.T, token string, ax *AlertIndex) *Handler {
 		idx.add(Entry{Seq: uint64(i + 1), At: time.Now(), Key: "RM_" + string(rune('a'+i)) + "/AJ", Verdict: v, Score: float64(90 - 10*i)})
 	}
 	h, err := NewHandler(idx, ax, Sources{
-		Scorecard:   func(context.Context, uint64) (scoring.Scorecard, error) { return scoring.Scorecard{}, nil },
+		Scorecard:   func(context.Context, uint64) (session.Scorecard, error) { return session.Scorecard{}, nil },
 		Items:       func(context.Context, string) ([]scoring.Item, error) { return nil, errors.New("not stored") },
 		DeadLetters: func(context.Context) (int, error) { return 2, nil },
 		Recording: func(context.Context, string, string) (io.ReadCloser, error) {
@@ -125,23 +126,23 @@ func TestBoundedWindow(t *testing.T) {
 // refused recording says why; none, nothing.
 func TestHeardSpeechOnSessionPage(t *testing.T) {
 	for name, tc := range map[string]struct {
-		audio *scoring.Audio
+		audio *session.Audio
 		want  []string
 		not   string
 	}{
-		"measured": {&scoring.Audio{
-			UserSegments:  []scoring.AudioSegment{{StartMs: 500, EndMs: 2500}, {StartMs: 6000, EndMs: 7000}},
-			AgentSegments: []scoring.AudioSegment{{StartMs: 3200, EndMs: 5900}},
-			Turns:         []scoring.AudioTurn{{UserEndMs: 2500, AgentStartMs: 3200, HeardLatencyMs: 700}, {UserEndMs: 7000, AgentStartMs: 6700, HeardLatencyMs: -300}},
-			Metrics:       scoring.AudioMetrics{HeardLatencyP50Ms: 700, TalkOverCount: 1},
+		"measured": {&session.Audio{
+			UserSegments:  []session.AudioSegment{{StartMs: 500, EndMs: 2500}, {StartMs: 6000, EndMs: 7000}},
+			AgentSegments: []session.AudioSegment{{StartMs: 3200, EndMs: 5900}},
+			Turns:         []session.AudioTurn{{UserEndMs: 2500, AgentStartMs: 3200, HeardLatencyMs: 700}, {UserEndMs: 7000, AgentStartMs: 6700, HeardLatencyMs: -300}},
+			Metrics:       session.AudioMetrics{HeardLatencyP50Ms: 700, TalkOverCount: 1},
 		}, []string{`id="heard"`, "heard user speech 500–2500 ms", "heard agent speech 3200–5900 ms", "talk-over: 300 ms", "heard latency p50 700 ms"}, ""},
-		"refused": {&scoring.Audio{Refused: "not_stereo", Reason: "1 channel(s)"}, []string{"recording.ogg not measured (not_stereo)"}, `id="heard"`},
+		"refused": {&session.Audio{Refused: "not_stereo", Reason: "1 channel(s)"}, []string{"recording.ogg not measured (not_stereo)"}, `id="heard"`},
 		"none":    {nil, nil, "Heard speech"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			h := testHandler(t, "")
-			h.src.Scorecard = func(context.Context, uint64) (scoring.Scorecard, error) {
-				return scoring.Scorecard{Audio: tc.audio}, nil
+			h.src.Scorecard = func(context.Context, uint64) (session.Scorecard, error) {
+				return session.Scorecard{Audio: tc.audio}, nil
 			}
 			body := get(h, "127.0.0.1:1", "/ui/session?key=RM_d/AJ", nil).Body.String()
 			for _, w := range tc.want {
@@ -171,19 +172,19 @@ func TestMetadataOnlySessionPage(t *testing.T) {
 		want   []string
 		not    []string
 	}{
-		"metadata-only": {[]string{scoring.InputLogs, scoring.InputTraces},
+		"metadata-only": {[]string{session.InputLogs, session.InputTraces},
 			[]string{"metadata-only, no recording was uploaded", "not measured: ", `id="timeline"`}, []string{"object=recording.ogg", "No timeline"}},
-		"recorded": {[]string{scoring.InputRecording, scoring.InputLogs, scoring.InputTraces},
+		"recorded": {[]string{session.InputRecording, session.InputLogs, session.InputTraces},
 			[]string{"object=recording.ogg", "inputs <b>recording, logs, traces</b>"}, []string{"metadata-only"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			h := testHandler(t, "")
-			in := scoring.Session{Key: "RM_d/AJ", RoomID: "RM_d", JobID: "AJ", Spans: spans, Inputs: tc.inputs}
-			if slices.Contains(tc.inputs, scoring.InputRecording) {
+			in := scoring.Session{Identity: session.Identity{Key: "RM_d/AJ", RoomID: "RM_d", JobID: "AJ"}, Spans: spans, Inputs: tc.inputs}
+			if slices.Contains(tc.inputs, session.InputRecording) {
 				in.Items = scoring.ItemsFromSpans(spans) // stands in for a chat history
 			}
 			card := scoring.Score(in, scoring.DefaultConfig())
-			h.src.Scorecard = func(context.Context, uint64) (scoring.Scorecard, error) { return card, nil }
+			h.src.Scorecard = func(context.Context, uint64) (session.Scorecard, error) { return card, nil }
 			h.src.Items = func(context.Context, string) ([]scoring.Item, error) { return scoring.ItemsFromSpans(spans), nil }
 			h.src.Audio = func(context.Context, string) (bool, string) { return true, "" }
 			body := get(h, "127.0.0.1:1", "/ui/session?key=RM_d/AJ", nil).Body.String()

@@ -21,6 +21,7 @@ import (
 
 	"github.com/lkscore/lkscore/regress"
 	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/session"
 )
 
 // Entry is what the index keeps of one scorecard.
@@ -102,7 +103,7 @@ func (x *Index) follow(ctx context.Context, js jetstream.JetStream, stream strin
 		return startSeq(first, last, x.window, lastSeq(x.entries))
 	}
 	add := func(seq uint64, at time.Time, data []byte) {
-		var sc scoring.Scorecard
+		var sc session.Scorecard
 		if err := json.Unmarshal(data, &sc); err == nil {
 			x.add(entryOf(seq, at, &sc, x.versionTag))
 		}
@@ -185,7 +186,7 @@ func tail(ctx context.Context, js jetstream.JetStream, stream string, start func
 	}
 }
 
-func entryOf(seq uint64, at time.Time, sc *scoring.Scorecard, versionTag string) Entry {
+func entryOf(seq uint64, at time.Time, sc *session.Scorecard, versionTag string) Entry {
 	e := Entry{Seq: seq, At: at, Key: sc.Session.Key, RoomID: sc.Session.RoomID, RoomName: sc.Session.RoomName, JobID: sc.Session.JobID,
 		Project:   sc.Session.APIKey,
 		AgentName: sc.Session.AgentName, Version: regress.KeyOf(sc, versionTag).Version, Verdict: sc.Overall.Verdict,
@@ -197,7 +198,7 @@ func entryOf(seq uint64, at time.Time, sc *scoring.Scorecard, versionTag string)
 	for i, c := range sc.Components {
 		if i < len(e.Components) {
 			e.Components[i] = c.Score
-			if c.Verdict == scoring.NotMeasured {
+			if c.Verdict == session.NotMeasured {
 				e.Components[i] = Missing
 			}
 		}
@@ -208,11 +209,11 @@ func entryOf(seq uint64, at time.Time, sc *scoring.Scorecard, versionTag string)
 		}
 	}
 	for _, r := range sc.Rules {
-		if r.Status == scoring.RuleNotEvaluated {
+		if r.Status == session.RuleNotEvaluated {
 			continue
 		}
 		e.Rules = append(e.Rules, r.Name)
-		if code := scoring.RuleCodePrefix + r.Name; r.Status == scoring.RuleViolated && !slices.Contains(e.Codes, code) {
+		if code := scoring.RuleCodePrefix + r.Name; r.Status == session.RuleViolated && !slices.Contains(e.Codes, code) {
 			e.Codes = append(e.Codes, code)
 		}
 	}

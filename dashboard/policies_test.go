@@ -11,6 +11,7 @@ import (
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/rules"
 	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/session"
 )
 
 // TestPolicyAndRulesShown: scorecards scored under examples/policies.yaml
@@ -26,9 +27,9 @@ func TestPolicyAndRulesShown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	session := func(i int, agent string, e2e float64, closeReason string) scoring.Session {
+	sessionOf := func(i int, agent string, e2e float64, closeReason string) scoring.Session {
 		conf := 0.95
-		s := scoring.Session{Key: fmt.Sprintf("RM_%d/AJ_%d", i, i), AgentName: agent, CloseReason: closeReason, CloseReasonSource: "otlp_log"}
+		s := scoring.Session{Identity: session.Identity{Key: fmt.Sprintf("RM_%d/AJ_%d", i, i), AgentName: agent}, Close: session.Close{CloseReason: closeReason, CloseReasonSource: "otlp_log"}}
 		for turn := range 6 {
 			at := float64(100 + 10*turn)
 			lat := e2e
@@ -38,10 +39,10 @@ func TestPolicyAndRulesShown(t *testing.T) {
 		}
 		return s
 	}
-	cards := []scoring.Scorecard{
-		scorer.Score(session(1, "booking", 3.2, "CR_USER_INITIATED")), // slow, no confirmation: two violations
-		scorer.Score(session(2, "booking", 0.8, "CR_USER_INITIATED")), // no confirmation
-		scorer.Score(session(3, "support", 0.8, "CR_ERROR")),          // a bad close, no handoff
+	cards := []session.Scorecard{
+		scorer.Score(sessionOf(1, "booking", 3.2, "CR_USER_INITIATED")), // slow, no confirmation: two violations
+		scorer.Score(sessionOf(2, "booking", 0.8, "CR_USER_INITIATED")), // no confirmation
+		scorer.Score(sessionOf(3, "support", 0.8, "CR_ERROR")),          // a bad close, no handoff
 	}
 	idx := NewIndex(10, "version:")
 	for i := range cards {
@@ -49,7 +50,7 @@ func TestPolicyAndRulesShown(t *testing.T) {
 	}
 	h := testHandler(t, "")
 	h.index = idx
-	h.src.Scorecard = func(_ context.Context, seq uint64) (scoring.Scorecard, error) { return cards[seq-1], nil }
+	h.src.Scorecard = func(_ context.Context, seq uint64) (session.Scorecard, error) { return cards[seq-1], nil }
 
 	// What each rule should count, from the scorecards themselves.
 	want := map[string][2]int{} // rule → violated, evaluated
@@ -57,7 +58,7 @@ func TestPolicyAndRulesShown(t *testing.T) {
 		for _, r := range c.Rules {
 			w := want[r.Name]
 			w[1]++
-			if r.Status == scoring.RuleViolated {
+			if r.Status == session.RuleViolated {
 				w[0]++
 			}
 			want[r.Name] = w

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/session"
 )
 
 // TestCoverageRows: the signal coverage view has one row per SDK release,
@@ -64,7 +65,7 @@ func TestSignalsPage(t *testing.T) {
 // TestSignalsOf: what a scorecard says its session had.
 func TestSignalsOf(t *testing.T) {
 	t.Parallel()
-	c := scoring.Scorecard{Inputs: []string{scoring.InputRecording, scoring.InputTraces}}
+	c := session.Scorecard{Inputs: []string{session.InputRecording, session.InputTraces}}
 	c.Completion.CloseReasonSource = "otlp_log"
 	if got := strings.Join(scoring.SignalsOf(&c), ","); got != "recording,traces,close_reason" {
 		t.Errorf("signals %q", got)

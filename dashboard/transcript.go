@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/session"
 )
 
 // transcriptRow is one chat item on the session page.
@@ -22,7 +23,7 @@ type transcriptRow struct {
 // transcript lists the chat items as the session page shows them: what
 // each side said (redacted text stays redacted: the items come redacted),
 // tool calls with their arguments and results, and the findings on each.
-func transcript(items []scoring.Item, sc scoring.Scorecard) []transcriptRow {
+func transcript(items []scoring.Item, sc session.Scorecard) []transcriptRow {
 	byTurn := map[int][]string{}
 	for _, f := range findings(sc) {
 		if i, ok := itemTurn(f.Finding, items); ok {
@@ -68,7 +69,7 @@ func transcript(items []scoring.Item, sc scoring.Scorecard) []transcriptRow {
 // itemTurn is the chat item a finding is about: its item id, else its
 // turn, which for chat findings is the item's index. Heard findings count
 // heard turns (heardTurn), not items.
-func itemTurn(f scoring.Finding, items []scoring.Item) (int, bool) {
+func itemTurn(f session.Finding, items []scoring.Item) (int, bool) {
 	if f.ItemID != "" {
 		for i := range items {
 			if items[i].ID == f.ItemID {
@@ -84,7 +85,7 @@ func itemTurn(f scoring.Finding, items []scoring.Item) (int, bool) {
 
 // anchor is where a finding's "turn" link goes: its span on the timeline
 // when it has one, its transcript row otherwise, or the heard turn.
-func anchor(f scoring.Finding, items []scoring.Item, tl Timeline) string {
+func anchor(f session.Finding, items []scoring.Item, tl Timeline) string {
 	if strings.HasPrefix(f.Code, "heard_") && f.Turn.Set {
 		return fmt.Sprintf("heard-%d", f.Turn.V)
 	}
@@ -102,7 +103,7 @@ func anchor(f scoring.Finding, items []scoring.Item, tl Timeline) string {
 }
 
 // turnID is the transcript anchor of a finding's turn (templates).
-func turnID(o scoring.Opt[int]) string {
+func turnID(o session.Opt[int]) string {
 	if !o.Set {
 		return ""
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/session"
 )
 
 // bucketSizes are the trend buckets, smallest first: a chart uses the
@@ -231,7 +232,7 @@ func versions(entries []Entry) []VersionRow {
 			by[k] = a
 		}
 		a.row.Last = e.At
-		if e.Verdict == scoring.Unscored {
+		if e.Verdict == session.Unscored {
 			a.row.Unscored++ // not a pass, not a fail: out of the rates
 			continue
 		}
@@ -239,7 +240,7 @@ func versions(entries []Entry) []VersionRow {
 		if e.Score != Missing {
 			a.score = append(a.score, e.Score)
 		}
-		if e.Verdict == scoring.Fail {
+		if e.Verdict == session.Fail {
 			a.fails++
 		}
 		for _, p := range []struct {
@@ -329,14 +330,14 @@ func projects(entries []Entry) []ProjectRow {
 		if e.AgentName != "" {
 			a.agents[e.AgentName] = true
 		}
-		if e.Verdict == scoring.Unscored {
+		if e.Verdict == session.Unscored {
 			continue
 		}
 		a.row.Sessions++
 		if e.Score != Missing {
 			a.scores = append(a.scores, e.Score)
 		}
-		if e.Verdict == scoring.Fail {
+		if e.Verdict == session.Fail {
 			a.fails++
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/session"
 )
 
 // TestNoEvidenceLeftOutOfTrends: a header-only upload, an empty chat
@@ -25,13 +26,13 @@ func TestNoEvidenceLeftOutOfTrends(t *testing.T) {
 	now := time.Now()
 	var entries []Entry
 	for room, items := range sessions {
-		sc := scoring.Score(scoring.Session{Key: room + "/AJ", CloseReason: "CR_PARTICIPANT_DISCONNECTED", Items: items}, scoring.DefaultConfig())
-		if room != "RM_talk" && sc.Overall.Verdict == scoring.Pass {
+		sc := scoring.Score(scoring.Session{Identity: session.Identity{Key: room + "/AJ"}, Close: session.Close{CloseReason: "CR_PARTICIPANT_DISCONNECTED"}, Items: items}, scoring.DefaultConfig())
+		if room != "RM_talk" && sc.Overall.Verdict == session.Pass {
 			t.Errorf("%s: pass without evidence (%v)", room, sc.Overall.Reasons)
 		}
 		entries = append(entries, entryOf(uint64(len(entries)+1), now, &sc, "version:"))
 	}
-	talkScore := scoring.Score(scoring.Session{Key: "RM_talk/AJ", CloseReason: "CR_PARTICIPANT_DISCONNECTED", Items: talk}, scoring.DefaultConfig()).Overall.Score
+	talkScore := scoring.Score(scoring.Session{Identity: session.Identity{Key: "RM_talk/AJ"}, Close: session.Close{CloseReason: "CR_PARTICIPANT_DISCONNECTED"}, Items: talk}, scoring.DefaultConfig()).Overall.Score
 	tr := trend(entries, now.Add(-time.Minute), now.Add(time.Minute), []series{{"overall", func(e *Entry) float64 { return e.Score }, 0.5}}, 100, "")
 	if got := tr.Lines[0].Last; got != talkScore {
 		t.Errorf("score trend's median %v, want %v: the sessions without evidence moved it", got, talkScore)
@@ -43,7 +44,7 @@ func TestNoEvidenceLeftOutOfTrends(t *testing.T) {
 	if w := worst(entries, 10); len(w) != 1 || w[0].Key != "RM_talk/AJ" {
 		t.Errorf("worst: %+v", w)
 	}
-	if mix := verdictMix(entries); len(mix.Bars) != 4 || mix.Bars[3].Label != scoring.Unscored {
+	if mix := verdictMix(entries); len(mix.Bars) != 4 || mix.Bars[3].Label != session.Unscored {
 		t.Errorf("verdict mix: %+v", mix.Bars)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/session"
 )
 
 // ScoringInput maps a parsed session to the scoring package's input.
@@ -17,8 +18,8 @@ func (s *Session) ScoringInput(source, agentName string) scoring.Session {
 // memory when it has room (a batch scoring one session after another).
 func (s *Session) ScoringInputInto(dst []scoring.Item, source, agentName string) scoring.Session {
 	in := scoring.Session{
-		Key: s.Key, RoomID: s.RoomID, RoomName: s.RoomName, JobID: s.JobID, AgentName: agentName,
-		CloseReason: s.CloseReason, CloseReasonSource: s.CloseReasonSource, Source: source,
+		Identity: session.Identity{Key: s.Key, RoomID: s.RoomID, RoomName: s.RoomName, JobID: s.JobID, AgentName: agentName},
+		Close:    s.Close, Source: source,
 		Redacted: s.RedactionEnabled, // the header asked for redaction
 	}
 	in.SummaryError = s.Summary.Error

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/livekit/protocol/livekit"
+	"github.com/lkscore/lkscore/session"
 )
 
 // ErrNotFound is wrapped by stores when an object does not exist: a
@@ -49,11 +50,11 @@ type Session struct {
 	RedactionEnabled bool              `json:"redaction_enabled"`
 	RoomTags         map[string]string `json:"room_tags,omitempty"`
 	Summary          Summary           `json:"summary"`
-	// CloseReason is the normalized proto name; CloseReasonSource says where it came from.
-	CloseReason       string       `json:"close_reason"`
-	CloseReasonSource string       `json:"close_reason_source"`
-	Chat              *ChatHistory `json:"-"`
-	Problems          []Problem    `json:"problems"`
+	// Close is the normalized close reason and where it came from (the
+	// summary, or absent).
+	session.Close
+	Chat     *ChatHistory `json:"-"`
+	Problems []Problem    `json:"problems"`
 }
 
 // SessionKey returns room_id/job_id, or, for SDKs before 1.6.6 that send no

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/session"
 )
 
 // BenchmarkSessionCPU is one worker's CPU for one session, step by step and
@@ -27,8 +28,8 @@ func BenchmarkSessionCPU(b *testing.B) {
 		s.AttachChat(h)
 		return s
 	}
-	score := func(s *Session) scoring.Scorecard { return scorer.Score(s.ScoringInput("file:///x", "agent")) }
-	encode := func(b *testing.B, card scoring.Scorecard) {
+	score := func(s *Session) session.Scorecard { return scorer.Score(s.ScoringInput("file:///x", "agent")) }
+	encode := func(b *testing.B, card session.Scorecard) {
 		out, err := json.Marshal(card)
 		if err != nil || len(out) < 1000 {
 			b.Fatal(err)

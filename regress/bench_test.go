@@ -8,6 +8,7 @@ import (
 	"github.com/lkscore/lkscore/internal/population"
 	"github.com/lkscore/lkscore/regress"
 	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/session"
 )
 
 // BenchmarkDetect measures what the daemon's detector does per scorecard,
@@ -72,7 +73,7 @@ func BenchmarkScorecardDecode(b *testing.B) {
 	data, _ := json.Marshal(population.Generate(scorer, population.Baseline("a", "1"), 1, 1)[0])
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
-		var c scoring.Scorecard
+		var c session.Scorecard
 		if err := json.Unmarshal(data, &c); err != nil {
 			b.Fatal(err)
 		}

@@ -7,6 +7,7 @@ import (
 	"github.com/lkscore/lkscore/internal/population"
 	"github.com/lkscore/lkscore/regress"
 	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/session"
 )
 
 func samples(t testing.TB, p population.Params, seed uint64, n int, firstSeq uint64) []regress.Sample {
@@ -158,8 +159,7 @@ func hasMetric(sig []regress.Signal, m string) bool {
 // TestKeyOf: the version comes from a version tag, else the deployment id,
 // else "unknown"; the scoring version is part of the key.
 func TestKeyOf(t *testing.T) {
-	card := scoring.Scorecard{ScoringVersion: "1.0.0+abc", Session: scoring.SessionRef{AgentName: "booking",
-		Tags: []string{"env:prod", "version:1.4.2"}, DeploymentID: "dep_1"}}
+	card := session.Scorecard{ScoringVersion: "1.0.0+abc", Session: session.SessionRef{Identity: session.Identity{AgentName: "booking"}, Tags: []string{"env:prod", "version:1.4.2"}, DeploymentID: "dep_1"}}
 	if k := regress.KeyOf(&card, ""); k != (regress.Key{Agent: "booking", Version: "1.4.2", ScoringVersion: "1.0.0+abc"}) {
 		t.Fatalf("tag: %+v", k)
 	}
@@ -175,7 +175,7 @@ func TestKeyOf(t *testing.T) {
 	if k := regress.KeyOf(&card, ""); k.Version != "2.0" {
 		t.Fatalf("metadata: %+v", k)
 	}
-	card.Session = scoring.SessionRef{}
+	card.Session = session.SessionRef{}
 	if k := regress.KeyOf(&card, ""); k.Agent != regress.Unknown || k.Version != regress.Unknown {
 		t.Fatalf("nothing known: %+v", k)
 	}
@@ -184,7 +184,7 @@ func TestKeyOf(t *testing.T) {
 // TestSampleLeavesOutWhatWasNotMeasured: an unscored session's overall and
 // a component that measured nothing give no value (not 0) to the history.
 func TestSampleLeavesOutWhatWasNotMeasured(t *testing.T) {
-	unscored := scoring.Score(scoring.Session{Key: "RM_h/AJ", CloseReason: "CR_USER_INITIATED"}, scoring.DefaultConfig())
+	unscored := scoring.Score(scoring.Session{Identity: session.Identity{Key: "RM_h/AJ"}, Close: session.Close{CloseReason: "CR_USER_INITIATED"}}, scoring.DefaultConfig())
 	s := regress.SampleOf(&unscored, 1)
 	if v, ok := s.Value(regress.MetricOverall); ok {
 		t.Errorf("unscored session's overall in the history: %v", v)
@@ -195,7 +195,7 @@ func TestSampleLeavesOutWhatWasNotMeasured(t *testing.T) {
 		}
 	}
 	f := func(v float64) *float64 { return &v }
-	talk := scoring.Score(scoring.Session{Key: "RM_t/AJ", CloseReason: "CR_USER_INITIATED", Items: []scoring.Item{
+	talk := scoring.Score(scoring.Session{Identity: session.Identity{Key: "RM_t/AJ"}, Close: session.Close{CloseReason: "CR_USER_INITIATED"}, Items: []scoring.Item{
 		{ID: "u", Type: scoring.TypeMessage, Role: scoring.RoleUser, Text: "hi", CreatedAt: 1, TranscriptConfidence: f(0.9)},
 		{ID: "a", Type: scoring.TypeMessage, Role: scoring.RoleAssistant, Text: "hello", CreatedAt: 2, HasMetrics: true, E2ELatency: f(1)},
 	}}, scoring.DefaultConfig())

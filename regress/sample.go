@@ -6,11 +6,10 @@
 package regress
 
 import (
-	"github.com/lkscore/lkscore/session"
 	"math"
 	"slices"
 
-	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/session"
 )
 
 // Sample is what detection keeps of one scored session.
@@ -57,9 +56,9 @@ const MetadataVersionTag = session.MetadataVersionTag
 // KeyOf derives a scorecard's key: the agent name from the session facts;
 // the version by the one version rule (session.Version, tagPrefix is
 // regression.version_tag), else Unknown.
-func KeyOf(card *scoring.Scorecard, tagPrefix string) Key {
+func KeyOf(card *session.Scorecard, tagPrefix string) Key {
 	k := Key{Agent: card.Session.AgentName, Version: Unknown, ScoringVersion: card.ScoringVersion}
-	if !slices.Contains(card.Inputs, scoring.InputRecording) && len(card.Inputs) > 0 {
+	if !slices.Contains(card.Inputs, session.InputRecording) && len(card.Inputs) > 0 {
 		// Like with like: a metadata-only scorecard (spans and logs, no
 		// recording) measures fewer components; its history is its own.
 		k.ScoringVersion += MetadataOnlySuffix
@@ -74,7 +73,7 @@ func KeyOf(card *scoring.Scorecard, tagPrefix string) Key {
 }
 
 // SampleOf extracts a scorecard's sample.
-func SampleOf(card *scoring.Scorecard, seq uint64) Sample {
+func SampleOf(card *session.Scorecard, seq uint64) Sample {
 	s := Sample{Seq: seq, Session: card.Session.Key}
 	for i := range s.Values {
 		s.Values[i] = Missing
@@ -83,7 +82,7 @@ func SampleOf(card *scoring.Scorecard, seq uint64) Sample {
 		s.set(MetricOverall, card.Overall.Score)
 	}
 	for _, c := range card.Components {
-		if c.Verdict != scoring.NotMeasured { // nothing measured: no value, not 0
+		if c.Verdict != session.NotMeasured { // nothing measured: no value, not 0
 			s.set(c.Name, c.Score)
 		}
 		for _, f := range c.Findings {
@@ -153,10 +152,10 @@ const (
 	MetricInterrupts   = "interruption_rate"
 	MetricCRError      = "cr_error_share"
 	MetricFailed       = "fail_share"
-	componentTurns     = scoring.TurnHandling
-	componentTranscr   = scoring.TranscriptIntegrity
-	componentTools     = scoring.ToolReliability
-	componentLatency   = scoring.ResponseLatency
+	componentTurns     = session.TurnHandling
+	componentTranscr   = session.TranscriptIntegrity
+	componentTools     = session.ToolReliability
+	componentLatency   = session.ResponseLatency
 	kindContinuous     = "continuous"
 	kindRate           = "rate"
 	higherIsWorse      = 1.0

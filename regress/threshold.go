@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/session"
 )
 
 // KindThreshold is the kind of a threshold alert: a rule or finding seen in
@@ -78,7 +78,7 @@ func (t Threshold) Validate(i int, rules []string) error {
 	case rate && (t.MinSessions < 0 || t.MinSessions > MaxThresholdWindow):
 		add("min_sessions: want 0..%d, got %d", MaxThresholdWindow, t.MinSessions)
 	}
-	if t.Severity != "" && t.Severity != scoring.Warning && t.Severity != scoring.Critical {
+	if t.Severity != "" && t.Severity != session.Warning && t.Severity != session.Critical {
 		add("severity: want warning or critical, got %q", t.Severity)
 	}
 	return errors.Join(errs...)
@@ -104,10 +104,10 @@ type WindowEntry struct {
 }
 
 // EntryOf is a scorecard's window entry.
-func EntryOf(card *scoring.Scorecard, seq uint64, at time.Time) WindowEntry {
+func EntryOf(card *session.Scorecard, seq uint64, at time.Time) WindowEntry {
 	e := WindowEntry{Seq: seq, Session: card.Session.Key, At: at.UTC(), Overall: card.Overall.Score}
 	for _, r := range card.Rules {
-		if r.Status == scoring.RuleViolated {
+		if r.Status == session.RuleViolated {
 			e.Violated = append(e.Violated, r.Name)
 		}
 	}
@@ -300,5 +300,5 @@ func ThresholdSeverity(ts []Threshold, name string) string {
 			return t.Severity
 		}
 	}
-	return scoring.Warning
+	return session.Warning
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/session"
 )
 
 func f(v float64) *float64 { return &v }
@@ -33,7 +34,7 @@ func session200() scoring.Session {
 		}
 		t += 6
 	}
-	return scoring.Session{Key: "RM_b/AJ_b", CloseReason: "CR_PARTICIPANT_DISCONNECTED", Items: items}
+	return scoring.Session{Identity: session.Identity{Key: "RM_b/AJ_b"}, Close: session.Close{CloseReason: "CR_PARTICIPANT_DISCONNECTED"}, Items: items}
 }
 
 // benchRules are 20 rules like a team's: the five of examples/policies.yaml
@@ -44,26 +45,26 @@ func benchRules() []scoring.Rule {
 		return scoring.Rule{Name: name, Expr: expr, Severity: sev, Cost: cost, Component: comp}
 	}
 	return []scoring.Rule{
-		r("latency_budget", "has(metrics.e2e_latency_p95_ms) && metrics.e2e_latency_p95_ms > 2000", scoring.Critical, 20, scoring.ResponseLatency),
-		r("confirmed", `!tools.called.exists(t, t == "send_confirmation")`, scoring.Warning, 30, scoring.ToolReliability),
-		r("close_reason", `!(close_reason in ["CR_PARTICIPANT_DISCONNECTED", "CR_USER_INITIATED", "CR_COMPLETED"])`, scoring.Critical, 0, ""),
-		r("confidence", "has(metrics.transcript_confidence_min) && metrics.transcript_confidence_min < 0.5", scoring.Warning, 10, scoring.TranscriptIntegrity),
-		r("handoff", "size(handoffs) == 0", scoring.Warning, 0, ""),
-		r("ttft", "has(metrics.ttft_p95_ms) && metrics.ttft_p95_ms > 1200", scoring.Warning, 5, scoring.ResponseLatency),
-		r("ttfb", "has(metrics.ttfb_p99_ms) && metrics.ttfb_p99_ms > 900", scoring.Info, 0, ""),
-		r("max_latency", "has(metrics.e2e_latency_max_ms) && metrics.e2e_latency_max_ms > 6000", scoring.Warning, 5, scoring.ResponseLatency),
-		r("tool_errors", "metrics.tool_errors > 2", scoring.Warning, 10, scoring.ToolReliability),
-		r("no_refund_tool", `tools.called.exists(t, t == "issue_refund") && agent != "billing"`, scoring.Critical, 0, ""),
-		r("failed_lookup", `tools.failed.exists(t, t == "lookup")`, scoring.Info, 0, ""),
-		r("unanswered_tools", "size(tools.unanswered) > 0", scoring.Warning, 5, scoring.ToolReliability),
-		r("interruptions", "metrics.interruptions_per_min > 4.0", scoring.Warning, 5, scoring.TurnHandling),
-		r("unanswered_turns", "metrics.unanswered_turns >= 2", scoring.Warning, 10, scoring.TurnHandling),
-		r("short_call", "metrics.duration_s < 10.0 && close_reason == 'CR_USER_INITIATED'", scoring.Info, 0, ""),
-		r("latency_component", "has(components.response_latency) && components.response_latency < 50.0", scoring.Warning, 0, ""),
-		r("low_score_beta", `score < 70.0 && "beta" in tags`, scoring.Critical, 0, ""),
-		r("silence_findings", `findings.exists(f, f == "long_silence")`, scoring.Info, 0, ""),
-		r("sdk_old", `sdk_language == "nodejs" && sdk_version.startsWith("0.")`, scoring.Info, 0, ""),
-		r("handoff_loop", "size(handoffs) > 3 && verdict != 'pass'", scoring.Warning, 0, ""),
+		r("latency_budget", "has(metrics.e2e_latency_p95_ms) && metrics.e2e_latency_p95_ms > 2000", session.Critical, 20, session.ResponseLatency),
+		r("confirmed", `!tools.called.exists(t, t == "send_confirmation")`, session.Warning, 30, session.ToolReliability),
+		r("close_reason", `!(close_reason in ["CR_PARTICIPANT_DISCONNECTED", "CR_USER_INITIATED", "CR_COMPLETED"])`, session.Critical, 0, ""),
+		r("confidence", "has(metrics.transcript_confidence_min) && metrics.transcript_confidence_min < 0.5", session.Warning, 10, session.TranscriptIntegrity),
+		r("handoff", "size(handoffs) == 0", session.Warning, 0, ""),
+		r("ttft", "has(metrics.ttft_p95_ms) && metrics.ttft_p95_ms > 1200", session.Warning, 5, session.ResponseLatency),
+		r("ttfb", "has(metrics.ttfb_p99_ms) && metrics.ttfb_p99_ms > 900", session.Info, 0, ""),
+		r("max_latency", "has(metrics.e2e_latency_max_ms) && metrics.e2e_latency_max_ms > 6000", session.Warning, 5, session.ResponseLatency),
+		r("tool_errors", "metrics.tool_errors > 2", session.Warning, 10, session.ToolReliability),
+		r("no_refund_tool", `tools.called.exists(t, t == "issue_refund") && agent != "billing"`, session.Critical, 0, ""),
+		r("failed_lookup", `tools.failed.exists(t, t == "lookup")`, session.Info, 0, ""),
+		r("unanswered_tools", "size(tools.unanswered) > 0", session.Warning, 5, session.ToolReliability),
+		r("interruptions", "metrics.interruptions_per_min > 4.0", session.Warning, 5, session.TurnHandling),
+		r("unanswered_turns", "metrics.unanswered_turns >= 2", session.Warning, 10, session.TurnHandling),
+		r("short_call", "metrics.duration_s < 10.0 && close_reason == 'CR_USER_INITIATED'", session.Info, 0, ""),
+		r("latency_component", "has(components.response_latency) && components.response_latency < 50.0", session.Warning, 0, ""),
+		r("low_score_beta", `score < 70.0 && "beta" in tags`, session.Critical, 0, ""),
+		r("silence_findings", `findings.exists(f, f == "long_silence")`, session.Info, 0, ""),
+		r("sdk_old", `sdk_language == "nodejs" && sdk_version.startsWith("0.")`, session.Info, 0, ""),
+		r("handoff_loop", "size(handoffs) > 3 && verdict != 'pass'", session.Warning, 0, ""),
 	}
 }
 

@@ -28,6 +28,7 @@ import (
 
 	"github.com/lkscore/lkscore/internal/typo"
 	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/session"
 )
 
 // Engine is the rule engine scoring compiles and evaluates rules with.
@@ -125,7 +126,7 @@ var (
 
 // metricTable reads Metrics' JSON names and fields once.
 func metricTable() ([]string, []int) {
-	t := reflect.TypeFor[scoring.Metrics]()
+	t := reflect.TypeFor[session.Metrics]()
 	var keys []string
 	var fields []int
 	for i := range t.NumField() {
@@ -343,15 +344,15 @@ func (r *compiledRule) eval(in *ruleInput) scoring.RuleOutcome {
 	out, _, err := r.prg.Eval(in)
 	switch {
 	case err != nil:
-		res.Status, res.Error = scoring.RuleNotEvaluated, err.Error()
+		res.Status, res.Error = session.RuleNotEvaluated, err.Error()
 	case out == types.True:
-		res.Status = scoring.RuleViolated
+		res.Status = session.RuleViolated
 	case out == types.False:
-		res.Status = scoring.RulePassed
+		res.Status = session.RulePassed
 	default:
-		res.Status, res.Error = scoring.RuleNotEvaluated, fmt.Sprintf("gave %v, not true or false", out)
+		res.Status, res.Error = session.RuleNotEvaluated, fmt.Sprintf("gave %v, not true or false", out)
 	}
-	if res.Status != scoring.RulePassed {
+	if res.Status != session.RulePassed {
 		// What it saw explains a violation or a rule that could not run.
 		res.Values = r.values(in)
 	}
@@ -359,22 +360,22 @@ func (r *compiledRule) eval(in *ruleInput) scoring.RuleOutcome {
 }
 
 // values are what the rule read, formatted the same way every time.
-func (r *compiledRule) values(in *ruleInput) []scoring.RuleValue {
-	out := make([]scoring.RuleValue, 0, len(r.read))
+func (r *compiledRule) values(in *ruleInput) []session.RuleValue {
+	out := make([]session.RuleValue, 0, len(r.read))
 	for _, name := range r.read {
 		variable, key, keyedRead := strings.Cut(name, ".")
 		v := in.get(slices.Index(ruleVariables, variable))
 		if keyedRead {
 			x, ok := v.(traits.Mapper).Find(types.String(key))
 			if !ok {
-				out = append(out, scoring.RuleValue{Name: name, Value: "absent"})
+				out = append(out, session.RuleValue{Name: name, Value: "absent"})
 				continue
 			}
 			v = x
 		} else if _, isMap := v.(traits.Mapper); isMap {
 			continue // the whole map: its keys were listed where read
 		}
-		out = append(out, scoring.RuleValue{Name: name, Value: formatValue(v)})
+		out = append(out, session.RuleValue{Name: name, Value: formatValue(v)})
 	}
 	return out
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/google/cel-go/interpreter"
 
 	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/session"
 )
 
 // What a session's rules read: the rule variables as CEL values, from the
@@ -98,7 +99,7 @@ func (in *ruleInput) compute(i int) ref.Val {
 	case varComponents:
 		m := map[ref.Val]ref.Val{}
 		for _, comp := range s.Components() {
-			if comp.Verdict != scoring.NotMeasured {
+			if comp.Verdict != session.NotMeasured {
 				m[types.String(comp.Name)] = types.Double(comp.Score)
 			}
 		}
@@ -131,7 +132,7 @@ func stringList(l []string) ref.Val {
 // metricValues are the metrics the rules read (which: indices into
 // metricKeys, nil for all) by their JSON names; a metric the session did
 // not measure is absent.
-func metricValues(metrics *scoring.Metrics, which []int) ref.Val {
+func metricValues(metrics *session.Metrics, which []int) ref.Val {
 	mv := reflect.ValueOf(metrics).Elem()
 	n := len(which)
 	if which == nil {

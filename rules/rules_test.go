@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/session"
 )
 
 // FuzzRuleExpr: any text as a rule's expression either fails to compile
@@ -30,7 +31,7 @@ func FuzzRuleExpr(f *testing.F) {
 		f.Add(seed)
 	}
 	lat, conf := 1.2, 0.9
-	s := scoring.Session{Key: "k", AgentName: "a", CloseReason: "CR_USER_INITIATED", Facts: &scoring.Facts{Tags: []string{"version:1", "beta"}}}
+	s := scoring.Session{Identity: session.Identity{Key: "k", AgentName: "a"}, Close: session.Close{CloseReason: "CR_USER_INITIATED"}, Facts: &session.Facts{Tags: []string{"version:1", "beta"}}}
 	for i := range 40 {
 		s.Items = append(s.Items,
 			scoring.Item{ID: "u", Type: scoring.TypeMessage, Role: scoring.RoleUser, Text: "hi", CreatedAt: float64(100 + 4*i), TranscriptConfidence: &conf},
@@ -40,7 +41,7 @@ func FuzzRuleExpr(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, expr string) {
 		cfg := scoring.DefaultConfig()
-		cfg.Rules = []scoring.Rule{{Name: "fuzzed", Expr: expr, Severity: scoring.Warning}}
+		cfg.Rules = []scoring.Rule{{Name: "fuzzed", Expr: expr, Severity: session.Warning}}
 		sc, err := NewScorer(cfg)
 		if err != nil {
 			var re *scoring.RuleError
@@ -54,7 +55,7 @@ func FuzzRuleExpr(f *testing.F) {
 			t.Fatalf("%q: %d rule results", expr, len(card.Rules))
 		}
 		switch card.Rules[0].Status {
-		case scoring.RuleViolated, scoring.RulePassed, scoring.RuleNotEvaluated:
+		case session.RuleViolated, session.RulePassed, session.RuleNotEvaluated:
 		default:
 			t.Fatalf("%q: status %q", expr, card.Rules[0].Status)
 		}

@@ -12,58 +12,6 @@ const (
 	CodeAudioNotMeasured      = "audio_not_measured"
 )
 
-// Audio is what was measured in the session's stereo recording (package
-// audio), or why it could not be. Nil when the session has no recording.
-type Audio struct {
-	Refused string `json:"refused,omitempty"`
-	Reason  string `json:"reason,omitempty"`
-	// Speech per channel, in ms from the start of the recording.
-	UserSegments  []AudioSegment `json:"user_segments,omitempty"`
-	AgentSegments []AudioSegment `json:"agent_segments,omitempty"`
-	// Silences are the awkward silences heard (nobody speaking).
-	Silences []AudioSegment `json:"awkward_silences,omitempty"`
-	// Turns are the heard turns, in order.
-	Turns   []AudioTurn  `json:"turns,omitempty"`
-	Metrics AudioMetrics `json:"metrics"`
-}
-
-// AudioSegment is speech on one channel.
-type AudioSegment struct {
-	StartMs int64 `json:"start_ms"`
-	EndMs   int64 `json:"end_ms"`
-}
-
-// AudioTurn is one heard turn: a user utterance and the agent's answer as
-// the caller heard it. HeardLatencyMs is AgentStartMs − UserEndMs, negative
-// when the agent talked over the user; YieldMs, for a barge-in (the user
-// started while the agent spoke), is how long the agent kept talking.
-type AudioTurn struct {
-	UserStartMs    int64 `json:"user_start_ms"`
-	UserEndMs      int64 `json:"user_end_ms"`
-	AgentStartMs   int64 `json:"agent_start_ms"`
-	HeardLatencyMs int64 `json:"heard_latency_ms"`
-	BargeIn        bool  `json:"barge_in,omitempty"`
-	YieldMs        int64 `json:"yield_ms,omitempty"`
-}
-
-// AudioMetrics summarize the heard call (named as LiveKit's conversation
-// metrics where they exist).
-type AudioMetrics struct {
-	HeardLatencyP50Ms   int64   `json:"heard_latency_p50_ms"`
-	HeardLatencyP95Ms   int64   `json:"heard_latency_p95_ms"`
-	HeardLatencyP99Ms   int64   `json:"heard_latency_p99_ms"`
-	TalkOverCount       int     `json:"talk_over_count"`
-	BargeInCount        int     `json:"barge_in_count"`
-	YieldP50Ms          int64   `json:"time_to_yield_p50_ms"`
-	AwkwardSilenceCount int     `json:"awkward_silence_count"`
-	BackchannelCount    int     `json:"backchannel_count"`
-	OverlapRatio        float64 `json:"overlap_ratio"`
-	UserSpeechShare     float64 `json:"user_speech_share"`
-	AgentSpeechShare    float64 `json:"agent_speech_share"`
-	SeparationDB        float64 `json:"channel_separation_db"`
-	UserSNRDB           float64 `json:"user_snr_db,omitempty"`
-}
-
 // AudioConfig holds the thresholds of the heard findings.
 type AudioConfig struct {
 	// HeardLatencyMs: a heard answer slower than this is a finding.

@@ -3,6 +3,8 @@ package scoring
 import (
 	"reflect"
 	"testing"
+
+	"github.com/lkscore/lkscore/session"
 )
 
 func audioCodes(card Scorecard) map[string]int {
@@ -22,7 +24,7 @@ func audioCodes(card Scorecard) map[string]int {
 func TestAudioFindings(t *testing.T) {
 	cfg := DefaultConfig()
 	e2e := 0.9
-	s := Session{Key: "RM_a/AJ_b", Items: []Item{
+	s := Session{Identity: session.Identity{Key: "RM_a/AJ_b"}, Items: []Item{
 		{ID: "u", Type: TypeMessage, Role: "user", Text: "hi", CreatedAt: 1, HasMetrics: true},
 		{ID: "a", Type: TypeMessage, Role: "assistant", Text: "hello", CreatedAt: 2, HasMetrics: true, E2ELatency: &e2e},
 	}}

@@ -1,6 +1,10 @@
 package scoring
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/lkscore/lkscore/session"
+)
 
 // session200 is a 200-turn session with a tool call every fourth turn, an
 // interruption every seventh and a handoff every fiftieth.
@@ -20,7 +24,7 @@ func session200() Session {
 			out = append(out, Item{ID: id("h", k), Type: TypeAgentHandoff, OldAgentID: "greeter", NewAgentID: "booking", CreatedAt: it.CreatedAt + 2.9})
 		}
 	}
-	return Session{Key: "RM_b/AJ_b", CloseReason: "CR_PARTICIPANT_DISCONNECTED", Items: out}
+	return Session{Identity: session.Identity{Key: "RM_b/AJ_b"}, Close: session.Close{CloseReason: "CR_PARTICIPANT_DISCONNECTED"}, Items: out}
 }
 
 // BenchmarkScore200Turns scores one 200-turn session (parsing excluded).

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/lkscore/lkscore/session"
 )
 
 // TestBoundFindings: a session with far more failed tool calls than
@@ -22,7 +24,7 @@ func TestBoundFindings(t *testing.T) {
 			Item{ID: "f" + id, Type: TypeFunctionCall, CallID: id, Name: long},
 			Item{ID: "o" + id, Type: TypeFunctionCallOutput, CallID: id, Name: long, Output: "error", IsError: true})
 	}
-	sc := Score(Session{Key: "RM_a/AJ_b", Items: items}, DefaultConfig())
+	sc := Score(Session{Identity: session.Identity{Key: "RM_a/AJ_b"}, Items: items}, DefaultConfig())
 	b, _ := json.Marshal(sc)
 	if len(b) > 1<<20 {
 		t.Errorf("card is %d bytes, want under 1 MiB", len(b))

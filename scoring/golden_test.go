@@ -17,6 +17,7 @@ import (
 
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/session"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden scorecards")
@@ -192,7 +193,7 @@ func validate(t *testing.T, s *jsonschema.Schema, doc []byte) {
 // block set validates against docs/scorecard.schema.json.
 func TestAudioBlockMatchesSchema(t *testing.T) {
 	seg := []scoring.AudioSegment{{StartMs: 1, EndMs: 2}}
-	card := scoring.Score(scoring.Session{Key: "RM_a/AJ_b", Audio: &scoring.Audio{
+	card := scoring.Score(scoring.Session{Identity: session.Identity{Key: "RM_a/AJ_b"}, Audio: &scoring.Audio{
 		UserSegments: seg, AgentSegments: seg, Silences: seg,
 		Turns:   []scoring.AudioTurn{{UserStartMs: 1, UserEndMs: 2, AgentStartMs: 5, HeardLatencyMs: 3, BargeIn: true, YieldMs: 4}},
 		Metrics: scoring.AudioMetrics{HeardLatencyP50Ms: 3, OverlapRatio: 0.1, SeparationDB: 20},
@@ -202,7 +203,7 @@ func TestAudioBlockMatchesSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	validate(t, compileSchema(t), doc)
-	refused := scoring.Score(scoring.Session{Key: "RM_a/AJ_b", Audio: &scoring.Audio{Refused: "not_stereo", Reason: "mono"}}, scoring.DefaultConfig())
+	refused := scoring.Score(scoring.Session{Identity: session.Identity{Key: "RM_a/AJ_b"}, Audio: &scoring.Audio{Refused: "not_stereo", Reason: "mono"}}, scoring.DefaultConfig())
 	doc, _ = json.Marshal(refused)
 	validate(t, compileSchema(t), doc)
 }

@@ -2,62 +2,6 @@ package scoring
 
 import "math"
 
-// Metrics are the measured numbers, named and in the units of LiveKit's
-// JobMetrics (livekit_agent_simulation.proto) where they overlap, so the
-// two can be put side by side. Latencies are milliseconds; null means not
-// measured (no turn reported it).
-type Metrics struct {
-	DurationS             float64 `json:"duration_s"`
-	UserTurns             int     `json:"user_turns"`
-	AgentTurns            int     `json:"agent_turns"`
-	UnansweredTurns       int     `json:"unanswered_turns"` // JobMetrics.Conversation.unanswered_turns
-	Interruptions         int     `json:"interruptions"`    // agent replies the user interrupted
-	InterruptionsPerMin   float64 `json:"interruptions_per_min"`
-	EOTMispredictionCount int     `json:"eot_misprediction_count"` // JobMetrics: agent started before the user's turn ended
-	AwkwardSilenceCount   int     `json:"awkward_silence_count"`   // JobMetrics: gaps past the long-silence threshold
-	HandoffCount          int     `json:"handoff_count"`
-
-	E2ELatencyMs      Opt[float64] `json:"e2e_latency_ms"` // mean; JobMetrics.Conversation.e2e_latency_ms
-	E2ELatencyP50Ms   Opt[float64] `json:"e2e_latency_p50_ms"`
-	E2ELatencyP95Ms   Opt[float64] `json:"e2e_latency_p95_ms"`
-	E2ELatencyP99Ms   Opt[float64] `json:"e2e_latency_p99_ms"`
-	E2ELatencyMaxMs   Opt[float64] `json:"e2e_latency_max_ms"`
-	E2ELatencyOver    int          `json:"e2e_latency_over_threshold"`
-	E2ELatencyMissing int          `json:"e2e_latency_missing"`
-
-	TTFTMs    Opt[float64] `json:"ttft_ms"` // mean; JobMetrics.LLM.ttft_ms
-	TTFTP50Ms Opt[float64] `json:"ttft_p50_ms"`
-	TTFTP95Ms Opt[float64] `json:"ttft_p95_ms"`
-	TTFTP99Ms Opt[float64] `json:"ttft_p99_ms"`
-	TTFTMaxMs Opt[float64] `json:"ttft_max_ms"`
-
-	TTFBMs    Opt[float64] `json:"ttfb_ms"` // mean; JobMetrics.TTS.ttfb_ms
-	TTFBP50Ms Opt[float64] `json:"ttfb_p50_ms"`
-	TTFBP95Ms Opt[float64] `json:"ttfb_p95_ms"`
-	TTFBP99Ms Opt[float64] `json:"ttfb_p99_ms"`
-	TTFBMaxMs Opt[float64] `json:"ttfb_max_ms"`
-
-	STTDelayMs    Opt[float64] `json:"stt_delay_ms"` // mean transcription_delay; JobMetrics.STT.stt_delay_ms
-	STTDelayP50Ms Opt[float64] `json:"stt_delay_p50_ms"`
-	STTDelayP95Ms Opt[float64] `json:"stt_delay_p95_ms"`
-	STTDelayP99Ms Opt[float64] `json:"stt_delay_p99_ms"`
-	STTDelayMaxMs Opt[float64] `json:"stt_delay_max_ms"`
-
-	EndOfTurnDelayP50Ms Opt[float64] `json:"end_of_turn_delay_p50_ms"`
-	EndOfTurnDelayP95Ms Opt[float64] `json:"end_of_turn_delay_p95_ms"`
-	EndOfTurnDelayP99Ms Opt[float64] `json:"end_of_turn_delay_p99_ms"`
-	EndOfTurnDelayMaxMs Opt[float64] `json:"end_of_turn_delay_max_ms"`
-	EndOfTurnDelayOver  int          `json:"end_of_turn_delay_over_threshold"`
-
-	TranscriptConfidenceMean Opt[float64] `json:"transcript_confidence_mean"`
-	TranscriptConfidenceMin  Opt[float64] `json:"transcript_confidence_min"`
-	LowConfidenceCount       int          `json:"low_confidence_count"`
-
-	ToolCalls              int `json:"tool_calls"`
-	ToolErrors             int `json:"tool_errors"`
-	ToolCallsWithoutOutput int `json:"tool_calls_without_output"`
-}
-
 func (a *analysis) metrics(cfg Config) Metrics {
 	items := a.s.Items
 	m := Metrics{DurationS: round(a.duration), UserTurns: len(a.users), AgentTurns: len(a.agents)}

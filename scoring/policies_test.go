@@ -16,6 +16,7 @@ import (
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/rules"
 	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/session"
 )
 
 // heldOut is a session the example rules were not written against: the
@@ -381,8 +382,7 @@ func TestRulesAreBounded(t *testing.T) {
 		t.Fatalf("a single pass over the tool calls refused: %v", err)
 	}
 	long := "x" + strings.Repeat("é", 300)
-	s := scoring.Session{Key: "k", AgentName: "a", CloseReason: "CR_USER_INITIATED",
-		Items: []scoring.Item{{ID: "c", Type: scoring.TypeFunctionCall, CallID: "c1", Name: long}}}
+	s := scoring.Session{Identity: session.Identity{Key: "k", AgentName: "a"}, Close: session.Close{CloseReason: "CR_USER_INITIATED"}, Items: []scoring.Item{{ID: "c", Type: scoring.TypeFunctionCall, CallID: "c1", Name: long}}}
 	card := scorer.Score(s)
 	if len(card.Rules) != 1 || card.Rules[0].Status != scoring.RuleViolated {
 		t.Fatalf("rules %+v", card.Rules)

@@ -39,13 +39,6 @@ type Match struct {
 	Versions []string `yaml:"versions" json:"versions,omitempty"`
 }
 
-// PolicyRef names the policy a scorecard was scored with and its hash:
-// the same name and hash mean the same weights, thresholds and rules.
-type PolicyRef struct {
-	Name string `json:"name"`
-	Hash string `json:"hash"`
-}
-
 func (m Match) empty() bool { return len(m.Tags) == 0 && len(m.Versions) == 0 }
 
 // matches reports whether a session with these tags and version is in m.

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"math"
 	"testing"
+
+	"github.com/lkscore/lkscore/session"
 )
 
 // byteSource turns fuzz input into choices; it yields zeros when exhausted.
@@ -65,7 +67,7 @@ func randomSession(data []byte) Session {
 		}
 		items = append(items, it)
 	}
-	return Session{Key: "RM_f/AJ_f", CloseReason: []string{"CR_ERROR", "CR_COMPLETED", "CR_UNKNOWN"}[src.next()%3], Items: items}
+	return Session{Identity: session.Identity{Key: "RM_f/AJ_f"}, Close: session.Close{CloseReason: []string{"CR_ERROR", "CR_COMPLETED", "CR_UNKNOWN"}[src.next()%3]}, Items: items}
 }
 
 func scoreJSON(t *testing.T, s Session) (Scorecard, []byte) {
@@ -142,7 +144,7 @@ func FuzzScore(fz *testing.F) {
 		if len(s.Items) > 0 && measured(sc, ToolReliability) {
 			callID := string(rune('A' + len(data)%7))
 			more := append(append([]Item{}, s.Items...), Item{ID: "x", Type: TypeFunctionCallOutput, CallID: callID, IsError: true, CreatedAt: s.Items[len(s.Items)-1].CreatedAt + 1})
-			worse, _ := scoreJSON(t, Session{Key: s.Key, CloseReason: s.CloseReason, Items: more})
+			worse, _ := scoreJSON(t, Session{Identity: session.Identity{Key: s.Key}, Close: session.Close{CloseReason: s.CloseReason}, Items: more})
 			if componentScore(worse, ToolReliability) > componentScore(sc, ToolReliability) {
 				t.Fatalf("an error output raised the tool score %v → %v", componentScore(sc, ToolReliability), componentScore(worse, ToolReliability))
 			}
@@ -162,7 +164,7 @@ func FuzzScore(fz *testing.F) {
 			}
 			it.E2ELatency, it.LLMNodeTTFT, it.TTSNodeTTFB, it.TranscriptionDelay = bump(it.E2ELatency), bump(it.LLMNodeTTFT), bump(it.TTSNodeTTFB), bump(it.TranscriptionDelay)
 			slower[i] = it
-			worse, _ := scoreJSON(t, Session{Key: s.Key, CloseReason: s.CloseReason, Items: slower})
+			worse, _ := scoreJSON(t, Session{Identity: session.Identity{Key: s.Key}, Close: session.Close{CloseReason: s.CloseReason}, Items: slower})
 			if componentScore(worse, ResponseLatency) > componentScore(sc, ResponseLatency) {
 				t.Fatalf("raising item %d's latency raised the latency score %v → %v", i, componentScore(sc, ResponseLatency), componentScore(worse, ResponseLatency))
 			}

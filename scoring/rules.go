@@ -40,34 +40,6 @@ type When struct {
 	Tags         []string `yaml:"tags" json:"tags,omitempty"`
 }
 
-// RuleResult is what one rule said about a session whose when matched.
-type RuleResult struct {
-	Name     string `json:"name"`
-	Severity string `json:"severity"`
-	// Status is violated, passed, or not_evaluated (Error says why: a
-	// measure the session does not have, or the cost limit).
-	Status    string  `json:"status"`
-	Component string  `json:"component,omitempty"`
-	Deduction float64 `json:"deduction"`
-	// Values are what the expression read, for a rule violated or not
-	// evaluated (empty for one passed).
-	Values []RuleValue `json:"values"`
-	Error  string      `json:"error,omitempty"`
-}
-
-// RuleValue is one value a rule's expression read, as it saw it.
-type RuleValue struct {
-	Name  string `json:"name"`
-	Value string `json:"value"`
-}
-
-// Rule statuses.
-const (
-	RuleViolated     = "violated"
-	RulePassed       = "passed"
-	RuleNotEvaluated = "not_evaluated"
-)
-
 // RuleCodePrefix starts the code of a violated rule's finding.
 const RuleCodePrefix = "rule."
 

@@ -3,6 +3,8 @@ package scoring
 import (
 	"strings"
 	"testing"
+
+	"github.com/lkscore/lkscore/session"
 )
 
 func f(v float64) *float64 { return &v }
@@ -229,7 +231,7 @@ func codes(sc Scorecard) []string {
 
 func TestCloseReasonEffect(t *testing.T) {
 	for reason, want := range map[string]string{"CR_ERROR": "failed", "CR_COMPLETED": "completed", "CR_UNKNOWN": "unknown", "": "unknown", "CR_JOB_SHUTDOWN": "completed"} {
-		sc := Score(Session{CloseReason: reason, Items: conversation(3)}, DefaultConfig())
+		sc := Score(Session{Close: session.Close{CloseReason: reason}, Items: conversation(3)}, DefaultConfig())
 		if sc.Completion.Status != want {
 			t.Errorf("%q: status %s, want %s", reason, sc.Completion.Status, want)
 		}
@@ -268,7 +270,7 @@ func TestRedactedToolError(t *testing.T) {
 			Output: "timeout looking up Jane Doe, +1 555 0100", CreatedAt: 11},
 	}
 	for _, redacted := range []bool{false, true} {
-		sc := Score(Session{Key: "RM/AJ", Items: items, Redacted: redacted}, DefaultConfig())
+		sc := Score(Session{Identity: session.Identity{Key: "RM/AJ"}, Items: items, Redacted: redacted}, DefaultConfig())
 		var msg string
 		for _, c := range sc.Components {
 			for _, f := range c.Findings {
@@ -307,7 +309,7 @@ func TestNoVerdictWithoutEvidence(t *testing.T) {
 		{"no tool called", conversation(3), Pass, []string{ToolReliability}, "weighted score"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			sc := Score(Session{Key: "k", CloseReason: "CR_PARTICIPANT_DISCONNECTED", Items: tc.items}, DefaultConfig())
+			sc := Score(Session{Identity: session.Identity{Key: "k"}, Close: session.Close{CloseReason: "CR_PARTICIPANT_DISCONNECTED"}, Items: tc.items}, DefaultConfig())
 			if sc.Overall.Verdict != tc.verdict {
 				t.Errorf("verdict %s (%v), want %s", sc.Overall.Verdict, sc.Overall.Reasons, tc.verdict)
 			}
@@ -333,10 +335,10 @@ func TestNoVerdictWithoutEvidence(t *testing.T) {
 	}
 	// An error close fails whatever was measured: the close is evidence.
 	// But its score is no score: not comparable, kept out of trends.
-	if sc := Score(Session{Key: "k", CloseReason: "CR_ERROR"}, DefaultConfig()); sc.Overall.Verdict != Fail || sc.Comparable() {
+	if sc := Score(Session{Identity: session.Identity{Key: "k"}, Close: session.Close{CloseReason: "CR_ERROR"}}, DefaultConfig()); sc.Overall.Verdict != Fail || sc.Comparable() {
 		t.Errorf("CR_ERROR without a chat history: %s, comparable %v", sc.Overall.Verdict, sc.Comparable())
 	}
-	if sc := Score(Session{Key: "k", CloseReason: "CR_PARTICIPANT_DISCONNECTED", Items: conversation(2)}, DefaultConfig()); !sc.Comparable() {
+	if sc := Score(Session{Identity: session.Identity{Key: "k"}, Close: session.Close{CloseReason: "CR_PARTICIPANT_DISCONNECTED"}, Items: conversation(2)}, DefaultConfig()); !sc.Comparable() {
 		t.Error("a measured call is not comparable")
 	}
 }

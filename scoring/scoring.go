@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/lkscore/lkscore/session"
 )
 
 // ModelVersion is the version of the scoring rules. Bump it with any change
@@ -39,9 +41,6 @@ import (
 // (no_user_turn) is at most warn.
 const ModelVersion = "1.4.0"
 
-// Schema names the scorecard JSON contract (docs/scorecard.schema.json).
-const Schema = "lkscore.scorecard/v1"
-
 // Item types and roles, as the recording parser normalizes them.
 const (
 	TypeMessage            = "message"
@@ -56,16 +55,8 @@ const (
 
 // Session is the scoring input: what consumer maps a parsed recording into.
 type Session struct {
-	Key               string
-	RoomID            string
-	RoomName          string
-	JobID             string
-	AgentName         string
-	CloseReason       string // proto name, e.g. CR_PARTICIPANT_DISCONNECTED
-	CloseReasonSource string // summary, otlp_span, otlp_log, otlp_log_implied, job_status, webhook_room, absent
-	// CloseReasonEvidence is what the source said, e.g.
-	// "otlp_log: AgentSession closed reason=user_initiated".
-	CloseReasonEvidence string
+	session.Identity // the key, room, job and agent
+	session.Close    // the close reason, its source and evidence
 	// Facts are what the daemon learned from the other signals (webhooks,
 	// OTLP); nil when scoring a recording alone.
 	Facts *Facts
@@ -100,44 +91,6 @@ func (s Session) hasRecording() bool {
 	return false
 }
 
-// Facts are a session's facts beyond the recording, each from its best
-// source (Provenance names it per field).
-type Facts struct {
-	SDKLanguage  string `json:"sdk_language,omitempty"`
-	SDKVersion   string `json:"sdk_version,omitempty"`
-	DeploymentID string `json:"deployment_id,omitempty"`
-	CloudAgentID string `json:"cloud_agent_id,omitempty"`
-	// APIKey is the LiveKit API key that signed the session's signals: its
-	// project, when a deployment takes several projects' keys.
-	APIKey           string   `json:"api_key,omitempty"`
-	Simulated        bool     `json:"simulated,omitempty"`
-	RedactionEnabled bool     `json:"redaction_enabled,omitempty"`
-	Tags             []string `json:"tags,omitempty"`
-	Outcome          string   `json:"outcome,omitempty"`
-	JobStatus        string   `json:"job_status,omitempty"`
-	// JobError is agent_job_ended's state.error, e.g. "agent worker left
-	// the room" (a normal departure) or a crashed job's message.
-	JobError string `json:"job_error,omitempty"`
-	// RoomName is the room's name, from any webhook or the SDK's logs.
-	RoomName string `json:"room_name,omitempty"`
-	// ErrorText is the SDK's own error message for an error close (its
-	// "AgentSession closed" or "unrecoverable error" log record).
-	ErrorText string `json:"error_text,omitempty"`
-	// EndedBy is who left the room first: caller or agent (room webhooks).
-	EndedBy string `json:"ended_by,omitempty"`
-	// RoomEndReason is room_finished's end reason, e.g. ROOM_END_API_DELETE.
-	RoomEndReason string `json:"room_end_reason,omitempty"`
-	// Departures are the participants' departures in order (room webhooks).
-	Departures []Departure       `json:"departures,omitempty"`
-	Provenance map[string]string `json:"provenance,omitempty"`
-}
-
-// Departure is one participant leaving the room.
-type Departure struct {
-	Role   string `json:"role"`   // caller or agent
-	Reason string `json:"reason"` // LiveKit's DisconnectReason, or CONNECTION_ABORTED
-}
-
 // Item is one chat item. Times are Unix seconds and delays seconds, as the
 // SDKs report them; nil means "not reported", never zero.
 type Item struct {
@@ -166,138 +119,6 @@ type Item struct {
 
 	OldAgentID string
 	NewAgentID string
-}
-
-// Component names, in scorecard order.
-const (
-	TurnHandling        = "turn_handling"
-	TranscriptIntegrity = "transcript_integrity"
-	ToolReliability     = "tool_reliability"
-	ResponseLatency     = "response_latency"
-)
-
-// Verdicts.
-const (
-	Pass        = "pass"
-	Warn        = "warn"
-	Fail        = "fail"
-	NotMeasured = "not_measured"
-	// Unscored is the verdict of a session no component could measure (no
-	// chat history, no turns, no spans): no evidence, so no pass and no
-	// score. It is left out of pass rates, trends and regression history.
-	Unscored = "unscored"
-)
-
-// Severities of findings.
-const (
-	Info     = "info"
-	Warning  = "warning"
-	Critical = "critical"
-)
-
-// Scorecard is the result for one session. Field order is the JSON order.
-type Scorecard struct {
-	Schema         string `json:"schema"`
-	ScoringVersion string `json:"scoring_version"`
-	ModelVersion   string `json:"model_version"`
-	// Inputs are the signals scored: recording, traces, logs.
-	Inputs     []string    `json:"inputs"`
-	Session    SessionRef  `json:"session"`
-	Completion Completion  `json:"completion"`
-	Overall    Overall     `json:"overall"`
-	Components []Component `json:"components"`
-	Metrics    Metrics     `json:"metrics"`
-	// Audio is the heard turn-taking, when the session had a recording.
-	Audio *Audio `json:"audio,omitempty"`
-	// Spans are the latency breakdown and errors of the SDK's spans.
-	Spans *SpanMetrics `json:"spans,omitempty"`
-	// Policy names the policy the session was scored with, when the config
-	// has agents' policies or rules (docs/policies.md).
-	Policy *PolicyRef `json:"policy,omitempty"`
-	// Rules are the results of the rules whose when matched the session.
-	Rules []RuleResult `json:"rules,omitempty"`
-}
-
-// SessionRef names the session scored.
-type SessionRef struct {
-	Key       string `json:"key"`
-	RoomID    string `json:"room_id"`
-	RoomName  string `json:"room_name"`
-	JobID     string `json:"job_id"`
-	AgentName string `json:"agent_name"`
-	Source    string `json:"source"`
-	// The rest is known when the daemon scored the session from every
-	// signal; `lkscore score` on a recording alone leaves it out.
-	SDK                 *SDKRef  `json:"sdk,omitempty"`
-	CloseReason         string   `json:"close_reason,omitempty"`
-	CloseReasonSource   string   `json:"close_reason_source,omitempty"`
-	CloseReasonEvidence string   `json:"close_reason_evidence,omitempty"`
-	DeploymentID        string   `json:"deployment_id,omitempty"`
-	CloudAgentID        string   `json:"cloud_agent_id,omitempty"`
-	APIKey              string   `json:"api_key,omitempty"` // the LiveKit key (project) that signed its signals
-	Simulated           bool     `json:"simulated,omitempty"`
-	RedactionEnabled    bool     `json:"redaction_enabled,omitempty"`
-	Tags                []string `json:"tags,omitempty"`
-	Outcome             string   `json:"outcome,omitempty"`
-	JobStatus           string   `json:"job_status,omitempty"`
-	JobError            string   `json:"job_error,omitempty"`
-	// Error is the error text of an error close: the SDK's message, else
-	// the job's error; "[redacted: N characters]" when the session is.
-	Error         string            `json:"error,omitempty"`
-	EndedBy       string            `json:"ended_by,omitempty"`
-	RoomEndReason string            `json:"room_end_reason,omitempty"`
-	Departures    []Departure       `json:"departures,omitempty"`
-	Provenance    map[string]string `json:"provenance,omitempty"`
-}
-
-// SDKRef names the agents SDK that ran the session.
-type SDKRef struct {
-	Language string `json:"language,omitempty"`
-	Version  string `json:"version,omitempty"`
-}
-
-// Completion is the close reason's effect: CR_ERROR fails the session.
-type Completion struct {
-	CloseReason         string `json:"close_reason"`
-	CloseReasonSource   string `json:"close_reason_source"`
-	CloseReasonEvidence string `json:"close_reason_evidence,omitempty"`
-	Status              string `json:"status"` // completed, failed, unknown
-}
-
-// Overall is the weighted score and the verdict with its reasons.
-type Overall struct {
-	Score   float64  `json:"score"`
-	Verdict string   `json:"verdict"`
-	Reasons []string `json:"reasons"`
-}
-
-// Component is one scored aspect. Score = 100 − Deducted, floored at 0;
-// every deducted point is in a finding.
-type Component struct {
-	Name     string    `json:"name"`
-	Score    float64   `json:"score"`
-	Verdict  string    `json:"verdict"`
-	Weight   float64   `json:"weight"`
-	Deducted float64   `json:"deducted"`
-	Findings []Finding `json:"findings"`
-	// FindingsOmitted is how many findings the list leaves out past
-	// MaxFindings (boundFindings); the score counts them all.
-	FindingsOmitted int `json:"findings_omitted,omitempty"`
-	// NotMeasured says why no signal of the session could measure the
-	// component (verdict not_measured, score 0, left out of the overall).
-	NotMeasured string `json:"not_measured,omitempty"`
-}
-
-// Finding explains a deduction (or, with deduction 0, an observation).
-type Finding struct {
-	Code      string       `json:"code"`
-	Severity  string       `json:"severity"`
-	ItemID    string       `json:"item_id,omitempty"`
-	Turn      Opt[int]     `json:"turn,omitzero"` // index of the item in the chat history
-	Value     Opt[float64] `json:"value,omitzero"`
-	Threshold Opt[float64] `json:"threshold,omitzero"`
-	Deduction float64      `json:"deduction"`
-	Message   string       `json:"message"`
 }
 
 // Scorer scores sessions with one validated config: its policies and
@@ -360,30 +181,6 @@ func (sc *Scorer) Config() Config { return sc.cfg }
 
 // Version is the scoring version every scorecard of this Scorer carries.
 func (sc *Scorer) Version() string { return sc.version }
-
-// Comparable reports whether the card's overall score says how the agent
-// did: some component was measured (not unscored, nor a CR_ERROR close
-// with nothing else measured, whose 0 is no score), and the caller said
-// something (no no_user_turn). Trends, medians and the regression history take only
-// comparable scores; a session that is not comparable still counts by its
-// verdict.
-func (sc *Scorecard) Comparable() bool {
-	measured := false
-	for _, c := range sc.Components {
-		measured = measured || c.Verdict != NotMeasured
-	}
-	if !measured { // unscored, or failed by its close reason alone: no score
-		return false
-	}
-	for _, c := range sc.Components {
-		for _, f := range c.Findings {
-			if f.Code == CodeNoUserTurn {
-				return false
-			}
-		}
-	}
-	return true
-}
 
 // Score scores one session. It is safe for concurrent use.
 func (sc *Scorer) Score(s Session) Scorecard {
@@ -516,7 +313,7 @@ func unmeasuredRecorded(name string, a *analysis, heard bool) string {
 
 // sessionRef is the scorecard's session block.
 func sessionRef(s Session) SessionRef {
-	r := SessionRef{Key: s.Key, RoomID: s.RoomID, RoomName: s.RoomName, JobID: s.JobID, AgentName: s.AgentName, Source: s.Source}
+	r := SessionRef{Identity: s.Identity, Source: s.Source}
 	r.Error = errorText(s.SummaryError, s.Redacted)
 	f := s.Facts
 	if f == nil {
@@ -554,8 +351,7 @@ func errorText(e string, redacted bool) string {
 }
 
 func completion(s Session) Completion {
-	c := Completion{CloseReason: s.CloseReason, CloseReasonSource: s.CloseReasonSource,
-		CloseReasonEvidence: s.CloseReasonEvidence, Status: "completed"}
+	c := Completion{Close: s.Close, Status: "completed"}
 	switch s.CloseReason {
 	case "CR_ERROR":
 		c.Status = "failed"

@@ -40,13 +40,6 @@ const (
 	SpanTTSNode      = "tts_node"
 )
 
-// Scorecard inputs.
-const (
-	InputRecording = "recording"
-	InputTraces    = "traces"
-	InputLogs      = "logs"
-)
-
 // Finding codes only spans give.
 const (
 	CodeProviderError = "provider_error"
@@ -211,22 +204,6 @@ func orUnknown(s string) string {
 		return "unnamed"
 	}
 	return s
-}
-
-// SpanMetrics are the latency breakdown and errors the spans report
-// (milliseconds), beside the chat history's.
-type SpanMetrics struct {
-	AgentTurns     int          `json:"agent_turns"`
-	UserTurns      int          `json:"user_turns"`
-	ToolCalls      int          `json:"tool_calls"`
-	ToolErrors     int          `json:"tool_errors"`
-	ProviderErrors int          `json:"provider_errors"`
-	E2ELatencyP50  Opt[float64] `json:"e2e_latency_p50_ms"`
-	E2ELatencyP95  Opt[float64] `json:"e2e_latency_p95_ms"`
-	TTFTP50Ms      Opt[float64] `json:"ttft_p50_ms"`
-	TTFTP95Ms      Opt[float64] `json:"ttft_p95_ms"`
-	TTFBP50Ms      Opt[float64] `json:"ttfb_p50_ms"`
-	TTFBP95Ms      Opt[float64] `json:"ttfb_p95_ms"`
 }
 
 func spanMetrics(spans []Span) *SpanMetrics {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/session"
 )
 
 func f64(v float64) *float64 { return &v }
@@ -28,8 +29,7 @@ func callSpans() []scoring.Span {
 }
 
 func metaSession(spans []scoring.Span) scoring.Session {
-	return scoring.Session{Key: "RM_a/AJ_b", RoomID: "RM_a", JobID: "AJ_b", CloseReason: "CR_USER_INITIATED",
-		Spans: spans, Inputs: []string{scoring.InputLogs, scoring.InputTraces}}
+	return scoring.Session{Identity: session.Identity{Key: "RM_a/AJ_b", RoomID: "RM_a", JobID: "AJ_b"}, Close: session.Close{CloseReason: "CR_USER_INITIATED"}, Spans: spans, Inputs: []string{scoring.InputLogs, scoring.InputTraces}}
 }
 
 // TestSpansOnlyScorecard: a session without a recording is scored from its

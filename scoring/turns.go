@@ -3,6 +3,8 @@ package scoring
 import (
 	"fmt"
 	"math"
+
+	"github.com/lkscore/lkscore/session"
 )
 
 // Turn handling finding codes.
@@ -17,7 +19,7 @@ const (
 	// CodeNoUserTurn: the agent spoke and the chat history has no user
 	// turn: the caller said nothing the agent transcribed. Not a clean call:
 	// the verdict is at most warn.
-	CodeNoUserTurn = "no_user_turn"
+	CodeNoUserTurn = session.CodeNoUserTurn
 )
 
 func turnFindings(a *analysis, cfg Config) []Finding {

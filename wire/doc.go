@@ -1,7 +1,7 @@
 // Package wire is lkscore's public contract on NATS: the subjects and
 // streams it publishes on, the headers it sets, the token mappings of names
 // in subjects, and its published messages (alerts, dead letters). The
-// scorecard type is scoring.Scorecard. It imports nothing of lkscore, nor
+// scorecard type is session.Scorecard. It imports nothing of lkscore, nor
 // any NATS, AWS or HTTP package (CI checks): a program that consumes
 // scorecards or alerts imports this package (and scoring) and nothing of
 // the daemon (github.com/lkscore/lkscore/consumer).

@@ -16,7 +16,7 @@ import (
 	"github.com/lkscore/lkscore/cmd/lkscore/offline"
 	"github.com/lkscore/lkscore/consumer/rescore"
 	"github.com/lkscore/lkscore/regress"
-	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/session"
 )
 
 func baselineCommand(getenv func(string) string, stdout io.Writer) *cli.Command {
@@ -119,13 +119,13 @@ func storedBaseline(ctx context.Context, c *cli.Command, getenv func(string) str
 	agent, ver := c.String("agent"), c.String("version")
 	var samples []regress.Sample
 	seen := 0
-	err = rescore.ReadScorecards(ctx, js, subj, time.Time{}, cfg.NATS.RequestTimeout, func(card *scoring.Scorecard, seq uint64) {
+	err = rescore.ReadScorecards(ctx, js, subj, time.Time{}, cfg.NATS.RequestTimeout, func(card *session.Scorecard, seq uint64) {
 		k := regress.KeyOf(card, cfg.Regression.VersionTag)
 		if card.ScoringVersion != sv || k.Agent != agent {
 			return
 		}
 		seen++
-		if k.Version != ver || (!card.Comparable() && card.Overall.Verdict != scoring.Fail) {
+		if k.Version != ver || (!card.Comparable() && card.Overall.Verdict != session.Fail) {
 			return
 		}
 		samples = append(samples, regress.SampleOf(card, seq))

@@ -28,6 +28,7 @@ import (
 	"github.com/lkscore/lkscore/internal/testenv"
 	"github.com/lkscore/lkscore/regress"
 	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/session"
 	"github.com/lkscore/lkscore/wire"
 )
 
@@ -105,7 +106,7 @@ func navigate(t *testing.T, ctx context.Context, url string) {
 
 // publishCards puts scorecards on the results stream as the scoring pool
 // does, spread over spread so the trend charts get more than one bucket.
-func publishCards(t *testing.T, natsURL string, cards []scoring.Scorecard, spread time.Duration) {
+func publishCards(t *testing.T, natsURL string, cards []session.Scorecard, spread time.Duration) {
 	t.Helper()
 	testenv.PublishCards(t, testenv.JetStream(t, natsURL), cards, spread)
 }
@@ -312,7 +313,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	// count of that code (read from the JSON the page embeds).
 	navigate(t, ctx, base+"/ui/session?key=RM_ToolTrouble04/AJ_ToolTrouble04")
 	grouped := eval[map[string]int](t, ctx, `Object.fromEntries(Array.from(document.querySelectorAll("#findings tr.finding")).map(r => [r.dataset.code, +r.querySelector(".count").textContent]))`)
-	var card scoring.Scorecard
+	var card session.Scorecard
 	if err := json.Unmarshal([]byte(eval[string](t, ctx, `document.querySelector("details pre").textContent`)), &card); err != nil {
 		t.Fatal(err)
 	}

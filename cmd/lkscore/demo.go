@@ -26,7 +26,7 @@ import (
 	"github.com/lkscore/lkscore/internal/sdkclient"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/scenarios"
-	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/session"
 	"github.com/lkscore/lkscore/wire"
 )
 
@@ -97,7 +97,7 @@ func runDemo(ctx context.Context, stdout, stderr io.Writer, dataDir string, keep
 	if err != nil {
 		return exitError{code: 1, err: err}
 	}
-	cards := make([]scoring.Scorecard, 0, len(got))
+	cards := make([]session.Scorecard, 0, len(got))
 	for _, sc := range got {
 		cards = append(cards, sc)
 	}
@@ -125,7 +125,7 @@ func runDemo(ctx context.Context, stdout, stderr io.Writer, dataDir string, keep
 
 // awaitScorecards reads scorecards from the results stream until n distinct
 // sessions have one, or timeout.
-func awaitScorecards(ctx context.Context, natsURL, stream string, n int, timeout time.Duration) (map[string]scoring.Scorecard, error) {
+func awaitScorecards(ctx context.Context, natsURL, stream string, n int, timeout time.Duration) (map[string]session.Scorecard, error) {
 	nc, err := nats.Connect(natsURL)
 	if err != nil {
 		return nil, err
@@ -141,13 +141,13 @@ func awaitScorecards(ctx context.Context, natsURL, stream string, n int, timeout
 	if err != nil {
 		return nil, fmt.Errorf("read scorecards: %w", err)
 	}
-	got := map[string]scoring.Scorecard{}
+	got := map[string]session.Scorecard{}
 	for len(got) < n {
 		m, err := cons.Next(jetstream.FetchContext(ctx))
 		if err != nil {
 			return got, fmt.Errorf("%d of %d scorecards arrived: %w", len(got), n, err)
 		}
-		var sc scoring.Scorecard
+		var sc session.Scorecard
 		if err := json.Unmarshal(m.Data(), &sc); err != nil {
 			return got, fmt.Errorf("scorecard: %w", err)
 		}
@@ -159,10 +159,10 @@ func awaitScorecards(ctx context.Context, natsURL, stream string, n int, timeout
 // sendScenarios sends each scenario as a session: its upload and its
 // agent_job_ended webhook (in both orders, by turns), then its close log.
 // It returns the golden scorecards by session key.
-func sendScenarios(ctx context.Context, snd *sdkclient.Sender, all []scenarios.Scenario) (map[string]scoring.Scorecard, error) {
-	want := map[string]scoring.Scorecard{}
+func sendScenarios(ctx context.Context, snd *sdkclient.Sender, all []scenarios.Scenario) (map[string]session.Scorecard, error) {
+	want := map[string]session.Scorecard{}
 	for i, sc := range all {
-		var golden scoring.Scorecard
+		var golden session.Scorecard
 		if err := json.Unmarshal(sc.Golden, &golden); err != nil {
 			return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
 		}
@@ -225,7 +225,7 @@ func sendSignals(ctx context.Context, snd *sdkclient.Sender, sc scenarios.Scenar
 
 // compareScorecards lists the sessions whose scorecard is missing or whose
 // verdict or close reason is not the golden one.
-func compareScorecards(want, got map[string]scoring.Scorecard) []error {
+func compareScorecards(want, got map[string]session.Scorecard) []error {
 	var wrong []error
 	for k, w := range want {
 		g, ok := got[k]

@@ -14,6 +14,7 @@ import (
 	"github.com/lkscore/lkscore/cmd/lkscore/offline"
 	"github.com/lkscore/lkscore/internal/testenv"
 	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/session"
 )
 
 func runScore(t *testing.T, args ...string) (int, string, string) {
@@ -35,11 +36,11 @@ func TestScoreMatchesGoldens(t *testing.T) {
 	}
 	dec := json.NewDecoder(strings.NewReader(out))
 	for _, dir := range dirs {
-		var got scoring.Scorecard
+		var got session.Scorecard
 		if err := dec.Decode(&got); err != nil {
 			t.Fatalf("%s: %v", dir, err)
 		}
-		var want scoring.Scorecard
+		var want session.Scorecard
 		b, _ := os.ReadFile(filepath.Join(dir, "scorecard.golden.json"))
 		if err := json.Unmarshal(b, &want); err != nil {
 			t.Fatal(err)
@@ -123,9 +124,9 @@ func TestScoreConfig(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	var sc scoring.Scorecard
+	var sc session.Scorecard
 	_ = json.Unmarshal([]byte(out), &sc)
-	if sc.Overall.Verdict != scoring.Fail || sc.ScoringVersion == scoring.DefaultConfig().Version() {
+	if sc.Overall.Verdict != session.Fail || sc.ScoringVersion == scoring.DefaultConfig().Version() {
 		t.Fatalf("config not applied: %s %s", sc.Overall.Verdict, sc.ScoringVersion)
 	}
 	testenv.WriteFile(t, cfg, "scoring:\n  wieghts: {}\n")

@@ -17,7 +17,7 @@ import (
 	"github.com/lkscore/lkscore/cmd/lkscore/offline"
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/consumer/broker"
-	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/session"
 	"github.com/lkscore/lkscore/wire"
 )
 
@@ -120,7 +120,7 @@ func tailFilterFrom(c *cli.Command) (tailFilter, error) {
 		}
 	}
 	for _, v := range f.verdicts {
-		if v != scoring.Pass && v != scoring.Warn && v != scoring.Fail && v != scoring.Unscored {
+		if v != session.Pass && v != session.Warn && v != session.Fail && v != session.Unscored {
 			return f, fmt.Errorf("tail: --verdict %q is not pass, warn, fail or unscored", v)
 		}
 	}
@@ -218,7 +218,7 @@ func printTailed(m jetstream.Msg, f tailFilter, w io.Writer) (bool, error) {
 		}
 		line = alertLine(a)
 	default:
-		var sc scoring.Scorecard
+		var sc session.Scorecard
 		if err := json.Unmarshal(m.Data(), &sc); err != nil {
 			return false, fmt.Errorf("scorecard: %w", err)
 		}
@@ -233,14 +233,14 @@ func printTailed(m jetstream.Msg, f tailFilter, w io.Writer) (bool, error) {
 }
 
 // tailLine is one scorecard on one line.
-func tailLine(at time.Time, sc scoring.Scorecard) string {
+func tailLine(at time.Time, sc session.Scorecard) string {
 	agent := sc.Session.AgentName
 	if agent == "" {
 		agent = "-"
 	}
 	line := fmt.Sprintf("%s  %-4s %6.2f  %s (%s)  %s  %s", at.UTC().Format(time.RFC3339), sc.Overall.Verdict, sc.Overall.Score,
 		sc.Completion.CloseReason, sc.Completion.CloseReasonSource, agent, sc.Session.Key)
-	if sc.Overall.Verdict != scoring.Pass && len(sc.Overall.Reasons) > 0 {
+	if sc.Overall.Verdict != session.Pass && len(sc.Overall.Reasons) > 0 {
 		line += "  " + strings.Join(sc.Overall.Reasons, "; ")
 	}
 	return line

@@ -10,6 +10,7 @@ import (
 
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/session"
 )
 
 // The agents SDKs' testing APIs the generated tests use, as read in the
@@ -49,7 +50,7 @@ type replayTurn struct {
 
 // replayPlan reads a case's user turns and places each finding after the
 // user turn it follows.
-func (f Files) replayPlan() (card scoring.Scorecard, turns []replayTurn, before []assertion, err error) {
+func (f Files) replayPlan() (card session.Scorecard, turns []replayTurn, before []assertion, err error) {
 	chat, ok := f[DirRecording+recording.ObjectChatHistory]
 	if !ok {
 		return card, nil, nil, ErrNoTranscript
@@ -87,7 +88,7 @@ func (f Files) replayPlan() (card scoring.Scorecard, turns []replayTurn, before 
 	return card, turns, before, nil
 }
 
-func assertionFor(fd scoring.Finding, items map[int]recording.Item) assertion {
+func assertionFor(fd session.Finding, items map[int]recording.Item) assertion {
 	a := assertion{finding: oneLine(fd.Code + ": " + fd.Message)}
 	it := items[fd.Turn.V]
 	switch fd.Code {

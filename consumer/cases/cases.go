@@ -25,6 +25,7 @@ import (
 	"github.com/lkscore/lkscore/consumer/internal/work"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/session"
 )
 
 // The files of a case directory.
@@ -67,7 +68,7 @@ type Expect struct {
 }
 
 // ExpectOf is what card got.
-func ExpectOf(card *scoring.Scorecard) Expect {
+func ExpectOf(card *session.Scorecard) Expect {
 	e := Expect{Verdict: card.Overall.Verdict, Findings: []string{}}
 	for _, c := range card.Components {
 		for _, f := range c.Findings {
@@ -102,7 +103,7 @@ type Inputs struct {
 // Build makes a case's files. A redacted session's case carries no chat
 // history, and says so.
 func Build(in Inputs) (Files, error) {
-	var card scoring.Scorecard
+	var card session.Scorecard
 	if err := json.Unmarshal(in.Card, &card); err != nil {
 		return nil, fmt.Errorf("case: the scorecard: %w", err)
 	}

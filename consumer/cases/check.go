@@ -18,6 +18,7 @@ import (
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/rules"
 	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/session"
 	"github.com/lkscore/lkscore/store"
 )
 
@@ -31,7 +32,7 @@ type Result struct {
 	// how they differ, one line each (empty: as expected).
 	Want, Got Expect
 	Diff      []string
-	Card      *scoring.Scorecard
+	Card      *session.Scorecard
 }
 
 // OK reports whether the case scored as it expects.
@@ -89,7 +90,7 @@ func Check(ctx context.Context, dir string) Result {
 }
 
 // score scores the case's recording with its policy.
-func (f Files) score(ctx context.Context, c Case) (*scoring.Scorecard, error) {
+func (f Files) score(ctx context.Context, c Case) (*session.Scorecard, error) {
 	var cfg scoring.Config
 	if err := json.Unmarshal(f[FilePolicy], &cfg); err != nil {
 		return nil, fmt.Errorf("%s: %w", FilePolicy, err)
@@ -120,7 +121,7 @@ func (f Files) score(ctx context.Context, c Case) (*scoring.Scorecard, error) {
 	}
 	if in.Audio == nil { // no recording.ogg here: the card's measurement
 		var old struct {
-			Audio *scoring.Audio `json:"audio"`
+			Audio *session.Audio `json:"audio"`
 		}
 		if err := json.Unmarshal(f[FileScorecard], &old); err == nil {
 			in.Audio = old.Audio

@@ -15,6 +15,7 @@ import (
 	"github.com/lkscore/lkscore/consumer/internal/work"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/session"
 	"github.com/lkscore/lkscore/wire"
 )
 
@@ -44,7 +45,7 @@ func (e Exporter) Export(ctx context.Context, sessionKey string) (Files, error) 
 	if cardMsg == nil {
 		return nil, fmt.Errorf("case %s: %w", sessionKey, ErrNoScorecard)
 	}
-	var card scoring.Scorecard
+	var card session.Scorecard
 	if err := json.Unmarshal(cardMsg, &card); err != nil {
 		return nil, fmt.Errorf("case %s: the scorecard: %w", sessionKey, err)
 	}

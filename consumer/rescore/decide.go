@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/session"
 )
 
 // digest is a scorecard's bytes as the run keeps them: their SHA-256.
@@ -22,7 +23,7 @@ type oldCard struct {
 }
 
 // briefOf is what a run keeps of a stored scorecard.
-func briefOf(c *scoring.Scorecard, seq uint64) *oldCard {
+func briefOf(c *session.Scorecard, seq uint64) *oldCard {
 	return &oldCard{seq: seq, version: c.ScoringVersion, agent: c.Session.AgentName, model: c.ModelVersion, hasAudio: c.Audio != nil,
 		brief: summarize(c)}
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/session"
 )
 
 // TestDecide: a session whose work item is gone is reported removed; one
@@ -72,10 +73,10 @@ func TestPublishPlanAndOutcome(t *testing.T) {
 // verdict changes first among the movers.
 func TestDiffer(t *testing.T) {
 	t.Parallel()
-	card := func(verdict string, score float64, rules ...string) *scoring.Scorecard {
-		c := &scoring.Scorecard{Overall: scoring.Overall{Verdict: verdict, Score: score}}
+	card := func(verdict string, score float64, rules ...string) *session.Scorecard {
+		c := &session.Scorecard{Overall: session.Overall{Verdict: verdict, Score: score}}
 		for _, r := range rules {
-			c.Rules = append(c.Rules, scoring.RuleResult{Name: r, Status: scoring.RuleViolated})
+			c.Rules = append(c.Rules, session.RuleResult{Name: r, Status: session.RuleViolated})
 		}
 		return c
 	}

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/session"
 )
 
 // differ accumulates how each session's verdict, score, findings and rules
@@ -22,7 +22,7 @@ func newDiffer() *differ {
 }
 
 // add records one session's new scorecard against its old one (nil: none).
-func (d *differ) add(key, agent string, old *oldCard, card *scoring.Scorecard) {
+func (d *differ) add(key, agent string, old *oldCard, card *session.Scorecard) {
 	a := d.agents[agent]
 	if a == nil {
 		a = &AgentDiff{Agent: agent, Transitions: map[string]int{}}
@@ -102,7 +102,7 @@ func movers(diffs []SessionDiff, n int) []SessionDiff {
 
 // summarize is a scorecard in brief: its findings' codes sorted (a code
 // found n times as code×n) and the rules it violated.
-func summarize(c *scoring.Scorecard) CardSummary {
+func summarize(c *session.Scorecard) CardSummary {
 	s := CardSummary{ScoringVersion: c.ScoringVersion, Verdict: c.Overall.Verdict, Score: c.Overall.Score, Findings: []string{}}
 	if c.Policy != nil {
 		s.Policy = c.Policy.Name
@@ -125,7 +125,7 @@ func summarize(c *scoring.Scorecard) CardSummary {
 		s.Findings = append(s.Findings, code)
 	}
 	for _, r := range c.Rules {
-		if r.Status == scoring.RuleViolated {
+		if r.Status == session.RuleViolated {
 			s.RulesViolated = append(s.RulesViolated, r.Name)
 		}
 	}

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/lkscore/lkscore/consumer/internal/work"
-	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/session"
 	"github.com/lkscore/lkscore/wire"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -18,9 +18,9 @@ import (
 // ReadScorecards hands every scorecard the results stream holds since
 // since to fn, in order, with its stream sequence.
 func ReadScorecards(ctx context.Context, js jetstream.JetStream, s wire.Subjects, since time.Time, wait time.Duration,
-	fn func(card *scoring.Scorecard, seq uint64)) error {
+	fn func(card *session.Scorecard, seq uint64)) error {
 	return readSince(ctx, js, s.ResultStream(), since, wait, func(m jetstream.Msg, seq uint64) {
-		var card scoring.Scorecard
+		var card session.Scorecard
 		if json.Unmarshal(m.Data(), &card) == nil {
 			fn(&card, seq)
 		}
@@ -123,7 +123,7 @@ func (r *run) readCards(ctx context.Context) (cardsRead, error) {
 			c.published[key] = true
 			return
 		}
-		var card scoring.Scorecard
+		var card session.Scorecard
 		if json.Unmarshal(m.Data(), &card) != nil {
 			return
 		}

@@ -26,6 +26,7 @@ import (
 	"github.com/lkscore/lkscore/consumer/internal/work"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/session"
 	"github.com/lkscore/lkscore/wire"
 )
 
@@ -232,7 +233,7 @@ func (r *run) scoreAll(ctx context.Context, scorer *scoring.Scorer, inputs score
 // scoreOne scores one session; ok is false when it could not be (the
 // reason is in the report), err only when the run must stop.
 func (r *run) scoreOne(ctx context.Context, scorer *scoring.Scorer, in score.Inputs, key, agent string, item work.Item, old *oldCard,
-	reuseAudio bool) (card scoring.Scorecard, ok bool, err error) {
+	reuseAudio bool) (card session.Scorecard, ok bool, err error) {
 	sess, err := in.Input(ctx, item)
 	if errors.Is(err, recording.ErrNotFound) {
 		r.rep.Removed = append(r.rep.Removed, MissingSession{Session: key, Agent: agent,
@@ -261,7 +262,7 @@ func (r *run) scoreOne(ctx context.Context, scorer *scoring.Scorer, in score.Inp
 }
 
 // oldAudio reads back the audio measurement of the scorecard at seq.
-func (r *run) oldAudio(ctx context.Context, seq uint64) (*scoring.Audio, error) {
+func (r *run) oldAudio(ctx context.Context, seq uint64) (*session.Audio, error) {
 	st, err := r.js.Stream(ctx, r.s.ResultStream())
 	if err != nil {
 		return nil, err
@@ -271,7 +272,7 @@ func (r *run) oldAudio(ctx context.Context, seq uint64) (*scoring.Audio, error) 
 		return nil, err
 	}
 	var c struct {
-		Audio *scoring.Audio `json:"audio"`
+		Audio *session.Audio `json:"audio"`
 	}
 	if err := json.Unmarshal(m.Data, &c); err != nil {
 		return nil, err

@@ -28,7 +28,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/session"
 	"github.com/lkscore/lkscore/wire"
 )
 
@@ -154,7 +154,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 // printCard writes one scorecard as a line. Unknown fields are ignored, as the
 // contract asks of consumers (new fields appear within v1).
 func printCard(out io.Writer, m jetstream.Msg, agent string) error {
-	var card scoring.Scorecard
+	var card session.Scorecard
 	if err := json.Unmarshal(m.Data(), &card); err != nil {
 		return fmt.Errorf("%s: not a scorecard: %w", m.Subject(), err)
 	}

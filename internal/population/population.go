@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/session"
 )
 
 // Params describe one population.
@@ -43,18 +44,18 @@ func Clean(agent, version string) Params {
 }
 
 // Generate scores n sessions drawn from p with the given seed.
-func Generate(scorer *scoring.Scorer, p Params, seed uint64, n int) []scoring.Scorecard {
+func Generate(scorer *scoring.Scorer, p Params, seed uint64, n int) []session.Scorecard {
 	rng := rand.New(rand.NewPCG(seed, 0x6c6b73636f7265))
-	out := make([]scoring.Scorecard, 0, n)
+	out := make([]session.Scorecard, 0, n)
 	for i := range n {
-		out = append(out, scorer.Score(session(rng, p, fmt.Sprintf("RM_%s_%d_%d/AJ_%d", strings.ReplaceAll(p.Version, ".", "_"), seed, i, i))))
+		out = append(out, scorer.Score(sessionOf(rng, p, fmt.Sprintf("RM_%s_%d_%d/AJ_%d", strings.ReplaceAll(p.Version, ".", "_"), seed, i, i))))
 	}
 	return out
 }
 
 func f(v float64) *float64 { return &v }
 
-func session(rng *rand.Rand, p Params, key string) scoring.Session {
+func sessionOf(rng *rand.Rand, p Params, key string) scoring.Session {
 	turns := 8 + rng.IntN(7)
 	speed := math.Exp(rng.NormFloat64() * 0.15)
 	t := 1764417600.0
@@ -88,6 +89,7 @@ func session(rng *rand.Rand, p Params, key string) scoring.Session {
 	if rng.Float64() < p.ErrorCloseRate {
 		reason = "CR_ERROR"
 	}
-	return scoring.Session{Key: key, AgentName: p.Agent, CloseReason: reason, CloseReasonSource: "summary", Items: items,
-		Facts: &scoring.Facts{Tags: []string{"version:" + p.Version}}}
+	return scoring.Session{Identity: session.Identity{Key: key, AgentName: p.Agent},
+		Close: session.Close{CloseReason: reason, CloseReasonSource: "summary"}, Items: items,
+		Facts: &session.Facts{Tags: []string{"version:" + p.Version}}}
 }

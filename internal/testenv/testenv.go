@@ -30,7 +30,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lkscore/lkscore/config"
-	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/session"
 	"github.com/lkscore/lkscore/wire"
 )
 
@@ -396,7 +396,7 @@ func ephemeralLow() int {
 // does (subject by close reason, the session key and agent headers, the
 // msg id <key>@<scoring version>); a spread above 0 paces them over that
 // long, so the dashboard's trends get more than one bucket.
-func PublishCards(t testing.TB, js jetstream.JetStream, cards []scoring.Scorecard, spread time.Duration) {
+func PublishCards(t testing.TB, js jetstream.JetStream, cards []session.Scorecard, spread time.Duration) {
 	t.Helper()
 	subj := wire.Default()
 	for i, c := range cards {

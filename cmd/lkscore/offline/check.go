@@ -14,7 +14,7 @@ import (
 
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/regress"
-	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/session"
 )
 
 // ScoreSamples scores recordings (as `lkscore score` reads them) with the
@@ -36,7 +36,7 @@ func ScoreSamples(ctx context.Context, paths []string, configPath, agentName str
 			return nil, "", ExitError{Code: 1, Err: fmt.Errorf("score %s: %w", src, err)}
 		}
 		card := scorer.Score(in)
-		if !card.Comparable() && card.Overall.Verdict != scoring.Fail {
+		if !card.Comparable() && card.Overall.Verdict != session.Fail {
 			continue // no evidence, or a silent caller: not a sample
 		}
 		out = append(out, regress.SampleOf(&card, uint64(i+1)))

@@ -22,6 +22,7 @@ import (
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/session"
 	"github.com/lkscore/lkscore/store"
 )
 
@@ -249,7 +250,7 @@ func inspectAudio(path string, stdout io.Writer) error {
 // localAudio measures a session directory's recording.ogg, as the daemon
 // does, so that a recording scores the same here and there. Other sources
 // (a multipart file, S3) are scored without it.
-func localAudio(src string, sc scoring.AudioConfig) (*scoring.Audio, error) {
+func localAudio(src string, sc scoring.AudioConfig) (*session.Audio, error) {
 	path := filepath.Join(strings.TrimPrefix(src, "file://"), recording.ObjectAudio)
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {

@@ -15,6 +15,7 @@ import (
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/session"
 )
 
 // ExitGate is the exit code when --fail-on trips.
@@ -49,7 +50,7 @@ func gate(cards []verdict, failOn string) string {
 	}
 	var bad []string
 	for _, sc := range cards {
-		if sc.verdict == scoring.Fail || (failOn == scoring.Warn && sc.verdict == scoring.Warn) {
+		if sc.verdict == session.Fail || (failOn == session.Warn && sc.verdict == session.Warn) {
 			bad = append(bad, sc.key+" "+sc.verdict)
 		}
 	}
@@ -66,7 +67,7 @@ func newCardEncoder(w io.Writer) *json.Encoder { return json.NewEncoder(w) }
 
 // PrintScorecards prints scorecards as JSON Lines (one per line) or as a table
 // followed by the findings that cost points.
-func PrintScorecards(w io.Writer, format string, cards []scoring.Scorecard) error {
+func PrintScorecards(w io.Writer, format string, cards []session.Scorecard) error {
 	if format == "json" {
 		enc := newCardEncoder(w)
 		for _, sc := range cards {
@@ -85,11 +86,11 @@ func PrintScorecards(w io.Writer, format string, cards []scoring.Scorecard) erro
 		}
 		// "-" for what was not measured: a score of 0 would be a claim.
 		overall := fmt.Sprintf("%g", sc.Overall.Score)
-		if sc.Overall.Verdict == scoring.Unscored {
+		if sc.Overall.Verdict == session.Unscored {
 			overall = "-"
 		}
-		comp := func(c scoring.Component) string {
-			if c.Verdict == scoring.NotMeasured {
+		comp := func(c session.Component) string {
+			if c.Verdict == session.NotMeasured {
 				return "-"
 			}
 			return fmt.Sprintf("%g", c.Score)
@@ -128,7 +129,7 @@ func score(ctx context.Context, c *cli.Command, getenv func(string) string, stdo
 	if c.Bool("json") && format != "json" {
 		return ExitError{Code: 2, Err: fmt.Errorf("score: --json and --format %s disagree", format)}
 	}
-	if failOn != "" && failOn != scoring.Warn && failOn != scoring.Fail {
+	if failOn != "" && failOn != session.Warn && failOn != session.Fail {
 		return ExitError{Code: 2, Err: fmt.Errorf("score: --fail-on %q is not warn or fail", failOn)}
 	}
 	path := c.String("config")
@@ -144,7 +145,7 @@ func score(ctx context.Context, c *cli.Command, getenv func(string) string, stdo
 	// after another is decoded into the same memory (dec, items): a
 	// JSON card is written before the next session reuses it, the
 	// table's cards are copied (docs/performance.md, "lkscore score").
-	var cards []scoring.Scorecard
+	var cards []session.Scorecard
 	var verdicts []verdict
 	var dec *recording.ChatDecoder
 	var items []scoring.Item

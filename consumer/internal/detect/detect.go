@@ -23,7 +23,7 @@ import (
 	"github.com/lkscore/lkscore/consumer/internal/failure"
 	"github.com/lkscore/lkscore/consumer/internal/metrics"
 	"github.com/lkscore/lkscore/regress"
-	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/session"
 	"github.com/lkscore/lkscore/wire"
 )
 
@@ -109,14 +109,14 @@ func OpenBucket(ctx context.Context, js jetstream.JetStream, s wire.Subjects, n 
 
 // Handle feeds one scorecard to detection.
 func (r *Detector) Handle(ctx context.Context, m jetstream.Msg) error {
-	var card scoring.Scorecard
+	var card session.Scorecard
 	if err := gojson.Unmarshal(m.Data(), &card); err != nil { // the workers' own bytes: goccy, 4x encoding/json
 		return failure.Permanent(fmt.Errorf("scorecard is not valid JSON: %w", err))
 	}
 	if err := r.thresholds(ctx, &card, m); err != nil {
 		return err
 	}
-	if !card.Comparable() && card.Overall.Verdict != scoring.Fail {
+	if !card.Comparable() && card.Overall.Verdict != session.Fail {
 		// No evidence (unscored) or a caller who said nothing: not a sample
 		// of how the agent does. A failed one still counts, for the
 		// failure-rate alerts.
@@ -183,7 +183,7 @@ func (r *Detector) Handle(ctx context.Context, m jetstream.Msg) error {
 // threshold watches the agent (regression.thresholds), judges the window
 // and publishes what starts firing or resolves. Every scorecard counts,
 // scored or not: a rule can be violated by a session no component measured.
-func (r *Detector) thresholds(ctx context.Context, card *scoring.Scorecard, m jetstream.Msg) error {
+func (r *Detector) thresholds(ctx context.Context, card *session.Scorecard, m jetstream.Msg) error {
 	agent := card.Session.AgentName
 	if agent == "" {
 		agent = regress.Unknown

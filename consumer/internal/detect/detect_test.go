@@ -21,6 +21,7 @@ import (
 	"github.com/lkscore/lkscore/internal/testenv"
 	"github.com/lkscore/lkscore/regress"
 	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/session"
 	"github.com/lkscore/lkscore/wire"
 )
 
@@ -119,7 +120,7 @@ type failingVersion struct {
 	subj  wire.Subjects
 	env   broker.Env
 	cfg   config.Regression
-	cards []scoring.Scorecard
+	cards []session.Scorecard
 }
 
 func startFailingVersion(t *testing.T) failingVersion {

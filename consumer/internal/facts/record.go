@@ -7,6 +7,7 @@ import (
 
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/session"
 )
 
 // Session facts: what every signal said about one session (the recording
@@ -73,17 +74,15 @@ type RecordingRef struct {
 // Resolved are the facts as scored: each field from its best source. The
 // scoring model's Facts are embedded, so the worker hands them on as they are.
 type Resolved struct {
-	CloseReason         string `json:"close_reason"`
-	CloseReasonSource   string `json:"close_reason_source"`
-	CloseReasonEvidence string `json:"close_reason_evidence,omitempty"`
-	AgentName           string `json:"agent_name,omitempty"`
+	session.Close
+	AgentName string `json:"agent_name,omitempty"`
 	// Inputs are the signals beyond the recording that said something
-	// (scoring.InputTraces, scoring.InputLogs), sorted.
+	// (session.InputTraces, session.InputLogs), sorted.
 	Inputs []string `json:"inputs,omitempty"`
 	// RecordingExpected is the session report's word: "true", "false", or
 	// "" when no report said.
 	RecordingExpected string `json:"recording_expected,omitempty"`
 	// Spans are the session's spans, as the facts entry keeps them.
 	Spans []scoring.Span `json:"spans,omitempty"`
-	scoring.Facts
+	session.Facts
 }

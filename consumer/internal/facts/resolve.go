@@ -9,6 +9,7 @@ import (
 
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/session"
 )
 
 // Fact fields.
@@ -133,7 +134,7 @@ var closeReasonOrder = map[string]int{agent.CloseReason_CR_ERROR.String(): 0, ag
 // Resolve derives the facts from a set of observations. It is a pure
 // function of the set: the same observations in any order resolve alike.
 func Resolve(obs []Observation) Resolved {
-	r := Resolved{CloseReason: agent.CloseReason_CR_UNKNOWN.String(), CloseReasonSource: SourceAbsent}
+	r := Resolved{Close: session.Close{CloseReason: agent.CloseReason_CR_UNKNOWN.String(), CloseReasonSource: SourceAbsent}}
 	r.Provenance = map[string]string{}
 	best := map[string]Observation{}
 	tags := map[string]bool{}

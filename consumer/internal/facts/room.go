@@ -8,8 +8,7 @@ import (
 
 	"github.com/livekit/protocol/livekit"
 	"github.com/livekit/protocol/livekit/agent"
-
-	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/session"
 )
 
 // The room's own story: LiveKit's participant_left, participant_connection_aborted
@@ -292,7 +291,7 @@ func (s roomStory) apply(r *Resolved) {
 		r.EndedBy = d.role
 	}
 	for _, d := range s.departures {
-		r.Departures = append(r.Departures, scoring.Departure{Role: d.role, Reason: d.reason})
+		r.Departures = append(r.Departures, session.Departure{Role: d.role, Reason: d.reason})
 	}
 	r.RoomEndReason = s.endReason
 }

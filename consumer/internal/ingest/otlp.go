@@ -424,7 +424,7 @@ func (c factCollector) add(id sessionID, o facts.Observation) {
 
 // span keeps one span of a session.
 func (c factCollector) span(id sessionID, s scoring.Span) {
-	c.add(id, facts.Observation{Field: facts.FieldInput, Value: scoring.InputTraces, Source: facts.SourceOTLP})
+	c.add(id, facts.Observation{Field: facts.FieldInput, Value: session.InputTraces, Source: facts.SourceOTLP})
 	if u := c[id]; u != nil && len(u.Spans) < facts.MaxSpans {
 		u.Spans = append(u.Spans, s)
 	}
@@ -506,7 +506,7 @@ func logFacts(req *collogs.ExportLogsServiceRequest, isJSON bool) map[sessionID]
 				a := attrs{rec.GetAttributes(), sl.GetScope().GetAttributes(), rl.GetResource().GetAttributes()}
 				id := a.session()
 				c.identity(id, a)
-				c.add(id, facts.Observation{Field: facts.FieldInput, Value: scoring.InputLogs, Source: facts.SourceOTLP})
+				c.add(id, facts.Observation{Field: facts.FieldInput, Value: session.InputLogs, Source: facts.SourceOTLP})
 				body := facts.Bounded(anyString(rec.GetBody()), 1024)
 				c.logRecord(id, a, body, isJSON)
 			}

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/session"
 )
 
 // TestLabelCap: the first max distinct values (or tuples) keep their own
@@ -53,15 +54,15 @@ func TestQualityObserve(t *testing.T) {
 		{ID: "a", Type: scoring.TypeMessage, Role: scoring.RoleAssistant, Text: "hello", CreatedAt: 2, HasMetrics: true, E2ELatency: f(0.8)},
 	}
 	cfg := scoring.DefaultConfig()
-	scored := scoring.Score(scoring.Session{Key: "RM_a/AJ", AgentName: "booking", CloseReason: "CR_USER_INITIATED", Items: talk}, cfg)
-	unscored := scoring.Score(scoring.Session{Key: "RM_b/AJ", AgentName: "support", CloseReason: "CR_USER_INITIATED"}, cfg)
-	silent := scoring.Score(scoring.Session{Key: "RM_c/AJ", CloseReason: "CR_USER_INITIATED", Items: talk[1:]}, cfg)
-	for _, c := range []*scoring.Scorecard{&scored, &unscored, &silent} {
+	scored := scoring.Score(scoring.Session{Identity: session.Identity{Key: "RM_a/AJ", AgentName: "booking"}, Close: session.Close{CloseReason: "CR_USER_INITIATED"}, Items: talk}, cfg)
+	unscored := scoring.Score(scoring.Session{Identity: session.Identity{Key: "RM_b/AJ", AgentName: "support"}, Close: session.Close{CloseReason: "CR_USER_INITIATED"}}, cfg)
+	silent := scoring.Score(scoring.Session{Identity: session.Identity{Key: "RM_c/AJ"}, Close: session.Close{CloseReason: "CR_USER_INITIATED"}, Items: talk[1:]}, cfg)
+	for _, c := range []*session.Scorecard{&scored, &unscored, &silent} {
 		q.Observe(c)
 	}
 	for _, tc := range []struct {
 		verdict, agent string
-	}{{scored.Overall.Verdict, "booking"}, {scoring.Unscored, "other"}, {scoring.Warn, "unknown"}} {
+	}{{scored.Overall.Verdict, "booking"}, {session.Unscored, "other"}, {session.Warn, "unknown"}} {
 		if v := testutil.ToFloat64(q.cards.WithLabelValues(tc.verdict, "CR_USER_INITIATED", tc.agent)); v != 1 {
 			t.Errorf("lkscore_scorecards_total{verdict=%q,agent=%q} = %v, want 1", tc.verdict, tc.agent, v)
 		}
@@ -92,18 +93,18 @@ func TestQualityObserve(t *testing.T) {
 func TestSignalCoverageBounded(t *testing.T) {
 	t.Parallel()
 	q := NewQuality(prometheus.NewRegistry())
-	card := func(lang, version, source string, inputs ...string) *scoring.Scorecard {
-		c := &scoring.Scorecard{Inputs: inputs}
+	card := func(lang, version, source string, inputs ...string) *session.Scorecard {
+		c := &session.Scorecard{Inputs: inputs}
 		if lang != "" {
-			c.Session.SDK = &scoring.SDKRef{Language: lang, Version: version}
+			c.Session.SDK = &session.SDKRef{Language: lang, Version: version}
 		}
 		c.Completion.CloseReasonSource = source
 		return c
 	}
-	q.Observe(card("nodejs", "1.9.0", "otlp_log", scoring.InputRecording, scoring.InputLogs, scoring.InputTraces))
-	q.Observe(card("nodejs", "1.9.0", "webhook_room", scoring.InputRecording))
-	q.Observe(card("", "", "absent", scoring.InputRecording))
-	q.Observe(card("nodejs", "1.9.0", "made_up_source", scoring.InputRecording))
+	q.Observe(card("nodejs", "1.9.0", "otlp_log", session.InputRecording, session.InputLogs, session.InputTraces))
+	q.Observe(card("nodejs", "1.9.0", "webhook_room", session.InputRecording))
+	q.Observe(card("", "", "absent", session.InputRecording))
+	q.Observe(card("nodejs", "1.9.0", "made_up_source", session.InputRecording))
 	for _, tc := range []struct {
 		vec    *prometheus.CounterVec
 		labels []string
@@ -123,7 +124,7 @@ func TestSignalCoverageBounded(t *testing.T) {
 		}
 	}
 	for i := range 2 * maxReleases {
-		q.Observe(card("python", fmt.Sprintf("1.%d.0", i), "summary", scoring.InputRecording))
+		q.Observe(card("python", fmt.Sprintf("1.%d.0", i), "summary", session.InputRecording))
 	}
 	if v := testutil.ToFloat64(q.sdkSessions.WithLabelValues("other", "other")); v != maxReleases+2 {
 		t.Errorf("releases past the bound: %v counted as other, want %d", v, maxReleases+2)

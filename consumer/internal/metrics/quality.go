@@ -5,6 +5,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/session"
 )
 
 // qualityMetrics put what lkscore measures on /metrics, for the Grafana a
@@ -76,7 +77,7 @@ func NewQuality(reg prometheus.Registerer) *Quality {
 }
 
 // observeSignals counts card in the signal coverage metrics.
-func (q *Quality) observeSignals(card *scoring.Scorecard) {
+func (q *Quality) observeSignals(card *session.Scorecard) {
 	sdk, version := "unknown", ""
 	if s := card.Session.SDK; s != nil {
 		switch s.Language {
@@ -100,7 +101,7 @@ func (q *Quality) observeSignals(card *scoring.Scorecard) {
 }
 
 // Observe counts one published scorecard.
-func (q *Quality) Observe(card *scoring.Scorecard) {
+func (q *Quality) Observe(card *session.Scorecard) {
 	q.cards.WithLabelValues(card.Overall.Verdict, card.Completion.CloseReason, q.agentLabel(card.Session.AgentName)).Inc()
 	q.observeSignals(card)
 	if card.Comparable() { // no score to observe

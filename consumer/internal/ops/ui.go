@@ -30,6 +30,7 @@ import (
 	"github.com/lkscore/lkscore/dashboard"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/session"
 	"github.com/lkscore/lkscore/wire"
 )
 
@@ -170,8 +171,8 @@ func (u *UI) Stop() {
 }
 
 // scorecard reads one scorecard back from the results stream.
-func (s *sources) scorecard(ctx context.Context, seq uint64) (scoring.Scorecard, error) {
-	var sc scoring.Scorecard
+func (s *sources) scorecard(ctx context.Context, seq uint64) (session.Scorecard, error) {
+	var sc session.Scorecard
 	stream, err := s.js.Stream(ctx, s.subjects.ResultStream())
 	if err != nil {
 		return sc, err

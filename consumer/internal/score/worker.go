@@ -27,6 +27,7 @@ import (
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/rules"
 	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/session"
 	"github.com/lkscore/lkscore/store"
 	"github.com/lkscore/lkscore/wire"
 )
@@ -202,21 +203,21 @@ func (w *Inputs) DisableAudio() { w.audioCfg.Enabled = false }
 // has none), its facts from every signal, and its spans. A recording gone
 // from the store is recording.ErrNotFound.
 func (w Inputs) Input(ctx context.Context, item work.Item) (scoring.Session, error) {
-	in := scoring.Session{Key: item.SessionKey, RoomID: item.RoomID, RoomName: item.RoomName, JobID: item.JobID,
-		AgentName: item.AgentName, Source: "spans://" + item.SessionKey}
+	in := scoring.Session{Identity: session.Identity{Key: item.SessionKey, RoomID: item.RoomID, RoomName: item.RoomName,
+		JobID: item.JobID, AgentName: item.AgentName}, Source: "spans://" + item.SessionKey}
 	if !item.MetadataOnly {
 		s, err := w.load(ctx, item)
 		if err != nil {
 			return in, err
 		}
 		in = s.ScoringInput(item.Location, item.AgentName)
-		in.Inputs = []string{scoring.InputRecording}
+		in.Inputs = []string{session.InputRecording}
 	}
 	// The session's facts come from every signal, not the header alone.
-	in.CloseReason, in.CloseReasonSource = item.CloseReason, item.CloseReasonSource
+	in.Close = item.Close
 	in.Redacted = w.privacy.Redacted(in.Redacted || (item.Facts != nil && item.Facts.RedactionEnabled))
 	if f := item.Facts; f != nil {
-		in.CloseReasonEvidence = f.CloseReasonEvidence
+		in.Close = f.Close
 		facts := f.Facts
 		in.Facts = &facts
 		in.Spans = f.Spans
@@ -279,7 +280,7 @@ func (w *Worker) dropContent(ctx context.Context, item work.Item) error {
 // layout; a raw multipart object's audio is not read) and audio.enabled.
 // A recording that cannot be measured is a finding, not an error; a store
 // failure is retried.
-func (w Inputs) audio(ctx context.Context, item work.Item) (*scoring.Audio, error) {
+func (w Inputs) audio(ctx context.Context, item work.Item) (*session.Audio, error) {
 	if !w.audioCfg.Enabled || item.Dir == "" {
 		return nil, nil
 	}
@@ -288,7 +289,7 @@ func (w Inputs) audio(ctx context.Context, item work.Item) (*scoring.Audio, erro
 	case errors.Is(err, recording.ErrNotFound):
 		return nil, nil
 	case errors.Is(err, recording.ErrLimit):
-		return &scoring.Audio{Refused: "too_large", Reason: fmt.Sprintf("larger than limits.audio_bytes (%d)", w.audioBytes)}, nil
+		return &session.Audio{Refused: "too_large", Reason: fmt.Sprintf("larger than limits.audio_bytes (%d)", w.audioBytes)}, nil
 	case err != nil:
 		return nil, fmt.Errorf("open %s: %w", item.Dir+recording.ObjectAudio, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/lkscore/lkscore/consumer/internal/facts"
 	"github.com/lkscore/lkscore/consumer/internal/work"
 	"github.com/lkscore/lkscore/scoring"
+	"github.com/lkscore/lkscore/session"
 )
 
 // TestValidateItem: a work item names its session and exactly one place for
@@ -14,7 +15,7 @@ import (
 // close reason.
 func TestValidateItem(t *testing.T) {
 	t.Parallel()
-	ok := work.Item{RecordingRef: facts.RecordingRef{SessionKey: "RM/AJ", Dir: "RM/AJ/"}, RoomID: "RM", CloseReason: "CR_COMPLETED"}
+	ok := work.Item{Close: session.Close{CloseReason: "CR_COMPLETED"}, RecordingRef: facts.RecordingRef{SessionKey: "RM/AJ", Dir: "RM/AJ/"}, RoomID: "RM"}
 	spans := &facts.Resolved{Spans: []scoring.Span{{ID: "s1", Name: scoring.SpanAgentTurn}}}
 	for _, tc := range []struct {
 		name string

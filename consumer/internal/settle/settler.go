@@ -558,9 +558,9 @@ func workItemFrom(f *facts.SessionFacts, r facts.Resolved, now time.Time) work.I
 	r.Spans = f.Spans
 	if f.Recording == nil { // scored from its spans and logs
 		return work.Item{RecordingRef: facts.RecordingRef{SessionKey: f.RoomID + "/" + f.JobID, Origin: originSpans},
-			RoomID: f.RoomID, JobID: f.JobID, AgentName: r.AgentName, CloseReason: r.CloseReason,
-			CloseReasonSource: r.CloseReasonSource, MetadataOnly: true, LocatedAt: now.UTC(), Facts: &r}
+			RoomID: f.RoomID, JobID: f.JobID, AgentName: r.AgentName, Close: r.Close,
+			MetadataOnly: true, LocatedAt: now.UTC(), Facts: &r}
 	}
 	return work.Item{RecordingRef: *f.Recording, RoomID: f.RoomID, JobID: f.JobID, AgentName: r.AgentName,
-		CloseReason: r.CloseReason, CloseReasonSource: r.CloseReasonSource, LocatedAt: now.UTC(), Facts: &r}
+		Close: r.Close, LocatedAt: now.UTC(), Facts: &r}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lkscore/lkscore/consumer/internal/facts"
+	"github.com/lkscore/lkscore/session"
 )
 
 // Item is one session's work on lkscore.session.<CLOSE_REASON>: where
@@ -18,11 +19,11 @@ import (
 // JSON.
 type Item struct {
 	facts.RecordingRef
-	RoomID            string `json:"room_id"`
-	JobID             string `json:"job_id,omitempty"`
-	AgentName         string `json:"agent_name,omitempty"`
-	CloseReason       string `json:"close_reason"`
-	CloseReasonSource string `json:"close_reason_source"`
+	RoomID    string `json:"room_id"`
+	JobID     string `json:"job_id,omitempty"`
+	AgentName string `json:"agent_name,omitempty"`
+	// Close is the session's close reason as its facts resolved it.
+	session.Close
 	// MetadataOnly is set for a session scored from its spans and logs: it
 	// uploaded no recording (Dir and Object are empty).
 	MetadataOnly bool      `json:"metadata_only,omitempty"`

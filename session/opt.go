@@ -1,4 +1,4 @@
-package scoring
+package session
 
 import (
 	"bytes"
@@ -14,8 +14,6 @@ type Opt[T int | float64] struct {
 	V   T
 	Set bool
 }
-
-func some[T int | float64](v T) Opt[T] { return Opt[T]{V: v, Set: true} }
 
 // IsZero reports an unset value (for omitzero).
 func (o Opt[T]) IsZero() bool { return !o.Set }
