@@ -155,3 +155,41 @@ func resolvePolicies(c Config) (def *policy, agents map[string]*policy) {
 	}
 	return def, agents
 }
+
+// agentVersions are the agents' scoring versions (Scorer.VersionFor): the
+// version of the config projected on each agent with a policy or named by
+// a rule, and that of the projection on any other agent.
+func agentVersions(c Config) (map[string]string, string) {
+	named := map[string]bool{}
+	for name := range c.Agents {
+		named[name] = true
+	}
+	for _, r := range c.Rules {
+		for _, a := range r.When.Agents {
+			named[a] = true
+		}
+	}
+	out := make(map[string]string, len(named))
+	for a := range named {
+		out[a] = c.forAgent(a).Version()
+	}
+	return out, c.forAgent("").Version()
+}
+
+// forAgent is the config as one agent's sessions see it: the scoring
+// section, the agent's own policy (none for ""), and the rules whose when
+// can name it. With no policies and no rules it is c itself.
+func (c Config) forAgent(agent string) Config {
+	p := c
+	p.Agents = nil
+	if pol, ok := c.Agents[agent]; ok && agent != "" {
+		p.Agents = map[string]AgentPolicy{agent: pol}
+	}
+	p.Rules = nil
+	for _, r := range c.Rules {
+		if len(r.When.Agents) == 0 || (agent != "" && slices.Contains(r.When.Agents, agent)) {
+			p.Rules = append(p.Rules, r)
+		}
+	}
+	return p
+}

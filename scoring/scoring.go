@@ -129,8 +129,13 @@ type Scorer struct {
 	def     *policy
 	agents  map[string]*policy
 	named   bool // the config has policies or rules: scorecards name theirs
-	version string
-	pool    sync.Pool // of *scratch
+	version string // the whole config's (ConfigVersion)
+	// versions are the agents' scoring versions (VersionFor): one per
+	// agent with a policy or named by a rule's when.agents; every other
+	// agent has defaultVersion.
+	versions       map[string]string
+	defaultVersion string
+	pool           sync.Pool // of *scratch
 }
 
 // NewScorer validates cfg and precomputes its scoring version. A config
@@ -154,8 +159,10 @@ func NewScorerWith(cfg Config, engine RuleEngine) (*Scorer, error) {
 		}
 	}
 	def, agents := resolvePolicies(cfg)
+	versions, defaultVersion := agentVersions(cfg)
 	return &Scorer{cfg: cfg, rules: compiled, def: def, agents: agents, named: len(cfg.Agents) > 0 || len(cfg.Rules) > 0,
-		version: cfg.Version(), pool: sync.Pool{New: func() any { return newScratch() }}}, nil
+		version: cfg.Version(), versions: versions, defaultVersion: defaultVersion,
+		pool: sync.Pool{New: func() any { return newScratch() }}}, nil
 }
 
 // VersionTag is the prefix the scorer reads versions by
@@ -179,8 +186,24 @@ func (sc *Scorer) Audio() AudioConfig { return sc.def.cfg.Audio }
 // included): what a worker needs to score under its version.
 func (sc *Scorer) Config() Config { return sc.cfg }
 
-// Version is the scoring version every scorecard of this Scorer carries.
+// Version is the whole config's version (Config.Version): what names the
+// config itself, e.g. in the scoring bucket `lkscore rescore` fills. A
+// scorecard carries its agent's version (VersionFor).
 func (sc *Scorer) Version() string { return sc.version }
+
+// VersionFor is the scoring version of an agent's scorecards: the model's
+// version and a hash of what can score that agent's sessions (the scoring
+// section, the agent's own policy with its match, the rules whose when can
+// name the agent). A change to one agent's policy, or to a rule of other
+// agents, leaves every other agent's version, and so its baselines,
+// regression history and threshold windows, as they were. A config with
+// no policies and no rules gives every agent Config.Version().
+func (sc *Scorer) VersionFor(agent string) string {
+	if v, ok := sc.versions[agent]; ok {
+		return v
+	}
+	return sc.defaultVersion
+}
 
 // Score scores one session. It is safe for concurrent use.
 func (sc *Scorer) Score(s Session) Scorecard {
@@ -201,7 +224,7 @@ func Score(s Session, cfg Config) Scorecard {
 }
 
 func score(s Session, sc *Scorer, p *policy, scr *scratch) Scorecard {
-	cfg, version := p.cfg, sc.version
+	cfg, version := p.cfg, sc.VersionFor(s.AgentName)
 	recorded := s.hasRecording()
 	if !recorded && len(s.Items) == 0 {
 		s.Items = ItemsFromSpans(s.Spans)

@@ -153,7 +153,7 @@ func baselineKV(ctx context.Context, c *cli.Command, getenv func(string) string)
 			closeFn()
 			return nil, "", nil, exitError{code: 2, err: err}
 		}
-		sv = scorer.Version()
+		sv = scorer.VersionFor(c.String("agent")) // the agent's version: its policy's
 	}
 	kv, err := js.KeyValue(ctx, subj.RegressionBucket())
 	if err != nil {

@@ -70,7 +70,7 @@ func (e Exporter) Export(ctx context.Context, sessionKey string) (Files, error) 
 	if err := e.recording(ctx, &in); err != nil {
 		return nil, fmt.Errorf("case %s: %w", sessionKey, err)
 	}
-	in.Policy, in.Notes, err = e.policy(ctx, card.ScoringVersion)
+	in.Policy, in.Notes, err = e.policy(ctx, card.ScoringVersion, card.Session.AgentName)
 	if err != nil {
 		return nil, fmt.Errorf("case %s: %w", sessionKey, err)
 	}
@@ -117,10 +117,11 @@ func (e Exporter) recording(ctx context.Context, in *Inputs) error {
 	return nil
 }
 
-// policy is the scoring config of a scoring version: this config's when it
-// is the version, else the scoring bucket's (lkscore rescore wrote it).
-func (e Exporter) policy(ctx context.Context, version string) (scoring.Config, []string, error) {
-	if version == e.Scorer.Version() {
+// policy is the scoring config of an agent's card scored under version:
+// this config's when it gives the agent that version, else the scoring
+// bucket's (lkscore rescore wrote it).
+func (e Exporter) policy(ctx context.Context, version, agent string) (scoring.Config, []string, error) {
+	if version == e.Scorer.VersionFor(agent) || version == e.Scorer.Version() {
 		return e.Scorer.Config(), nil, nil
 	}
 	sc, err := score.LoadScorer(ctx, e.JS, e.Subjects, e.wait(), version, e.Config.Regression.VersionTag)
@@ -128,7 +129,7 @@ func (e Exporter) policy(ctx context.Context, version string) (scoring.Config, [
 		return sc.Config(), nil, nil
 	}
 	return e.Scorer.Config(), []string{fmt.Sprintf("the card was scored under %s; its config is not at hand (%v): "+
-		"policy.json is this config's (%s), and check scores with it", version, err, e.Scorer.Version())}, nil
+		"policy.json is this config's (%s), and check scores with it", version, err, e.Scorer.VersionFor(agent))}, nil
 }
 
 func (e Exporter) wait() time.Duration {

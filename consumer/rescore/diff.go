@@ -25,7 +25,7 @@ func newDiffer() *differ {
 func (d *differ) add(key, agent string, old *oldCard, card *session.Scorecard) {
 	a := d.agents[agent]
 	if a == nil {
-		a = &AgentDiff{Agent: agent, Transitions: map[string]int{}}
+		a = &AgentDiff{Agent: agent, ScoringVersion: card.ScoringVersion, Transitions: map[string]int{}}
 		d.agents[agent] = a
 	}
 	a.Sessions++

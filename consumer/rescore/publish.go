@@ -34,7 +34,7 @@ func (r *run) publish(ctx context.Context, scorer *scoring.Scorer, n config.NATS
 	waitedFor := append(append([]string(nil), todo...), waiting...)
 	r.progress("%d already published under %s, %d enqueued by an earlier run, %d to enqueue", already, r.version, len(waiting), len(todo))
 
-	w := &watch{version: r.version, wanted: make(map[string]bool, len(waitedFor)), got: map[string]digest{}}
+	w := &watch{current: r.current, wanted: make(map[string]bool, len(waitedFor)), got: map[string]digest{}}
 	for _, key := range waitedFor {
 		w.wanted[key] = true
 	}
@@ -145,7 +145,7 @@ func (r *run) await(ctx context.Context, w *watch, want int) error {
 // watch follows the scorecards the workers publish under a version for
 // the sessions a run waits for, keeping each one's digest.
 type watch struct {
-	version string
+	current func(nats.Header) bool // a card of this run's config (run.current)
 	wanted  map[string]bool
 	mu      sync.Mutex
 	got     map[string]digest
@@ -175,7 +175,7 @@ func (w *watch) follow(ctx context.Context, js jetstream.JetStream, stream strin
 			continue
 		}
 		key := m.Headers().Get(wire.HeaderSessionKey)
-		if m.Headers().Get(wire.HeaderScoringVersion) != w.version || !w.wanted[key] {
+		if !w.current(m.Headers()) || !w.wanted[key] {
 			continue
 		}
 		w.mu.Lock()

@@ -119,7 +119,7 @@ func (r *run) readCards(ctx context.Context) (cardsRead, error) {
 			return
 		}
 		key := h.Get(wire.HeaderSessionKey)
-		if h.Get(wire.HeaderScoringVersion) == r.version {
+		if r.current(h) {
 			c.published[key] = true
 			return
 		}

@@ -19,6 +19,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lkscore/lkscore/config"
@@ -56,6 +57,7 @@ type Options struct {
 
 // Report is what a rescore found and did.
 type Report struct {
+	// ScoringVersion names the config (its agents' versions are in Agents).
 	ScoringVersion string   `json:"scoring_version"`
 	Since          string   `json:"since"`
 	Agent          string   `json:"agent,omitempty"`
@@ -94,8 +96,12 @@ type MissingSession struct {
 
 // AgentDiff is how one agent's verdicts move.
 type AgentDiff struct {
-	Agent    string `json:"agent"`
-	Sessions int    `json:"sessions"`
+	Agent string `json:"agent"`
+	// ScoringVersion is the agent's new scoring version (a change to
+	// another agent's policy leaves it as it was: its sessions' cards are
+	// then already published).
+	ScoringVersion string `json:"scoring_version"`
+	Sessions       int    `json:"sessions"`
 	// Transitions count verdict changes, "pass→fail": n; New counts the
 	// sessions with no earlier scorecard.
 	Transitions map[string]int `json:"transitions"`
@@ -140,7 +146,7 @@ func Run(ctx context.Context, js jetstream.JetStream, s wire.Subjects, cfg confi
 	if err != nil {
 		return Report{}, err
 	}
-	r := &run{js: js, s: s, o: o, version: scorer.Version(), wait: cfg.NATS.RequestTimeout,
+	r := &run{js: js, s: s, o: o, version: scorer.Version(), versionFor: scorer.VersionFor, wait: cfg.NATS.RequestTimeout,
 		// What the workers publish from here on is followed from here: an
 		// item an earlier run enqueued may be scored while this one reads.
 		began: time.Now().Add(-time.Second)}
@@ -167,13 +173,22 @@ func Run(ctx context.Context, js jetstream.JetStream, s wire.Subjects, cfg confi
 
 // run is one rescore: what it was asked and what it found so far.
 type run struct {
-	js      jetstream.JetStream
-	s       wire.Subjects
-	o       Options
-	version string
-	wait    time.Duration
-	began   time.Time
-	rep     Report
+	js jetstream.JetStream
+	s  wire.Subjects
+	o  Options
+	// version names the config (the scoring bucket's key, the work
+	// items'); versionFor is an agent's scoring version, its cards'.
+	version    string
+	versionFor func(agent string) string
+	wait       time.Duration
+	began      time.Time
+	rep        Report
+}
+
+// current reports whether a scorecard's headers say it was scored under
+// this run's config: its scoring version is its agent's.
+func (r *run) current(h nats.Header) bool {
+	return h.Get(wire.HeaderScoringVersion) == r.versionFor(h.Get(wire.HeaderAgentName))
 }
 
 func (r *run) progress(format string, a ...any) {

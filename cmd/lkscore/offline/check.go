@@ -41,7 +41,7 @@ func ScoreSamples(ctx context.Context, paths []string, configPath, agentName str
 		}
 		out = append(out, regress.SampleOf(&card, uint64(i+1)))
 	}
-	return out, scorer.Version(), nil
+	return out, scorer.VersionFor(agentName), nil
 }
 
 // CasesChecker checks the cases under dir (lkscore check --cases).
