@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -152,7 +153,8 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 		}
 	}
 	d.ready.Store(true)
-	d.log.Info("lkscore ready", "role", d.cfg.Role, "listen", listen, "ops_listen", d.opsLn.Addr().String(), "config", d.cfg)
+	d.log.Info("lkscore ready", "role", d.cfg.Role, "listen", listen, "ops_listen", d.opsLn.Addr().String(),
+		"scoring_versions", scoringVersions(d.cfg), "config", d.cfg)
 	return nil
 }
 
@@ -402,4 +404,32 @@ func (d *Daemon) notAlive() string {
 func hostname() string {
 	h, _ := os.Hostname()
 	return h
+}
+
+// scoringVersions names, for the start-up log, each agent's scoring
+// version and the policy it is scored with: "default=1.4.0+c…" for every
+// agent without a policy or rule of its own, then "booking (policy
+// booking)=…" (docs/policies.md).
+func scoringVersions(cfg config.Config) string {
+	scorer, err := cfg.Scorer()
+	if err != nil {
+		return "unknown: " + err.Error()
+	}
+	vs := scorer.Versions()
+	parts := []string{"default=" + vs[""]}
+	agents := make([]string, 0, len(vs))
+	for a := range vs {
+		if a != "" {
+			agents = append(agents, a)
+		}
+	}
+	slices.Sort(agents)
+	for _, a := range agents {
+		name := a + " (default policy)"
+		if _, ok := cfg.Scoring.Agents[a]; ok {
+			name = a + " (policy " + a + ")"
+		}
+		parts = append(parts, name+"="+vs[a])
+	}
+	return strings.Join(parts, ", ")
 }

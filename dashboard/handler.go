@@ -159,7 +159,8 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 
 func (h *Handler) filter(r *http.Request) (Filter, error) {
 	q := r.URL.Query()
-	f := Filter{Agent: q.Get("agent"), Version: q.Get("version"), CloseReason: q.Get("close_reason"), Verdict: q.Get("verdict"),
+	f := Filter{Agent: q.Get("agent"), Version: q.Get("version"), ScoringVersion: q.Get("scoring_version"),
+		CloseReason: q.Get("close_reason"), Verdict: q.Get("verdict"),
 		Project: q.Get("project"), Code: q.Get("code"), Query: q.Get("q")}
 	if s := q.Get("since"); s != "" {
 		d, err := time.ParseDuration(s)
@@ -180,6 +181,8 @@ type page struct {
 	Held     int
 	Agents   []string
 	Versions []string
+	// ScoringVersions are the scoring versions held.
+	ScoringVersions []string
 	// Projects are the API keys that signed the sessions held: a project
 	// filter and breakdown appear when there are several.
 	Projects []string
@@ -193,7 +196,7 @@ type page struct {
 func (h *Handler) page(r *http.Request, title string, f Filter, held int) page {
 	firing, _ := h.alerts.Alerts("", 0, h.now())
 	return page{Title: title, Filter: f, Since: r.URL.Query().Get("since"), Window: h.index.window, Held: held,
-		Agents: h.index.Agents(), Versions: h.index.Versions(), Projects: h.index.Projects(),
+		Agents: h.index.Agents(), Versions: h.index.Versions(), ScoringVersions: h.index.ScoringVersions(), Projects: h.index.Projects(),
 		Verdicts: []string{session.Pass, session.Warn, session.Fail, session.Unscored},
 		Reasons:  config.CloseReasons(), Firing: len(firing), Query: filterQuery(r)}
 }
@@ -201,7 +204,7 @@ func (h *Handler) page(r *http.Request, title string, f Filter, held int) page {
 // filterQuery is the request's filter parameters, re-encoded.
 func filterQuery(r *http.Request) template.URL {
 	q := url.Values{}
-	for _, k := range []string{"agent", "version", "close_reason", "verdict", "project", "code", "q", "since"} {
+	for _, k := range []string{"agent", "version", "scoring_version", "close_reason", "verdict", "project", "code", "q", "since"} {
 		if v := r.URL.Query().Get(k); v != "" {
 			q.Set(k, v)
 		}
@@ -243,8 +246,10 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) error {
 	lat := []series{{"e2e p50", func(e *Entry) float64 { return e.E2EP50 }, 0.5}, {"e2e p95", func(e *Entry) float64 { return e.E2EP95 }, 0.95},
 		{"heard p50", func(e *Entry) float64 { return e.HeardP50 }, 0.5}, {"heard p95", func(e *Entry) float64 { return e.HeardP95 }, 0.95}}
 	firing, _ := h.alerts.Alerts(f.Agent, 0, now)
+	mix, compared := scoringMix(entries)
 	data := struct {
 		page
+		Mix          VersionMix
 		Sessions     int
 		Unscored     int
 		DeadLetters  int
@@ -266,12 +271,12 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) error {
 		NotSelected  []ReasonCount
 		NSError      string
 		Steps        PipelineSteps
-	}{page: h.page(r, "Overview", f, held), Sessions: len(entries), DeadLetters: dlq,
-		Scores: trend(entries, from, now, scores, 100, ""), Latency: trend(entries, from, now, lat, 0, " ms"),
+	}{page: h.page(r, "Overview", f, held), Mix: mix, Sessions: len(entries), DeadLetters: dlq,
+		Scores: trend(compared, from, now, scores, 100, ""), Latency: trend(entries, from, now, lat, 0, " ms"),
 		E2EHist:    histogram(entries, func(e *Entry) float64 { return e.E2EP50 }, 250, 3000, " ms", nil),
 		HeardHist:  histogram(entries, func(e *Entry) float64 { return e.HeardP50 }, 250, 3000, " ms", nil),
 		VerdictMix: verdictMix(entries), ReasonMix: reasonMix(entries), Codes: topCodes(entries, 10),
-		Rules: ruleCounts(entries), VersionRows: versions(entries), ProjectRows: projects(entries), FiringAlerts: firing, Worst: worst(entries, 10)}
+		Rules: ruleCounts(entries), VersionRows: versions(entries), ProjectRows: projects(entries), FiringAlerts: firing, Worst: worst(compared, 10)}
 	for _, e := range entries {
 		if e.Verdict == session.Unscored {
 			data.Unscored++
@@ -334,19 +339,21 @@ func (h *Handler) sessions(w http.ResponseWriter, r *http.Request) error {
 	if v, err := strconv.Atoi(r.URL.Query().Get("limit")); err == nil && v > 0 {
 		limit = min(v, sessionsLimit)
 	}
-	rows := worst(entries, limit)
+	mix, compared := scoringMix(entries)
+	rows := worst(compared, limit) // lowest scores within one scoring version
 	if sortBy == "newest" {
-		rows = newest(entries, limit)
+		rows, mix = newest(entries, limit), VersionMix{}
 	}
 	data := struct {
 		page
+		Mix      VersionMix
 		Matching int
 		Sort     string
 		Worst    []Entry
 		// DeadLetters are the search's matches among the dead letters,
 		// when no scorecard matched: a session that was never scored.
 		DeadLetters []wire.DeadLetter
-	}{page: h.page(r, "Sessions", f, held), Matching: len(entries), Sort: sortBy, Worst: rows}
+	}{page: h.page(r, "Sessions", f, held), Mix: mix, Matching: len(entries), Sort: sortBy, Worst: rows}
 	if f.Query != "" && len(entries) == 0 && h.src.SearchDeadLetters != nil {
 		if found, err := h.src.SearchDeadLetters(r.Context(), f.Query); err == nil {
 			data.DeadLetters = found.Letters
@@ -399,7 +406,7 @@ func writeCSV(w io.Writer, rows []Entry) error {
 	cw := csv.NewWriter(w)
 	_ = cw.Write([]string{"scored_at", "session_key", "room_id", "room_name", "job_id", "agent_name", "version", "verdict", "score",
 		"turn_handling", "transcript_integrity", "tool_reliability", "response_latency", "close_reason", "close_reason_source",
-		"e2e_latency_p50_ms", "e2e_latency_p95_ms", "heard_latency_p50_ms", "heard_latency_p95_ms", "finding_codes"})
+		"e2e_latency_p50_ms", "e2e_latency_p95_ms", "heard_latency_p50_ms", "heard_latency_p95_ms", "finding_codes", "scoring_version"})
 	f := func(v float64) string {
 		if v == Missing {
 			return ""
@@ -411,7 +418,7 @@ func writeCSV(w io.Writer, rows []Entry) error {
 		_ = cw.Write([]string{e.At.UTC().Format(time.RFC3339Nano), c(e.Key), c(e.RoomID), c(e.RoomName), c(e.JobID), c(e.AgentName),
 			c(e.Version), e.Verdict,
 			f(e.Score), f(e.Components[0]), f(e.Components[1]), f(e.Components[2]), f(e.Components[3]), e.CloseReason, e.Source,
-			f(e.E2EP50), f(e.E2EP95), f(e.HeardP50), f(e.HeardP95), strings.Join(e.Codes, " ")})
+			f(e.E2EP50), f(e.E2EP95), f(e.HeardP50), f(e.HeardP95), strings.Join(e.Codes, " "), c(e.ScoringVersion)})
 	}
 	cw.Flush()
 	return cw.Error()

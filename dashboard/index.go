@@ -26,19 +26,21 @@ import (
 
 // Entry is what the index keeps of one scorecard.
 type Entry struct {
-	Seq         uint64     `json:"seq"`
-	At          time.Time  `json:"scored_at"`
-	Key         string     `json:"session_key"`
-	RoomID      string     `json:"room_id"`
-	RoomName    string     `json:"room_name,omitempty"`
-	JobID       string     `json:"job_id"`
-	AgentName   string     `json:"agent_name"`
-	Version     string     `json:"version"` // as regression detection names it
-	Verdict     string     `json:"verdict"`
-	Score       float64    `json:"score"`
-	Components  [4]float64 `json:"-"` // turn handling, transcript integrity, tool reliability, response latency
-	CloseReason string     `json:"close_reason"`
-	Source      string     `json:"close_reason_source"`
+	Seq       uint64    `json:"seq"`
+	At        time.Time `json:"scored_at"`
+	Key       string    `json:"session_key"`
+	RoomID    string    `json:"room_id"`
+	RoomName  string    `json:"room_name,omitempty"`
+	JobID     string    `json:"job_id"`
+	AgentName string    `json:"agent_name"`
+	Version   string    `json:"version"` // as regression detection names it
+	// ScoringVersion is the card's: scores compare only within one.
+	ScoringVersion string     `json:"scoring_version"`
+	Verdict        string     `json:"verdict"`
+	Score          float64    `json:"score"`
+	Components     [4]float64 `json:"-"` // turn handling, transcript integrity, tool reliability, response latency
+	CloseReason    string     `json:"close_reason"`
+	Source         string     `json:"close_reason_source"`
 	// Latencies in ms, Missing when the session did not measure them: the
 	// session's median and p95 e2e latency as the agent reported it, and
 	// as the caller heard it (the stereo recording).
@@ -189,8 +191,9 @@ func tail(ctx context.Context, js jetstream.JetStream, stream string, start func
 func entryOf(seq uint64, at time.Time, sc *session.Scorecard, versionTag string) Entry {
 	e := Entry{Seq: seq, At: at, Key: sc.Session.Key, RoomID: sc.Session.RoomID, RoomName: sc.Session.RoomName, JobID: sc.Session.JobID,
 		Project:   sc.Session.APIKey,
-		AgentName: sc.Session.AgentName, Version: regress.KeyOf(sc, versionTag).Version, Verdict: sc.Overall.Verdict,
-		Score: sc.Overall.Score, CloseReason: sc.Completion.CloseReason, Source: sc.Completion.CloseReasonSource,
+		AgentName: sc.Session.AgentName, Version: regress.KeyOf(sc, versionTag).Version, ScoringVersion: sc.ScoringVersion,
+		Verdict: sc.Overall.Verdict,
+		Score:   sc.Overall.Score, CloseReason: sc.Completion.CloseReason, Source: sc.Completion.CloseReasonSource,
 		E2EP50: Missing, E2EP95: Missing, HeardP50: Missing, HeardP95: Missing}
 	if !sc.Comparable() {
 		e.Score = Missing // no evidence, or a silent caller: trends and medians leave it out
@@ -266,12 +269,14 @@ func (x *Index) CaughtUp() <-chan struct{} { return x.caughtUp }
 
 // Filter selects entries; empty fields match all.
 type Filter struct {
-	Agent       string
-	Version     string
-	CloseReason string
-	Verdict     string
-	Project     string // the API key that signed its signals
-	Code        string // a finding code the session has
+	Agent   string
+	Version string
+	// ScoringVersion is the scoring version the cards were scored under.
+	ScoringVersion string
+	CloseReason    string
+	Verdict        string
+	Project        string // the API key that signed its signals
+	Code           string // a finding code the session has
 	// Query is a search: a session key, room id, job id, room name or agent
 	// name, or a part of one (case-insensitive).
 	Query string
@@ -280,6 +285,7 @@ type Filter struct {
 
 func (f Filter) match(e Entry) bool {
 	return (f.Agent == "" || e.AgentName == f.Agent) && (f.Version == "" || e.Version == f.Version) &&
+		(f.ScoringVersion == "" || e.ScoringVersion == f.ScoringVersion) &&
 		(f.CloseReason == "" || e.CloseReason == f.CloseReason) && (f.Verdict == "" || e.Verdict == f.Verdict) &&
 		(f.Project == "" || e.Project == f.Project) &&
 		(f.Code == "" || slices.Contains(e.Codes, f.Code)) && (f.Since.IsZero() || !e.At.Before(f.Since)) &&
@@ -331,6 +337,11 @@ func (x *Index) Agents() []string { return x.distinct(func(e *Entry) string { re
 
 // Versions lists the agent versions in the index.
 func (x *Index) Versions() []string { return x.distinct(func(e *Entry) string { return e.Version }) }
+
+// ScoringVersions are the scoring versions of the scorecards held.
+func (x *Index) ScoringVersions() []string {
+	return x.distinct(func(e *Entry) string { return e.ScoringVersion })
+}
 
 // Projects are the API keys (LiveKit projects) that signed the sessions held.
 func (x *Index) Projects() []string { return x.distinct(func(e *Entry) string { return e.Project }) }

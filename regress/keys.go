@@ -2,6 +2,7 @@ package regress
 
 import (
 	"encoding/base64"
+	"strings"
 )
 
 // Keys of the regression bucket (Subjects.RegressionBucket). Each part is
@@ -36,4 +37,18 @@ const BaselineKeysFilter = "b.>"
 // BaselineKey is where `lkscore baseline seal` keeps an agent's sealed baseline.
 func BaselineKey(agent, scoringVersion string) string {
 	return "b." + b64(agent) + "." + b64(scoringVersion)
+}
+
+// AgentBaselinesFilter matches the keys of an agent's sealed baselines,
+// one per scoring version.
+func AgentBaselinesFilter(agent string) string { return "b." + b64(agent) + ".*" }
+
+// BaselineScoringVersion is the scoring version a baseline key names.
+func BaselineScoringVersion(key string) (string, bool) {
+	parts := strings.Split(key, ".")
+	if len(parts) != 3 || parts[0] != "b" {
+		return "", false
+	}
+	v, err := base64.RawURLEncoding.DecodeString(parts[2])
+	return string(v), err == nil
 }

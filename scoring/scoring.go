@@ -191,6 +191,18 @@ func (sc *Scorer) Config() Config { return sc.cfg }
 // scorecard carries its agent's version (VersionFor).
 func (sc *Scorer) Version() string { return sc.version }
 
+// Versions are the scoring versions this scorer gives, for the start-up
+// log and the dashboard: each agent's with a policy of its own or named by
+// a rule's when.agents, and under "" every other agent's.
+func (sc *Scorer) Versions() map[string]string {
+	out := make(map[string]string, len(sc.versions)+1)
+	for a, v := range sc.versions {
+		out[a] = v
+	}
+	out[""] = sc.defaultVersion
+	return out
+}
+
 // VersionFor is the scoring version of an agent's scorecards: the model's
 // version and a hash of what can score that agent's sessions (the scoring
 // section, the agent's own policy with its match, the rules whose when can

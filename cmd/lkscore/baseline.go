@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -170,10 +172,17 @@ func sealedBaseline(ctx context.Context, c *cli.Command, getenv func(string) str
 		return regress.Baseline{}, err
 	}
 	defer closeFn()
-	e, err := kv.Get(ctx, regress.BaselineKey(c.String("agent"), sv))
+	agent := c.String("agent")
+	e, err := kv.Get(ctx, regress.BaselineKey(agent, sv))
+	if errors.Is(err, jetstream.ErrKeyNotFound) && !c.IsSet("scoring-version") && !configGiven(c, getenv) {
+		// No config named: this command's defaults are not the daemon's.
+		// The agent's one sealed baseline is the daemon's; several are
+		// listed.
+		e, err = onlyBaseline(ctx, kv, agent, sv)
+	}
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return regress.Baseline{}, exitError{code: 1, err: fmt.Errorf("no sealed baseline for agent %s (scoring %s): lkscore baseline seal first",
-			c.String("agent"), sv)}
+			agent, sv)}
 	}
 	if err != nil {
 		return regress.Baseline{}, exitError{code: 1, err: err}
@@ -242,4 +251,36 @@ func sealBaseline(ctx context.Context, c *cli.Command, getenv func(string) strin
 	_, err = fmt.Fprintf(stdout, "sealed %s: agent %s, version %s, %d sessions, scoring %s\n",
 		b.ID, b.Agent, b.Version, len(b.Samples), sv)
 	return err
+}
+
+// configGiven reports whether the command was given a config file (flag or
+// LKSCORE_CONFIG).
+func configGiven(c *cli.Command, getenv func(string) string) bool {
+	return c.String("config") != "" || getenv("LKSCORE_CONFIG") != ""
+}
+
+// onlyBaseline is the agent's sealed baseline when it has one, under any
+// scoring version; with several it lists them (the caller names one with
+// --scoring-version or --config); with none it is ErrKeyNotFound.
+func onlyBaseline(ctx context.Context, kv jetstream.KeyValue, agent, tried string) (jetstream.KeyValueEntry, error) {
+	lister, err := kv.ListKeysFiltered(ctx, regress.AgentBaselinesFilter(agent))
+	if err != nil {
+		return nil, err
+	}
+	var versions []string
+	for k := range lister.Keys() {
+		if v, ok := regress.BaselineScoringVersion(k); ok {
+			versions = append(versions, v)
+		}
+	}
+	switch len(versions) {
+	case 0:
+		return nil, jetstream.ErrKeyNotFound
+	case 1:
+		return kv.Get(ctx, regress.BaselineKey(agent, versions[0]))
+	}
+	slices.Sort(versions)
+	return nil, exitError{code: 1, err: fmt.Errorf("agent %s has sealed baselines under %d scoring versions (%s), none of them %s, "+
+		"the default config's: name one with --scoring-version, or give the daemon's config with --config",
+		agent, len(versions), strings.Join(versions, ", "), tried)}
 }

@@ -87,3 +87,51 @@ func TestBaselineSealFromDaemon(t *testing.T) {
 		t.Errorf("the sealed baseline still holds %s after forget", victim)
 	}
 }
+
+// TestBaselineShowFindsTheDaemons (issue 68): `baseline show` without
+// --config computes the default config's scoring version, not the
+// daemon's. With one sealed baseline for the agent it shows that one (and
+// says its scoring version); with several it lists them.
+func TestBaselineShowFindsTheDaemons(t *testing.T) {
+	d, _ := startTestDaemon(t)
+	js := testenv.JetStream(t, d.NATSURL())
+	cfg := scoring.DefaultConfig()
+	cfg.Latency.E2EGoodMs = 900 // the daemon's own policy: not the defaults
+	scorer, err := scoring.NewScorer(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sv := scorer.VersionFor("booking-agent")
+	testenv.PublishCards(t, js, population.Generate(scorer, population.Baseline("booking-agent", "1.0"), 9, 35), 0)
+	subj := wire.NewSubjects("lkscore.", "LKSCORE")
+	kv, err := js.KeyValue(context.Background(), subj.RegressionBucket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := regress.HistoryKey(regress.Key{Agent: "booking-agent", Version: "1.0", ScoringVersion: sv})
+	testenv.WaitFor(t, 20*time.Second, "the history to reach 35 sessions", func() bool {
+		var h regress.History
+		e, err := kv.Get(context.Background(), key)
+		return err == nil && json.Unmarshal(e.Value(), &h) == nil && h.Total == 35
+	})
+	nu := []string{"--nats-url", d.NATSURL()}
+	if code, out, errs := runCLI(t, append([]string{"baseline", "seal", "--agent", "booking-agent", "--version", "1.0", "--scoring-version", sv}, nu...)...); code != 0 {
+		t.Fatalf("seal: exit %d\n%s%s", code, out, errs)
+	}
+	code, out, errs := runCLI(t, append([]string{"baseline", "show", "--agent", "booking-agent"}, nu...)...)
+	if code != 0 || !strings.Contains(out, "scoring "+sv) {
+		t.Fatalf("show without --config: exit %d, want the baseline sealed under %s\n%s%s", code, sv, out, errs)
+	}
+	// A second sealed baseline, under another scoring version: show lists both.
+	e, err := kv.Get(context.Background(), regress.BaselineKey("booking-agent", sv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Put(context.Background(), regress.BaselineKey("booking-agent", "1.4.0+cother"), e.Value()); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs = runCLI(t, append([]string{"baseline", "show", "--agent", "booking-agent"}, nu...)...)
+	if code != 1 || !strings.Contains(errs, sv) || !strings.Contains(errs, "1.4.0+cother") || !strings.Contains(errs, "--scoring-version") {
+		t.Fatalf("show with two baselines: exit %d, want both versions listed\n%s%s", code, out, errs)
+	}
+}
