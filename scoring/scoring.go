@@ -128,7 +128,7 @@ type Scorer struct {
 	rules   CompiledRules // nil without rules
 	def     *policy
 	agents  map[string]*policy
-	named   bool // the config has policies or rules: scorecards name theirs
+	named   bool   // the config has policies or rules: scorecards name theirs
 	version string // the whole config's (ConfigVersion)
 	// versions are the agents' scoring versions (VersionFor): one per
 	// agent with a policy or named by a rule's when.agents; every other
