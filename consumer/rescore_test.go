@@ -51,12 +51,12 @@ func scoreSessions(t *testing.T, d *Daemon, url string, n int) map[string]string
 }
 
 // cardsByVersion counts the results stream's scorecards per session under
-// a scoring version.
-func cardsByVersion(t *testing.T, url, version string) map[string]int {
+// their agent's scoring version (versionFor).
+func cardsByVersion(t *testing.T, url string, versionFor func(agent string) string) map[string]int {
 	t.Helper()
 	out := map[string]int{}
 	for _, m := range streamMsgs(t, url, "LKSCORE_RESULTS") {
-		if m.Header.Get(wire.HeaderScoringVersion) == version {
+		if m.Header.Get(wire.HeaderScoringVersion) == versionFor(m.Header.Get(wire.HeaderAgentName)) {
 			out[m.Header.Get(wire.HeaderSessionKey)]++
 		}
 	}
@@ -151,7 +151,7 @@ func TestRescoreDryRunThenPublish(t *testing.T) {
 		t.Fatalf("movers %+v", dry.Movers)
 	}
 	for _, m := range dry.Changed {
-		if m.Agent != agents[m.Session] || m.New.Policy != m.Agent || m.Old.ScoringVersion == dry.ScoringVersion {
+		if m.Agent != agents[m.Session] || m.New.Policy != m.Agent || m.Old.ScoringVersion == scorer.VersionFor(m.Agent) {
 			t.Errorf("changed %+v (agent %s)", m, agents[m.Session])
 		}
 	}
@@ -178,7 +178,7 @@ func TestRescoreDryRunThenPublish(t *testing.T) {
 		t.Fatalf("publish: enqueued %d, published %d, not yet %v, mismatched %v", pub.Enqueued, pub.Published, pub.NotYetPublished, pub.Mismatched)
 	}
 	quiesce(t, ns.URL(), defaultConsumers)
-	counts := cardsByVersion(t, ns.URL(), dry.ScoringVersion)
+	counts := cardsByVersion(t, ns.URL(), scorer.VersionFor)
 	if len(counts) != 22 {
 		t.Errorf("%d sessions have a scorecard under %s, want 22", len(counts), dry.ScoringVersion)
 	}
@@ -188,7 +188,7 @@ func TestRescoreDryRunThenPublish(t *testing.T) {
 		}
 	}
 	for _, m := range streamMsgs(t, ns.URL(), "LKSCORE_RESULTS") {
-		if m.Header.Get(wire.HeaderScoringVersion) != dry.ScoringVersion {
+		if m.Header.Get(wire.HeaderScoringVersion) != scorer.VersionFor(m.Header.Get(wire.HeaderAgentName)) {
 			continue
 		}
 		var card session.Scorecard
@@ -208,7 +208,7 @@ func TestRescoreDryRunThenPublish(t *testing.T) {
 		t.Errorf("second run: already %d, enqueued %d, removed %d", again.AlreadyPublished, again.Enqueued, len(again.Removed))
 	}
 	quiesce(t, ns.URL(), defaultConsumers)
-	if got := cardsByVersion(t, ns.URL(), dry.ScoringVersion); len(got) != 22 {
+	if got := cardsByVersion(t, ns.URL(), scorer.VersionFor); len(got) != 22 {
 		t.Errorf("after the second run: %d sessions under the new version", len(got))
 	}
 }

@@ -178,16 +178,24 @@ func agentVersions(c Config) (map[string]string, string) {
 
 // forAgent is the config as one agent's sessions see it: the scoring
 // section, the agent's own policy (none for ""), and the rules whose when
-// can name it. With no policies and no rules it is c itself.
+// can name it. With no policies, and rules that all apply to every agent,
+// it is c itself (its version is Config.Version).
 func (c Config) forAgent(agent string) Config {
 	p := c
-	p.Agents = nil
 	if pol, ok := c.Agents[agent]; ok && agent != "" {
 		p.Agents = map[string]AgentPolicy{agent: pol}
+	} else if len(c.Agents) > 0 {
+		p.Agents = nil
+	}
+	applies := func(r Rule) bool {
+		return len(r.When.Agents) == 0 || (agent != "" && slices.Contains(r.When.Agents, agent))
+	}
+	if !slices.ContainsFunc(c.Rules, func(r Rule) bool { return !applies(r) }) {
+		return p // every rule can apply: c's own (nil or empty alike)
 	}
 	p.Rules = nil
 	for _, r := range c.Rules {
-		if len(r.When.Agents) == 0 || (agent != "" && slices.Contains(r.When.Agents, agent)) {
+		if applies(r) {
 			p.Rules = append(p.Rules, r)
 		}
 	}

@@ -23,6 +23,15 @@ func TestVersionPerAgent(t *testing.T) {
 		t.Fatalf("no policies: version %s, want the config's %s", sc.VersionFor("anyone"), plain.Version())
 	}
 
+	allRules, _ := examplePolicies(t)
+	allRules.Agents = map[string]scoring.AgentPolicy{} // as a config file without policies may load
+	for i := range allRules.Rules {
+		allRules.Rules[i].When.Agents = nil
+	}
+	if sc, err := rules.NewScorer(allRules); err != nil || sc.VersionFor("booking") != allRules.Version() {
+		t.Fatalf("rules for every agent, no policies: %v, version %s, want the config's %s", err, sc.VersionFor("booking"), allRules.Version())
+	}
+
 	_, before := examplePolicies(t)
 	versions := func(sc *scoring.Scorer) map[string]string {
 		out := map[string]string{}
