@@ -15,7 +15,6 @@ import (
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/consumer/broker"
 	"github.com/lkscore/lkscore/consumer/internal/score"
-	"github.com/lkscore/lkscore/consumer/internal/work"
 	"github.com/lkscore/lkscore/scoring"
 	"github.com/lkscore/lkscore/wire"
 )
@@ -24,7 +23,7 @@ import (
 // rescore item per session not yet published or enqueued under the
 // version, and follows the results stream until the workers have
 // published every one (or o.Wait passes).
-func (r *run) publish(ctx context.Context, scorer *scoring.Scorer, n config.NATS, items map[string]work.Item, fresh map[string]digest,
+func (r *run) publish(ctx context.Context, scorer *scoring.Scorer, n config.NATS, items map[string]uint64, fresh map[string]digest,
 	published, enqueued map[string]bool) error {
 	if err := r.putConfig(ctx, scorer, n); err != nil {
 		return err
@@ -88,7 +87,7 @@ func (r *run) putConfig(ctx context.Context, scorer *scoring.Scorer, n config.NA
 // enqueue publishes a rescore item for each session of todo, at most
 // o.InFlight ahead of what the workers published (waiting more were
 // enqueued by an earlier run).
-func (r *run) enqueue(ctx context.Context, todo []string, waiting int, items map[string]work.Item, w *watch) error {
+func (r *run) enqueue(ctx context.Context, todo []string, waiting int, items map[string]uint64, w *watch) error {
 	inFlight := max(r.o.InFlight, 1)
 	last := time.Now()
 	for i, key := range todo {
@@ -99,7 +98,10 @@ func (r *run) enqueue(ctx context.Context, todo []string, waiting int, items map
 			case <-time.After(20 * time.Millisecond):
 			}
 		}
-		item := items[key]
+		item, err := r.item(ctx, items[key])
+		if err != nil {
+			return fmt.Errorf("enqueue %s: %w", key, err)
+		}
 		item.ScoringVersion = r.version
 		data, err := json.Marshal(item)
 		if err != nil {

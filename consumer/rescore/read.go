@@ -135,18 +135,20 @@ func (r *run) readCards(ctx context.Context) (cardsRead, error) {
 	return c, nil
 }
 
-// workRead is what a run keeps of the sessions stream: each session's
-// latest original work item, and the sessions whose rescore item of this
-// version is already enqueued.
+// workRead is what a run keeps of the sessions stream: the sequence of
+// each session's latest original work item (the item itself is read back
+// when the session's turn comes: memory stays a few words a session, not
+// a work item with its facts and spans), and the sessions whose rescore
+// item of this version is already enqueued.
 type workRead struct {
-	latest   map[string]work.Item
+	latest   map[string]uint64
 	enqueued map[string]bool
 }
 
 // readWork reads the sessions stream since o.Since (of o.Agent).
 func (r *run) readWork(ctx context.Context) (workRead, error) {
-	w := workRead{latest: map[string]work.Item{}, enqueued: map[string]bool{}}
-	err := readSince(ctx, r.js, r.s.SessionStream(), r.o.Since, r.wait, func(m jetstream.Msg, _ uint64) {
+	w := workRead{latest: map[string]uint64{}, enqueued: map[string]bool{}}
+	err := readSince(ctx, r.js, r.s.SessionStream(), r.o.Since, r.wait, func(m jetstream.Msg, seq uint64) {
 		var item work.Item
 		if json.Unmarshal(m.Data(), &item) != nil || item.SessionKey == "" {
 			return
@@ -156,7 +158,7 @@ func (r *run) readWork(ctx context.Context) (workRead, error) {
 		}
 		switch item.ScoringVersion {
 		case "":
-			w.latest[item.SessionKey] = item
+			w.latest[item.SessionKey] = seq
 		case r.version:
 			w.enqueued[item.SessionKey] = true
 		}
@@ -165,4 +167,26 @@ func (r *run) readWork(ctx context.Context) (workRead, error) {
 		return w, fmt.Errorf("read %s: %w", r.s.SessionStream(), err)
 	}
 	return w, nil
+}
+
+// item reads back the work item at seq in the sessions stream.
+func (r *run) item(ctx context.Context, seq uint64) (work.Item, error) {
+	var item work.Item
+	if r.sessions == nil {
+		st, err := r.js.Stream(ctx, r.s.SessionStream())
+		if err != nil {
+			return item, fmt.Errorf("%s: %w", r.s.SessionStream(), err)
+		}
+		r.sessions = st
+	}
+	gctx, cancel := context.WithTimeout(ctx, r.wait)
+	defer cancel()
+	m, err := r.sessions.GetMsg(gctx, seq)
+	if err != nil {
+		return item, fmt.Errorf("%s #%d: %w", r.s.SessionStream(), seq, err)
+	}
+	if err := json.Unmarshal(m.Data, &item); err != nil {
+		return item, fmt.Errorf("%s #%d: %w", r.s.SessionStream(), seq, err)
+	}
+	return item, nil
 }

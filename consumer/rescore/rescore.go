@@ -180,6 +180,7 @@ type run struct {
 	// items'); versionFor is an agent's scoring version, its cards'.
 	version    string
 	versionFor func(agent string) string
+	sessions   jetstream.Stream // the sessions stream, once an item is read back
 	wait       time.Duration
 	began      time.Time
 	rep        Report
@@ -207,7 +208,10 @@ func (r *run) scoreAll(ctx context.Context, scorer *scoring.Scorer, inputs score
 	fresh := make(map[string]digest, len(keys))
 	diff := newDiffer()
 	for i, key := range keys {
-		item, hasItem := items.latest[key]
+		item, hasItem, err := r.latestItem(ctx, items, key)
+		if err != nil {
+			return nil, err
+		}
 		old := cards.old[key]
 		c := decide(hasItem, old, item.MetadataOnly, r.o.MeasureAudio)
 		agent := item.AgentName
@@ -243,6 +247,20 @@ func (r *run) scoreAll(ctx context.Context, scorer *scoring.Scorer, inputs score
 	}
 	diff.report(&r.rep)
 	return fresh, nil
+}
+
+// latestItem reads back the session's latest work item; has is false
+// when it has none (or the stream dropped it since it was read).
+func (r *run) latestItem(ctx context.Context, items workRead, key string) (item work.Item, has bool, err error) {
+	seq, ok := items.latest[key]
+	if !ok {
+		return item, false, nil
+	}
+	item, err = r.item(ctx, seq)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return item, false, nil
+	}
+	return item, err == nil, err
 }
 
 // scoreOne scores one session; ok is false when it could not be (the
