@@ -4,6 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -183,5 +187,41 @@ func TestProjectDimension(t *testing.T) {
 	h.index = one
 	if body := get(h, "127.0.0.1:1", "/ui", nil).Body.String(); strings.Contains(body, `id="projects"`) || strings.Contains(body, `id="project-filter"`) {
 		t.Error("one project: no breakdown or filter expected")
+	}
+}
+
+// TestEmptyDashboardSaysHowToSendData (issue 71): with no scorecard held,
+// the overview says where LiveKit's webhooks and the agents' uploads go
+// (the ingest listener's port on the host the browser asked) and how to
+// send five test sessions; with scorecards it does not.
+func TestEmptyDashboardSaysHowToSendData(t *testing.T) {
+	page := func(idx *Index) string {
+		src := testHandler(t, "").src // the test sources, with the ingest listener's address
+		src.Listen = ":8080"
+		h, err := NewHandler(idx, NewAlertIndex(10), src, Access{TrustLoopback: true, Hosts: []string{"lk.example"}}.NewGuard(),
+			slog.New(slog.NewTextHandler(io.Discard, nil)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := httptest.NewRequest(http.MethodGet, "http://lk.example:9090/ui", nil)
+		req.RemoteAddr = "127.0.0.1:5000"
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK {
+			t.Fatalf("GET /ui: %d %s", rec.Code, rec.Body.String())
+		}
+		return rec.Body.String()
+	}
+	empty := page(NewIndex(10, "version:"))
+	for _, want := range []string{`id="get-data-in"`, "http://lk.example:8080/webhook", "LIVEKIT_OBSERVABILITY_URL=http://lk.example:8080",
+		"lkscore bench --sessions 5 --url http://lk.example:8080"} {
+		if !strings.Contains(empty, want) {
+			t.Errorf("the empty dashboard does not say %q", want)
+		}
+	}
+	held := NewIndex(10, "version:")
+	held.add(Entry{Seq: 1, At: time.Now(), Key: "RM_a/AJ", Verdict: "pass", Score: 90})
+	if strings.Contains(page(held), `id="get-data-in"`) {
+		t.Error("a dashboard with a scorecard still says it has none")
 	}
 }

@@ -62,6 +62,9 @@ type Sources struct {
 	// Case exports a session as a case archive (lkscore case export
 	// --archive: the same bytes) and names its file; nil: no export.
 	Case func(ctx context.Context, sessionKey string) (data []byte, filename string, err error)
+	// Listen is the ingest listener's address (listen): an empty
+	// dashboard says where to send webhooks and uploads.
+	Listen string
 }
 
 // DeadLetterResult is a dead-letter search: what it found, how many it
@@ -249,6 +252,7 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) error {
 	mix, compared := scoringMix(entries)
 	data := struct {
 		page
+		Ingest       string // where LiveKit and the agents send, for an empty dashboard
 		Mix          VersionMix
 		Sessions     int
 		Unscored     int
@@ -271,7 +275,7 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) error {
 		NotSelected  []ReasonCount
 		NSError      string
 		Steps        PipelineSteps
-	}{page: h.page(r, "Overview", f, held), Mix: mix, Sessions: len(entries), DeadLetters: dlq,
+	}{page: h.page(r, "Overview", f, held), Ingest: ingestURL(r, h.src.Listen), Mix: mix, Sessions: len(entries), DeadLetters: dlq,
 		Scores: trend(compared, from, now, scores, 100, ""), Latency: trend(entries, from, now, lat, 0, " ms"),
 		E2EHist:    histogram(entries, func(e *Entry) float64 { return e.E2EP50 }, 250, 3000, " ms", nil),
 		HeardHist:  histogram(entries, func(e *Entry) float64 { return e.HeardP50 }, 250, 3000, " ms", nil),

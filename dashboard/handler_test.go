@@ -208,14 +208,14 @@ func TestExportAndSearch(t *testing.T) {
 	h := testHandler(t, "")
 	h.index.window = 10
 	h.index.add(Entry{Seq: 10, At: time.Now(), Key: "RM_zz/AJ_target", RoomID: "RM_zz", JobID: "AJ_target", AgentName: "Booking.Bot",
-		Verdict: "warn", Score: 71, E2EP50: 812.5, E2EP95: Missing, HeardP50: Missing, HeardP95: Missing, Codes: []string{"slow_response", "tool_error"}})
+		ScoringVersion: "1.4.0+cabc", Verdict: "warn", Score: 71, E2EP50: 812.5, E2EP95: Missing, HeardP50: Missing, HeardP95: Missing, Codes: []string{"slow_response", "tool_error"}})
 	csvBody := get(h, "127.0.0.1:1", "/ui/export?format=csv&verdict=warn", nil)
 	lines := strings.Split(strings.TrimSpace(csvBody.Body.String()), "\n")
 	if csvBody.Header().Get("Content-Type") != "text/csv; charset=utf-8" || len(lines) != 4 ||
 		!strings.Contains(lines[1], ",RM_zz/AJ_target,RM_zz,,AJ_target,Booking.Bot,,warn,71,") {
 		t.Fatalf("csv: %q", lines)
 	}
-	if !strings.HasSuffix(lines[1], ",812.5,,,,slow_response tool_error") {
+	if !strings.HasSuffix(lines[1], ",812.5,,,,slow_response tool_error,1.4.0+cabc") { // the scoring version last
 		t.Errorf("csv row: %q", lines[1])
 	}
 	var rows []Entry

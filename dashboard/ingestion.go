@@ -3,6 +3,7 @@ package dashboard
 import (
 	"cmp"
 	"encoding/json"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -123,4 +124,22 @@ func (h *Handler) ingestionPage(w http.ResponseWriter, r *http.Request) error {
 		View IngestionView
 		Now  time.Time
 	}{page: h.page(r, "Ingestion", Filter{}, 0), View: v, Now: h.now()})
+}
+
+// ingestURL is where LiveKit and the agents send, as the browser that asked
+// sees this host: the request's host name and the ingest listener's port
+// (listen). Behind a proxy or ingress it is that address instead.
+func ingestURL(r *http.Request, listen string) string {
+	_, port, err := net.SplitHostPort(listen)
+	if err != nil || port == "" {
+		return ""
+	}
+	host := r.Host
+	if h, _, err := net.SplitHostPort(r.Host); err == nil {
+		host = h
+	}
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port)
 }

@@ -5,10 +5,13 @@
 # 20 to 200 turns, both SDKs' forms), then `lkscore rescore --dry-run`
 # under examples/policies.yaml runs ROUNDS times (wall clock, median), then
 # once without --dry-run (the daemon's workers publish the new scorecards).
+# Each dry run's peak RSS (GNU time's maximum resident set size) is printed
+# beside its time. PUBLISH=0 leaves out the publishing run.
 #   SESSIONS=2000 ROUNDS=3 tools/rescore-bench.sh
+#   SESSIONS=100000 ROUNDS=1 PUBLISH=0 tools/rescore-bench.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-SESSIONS=${SESSIONS:-2000} ROUNDS=${ROUNDS:-3}
+SESSIONS=${SESSIONS:-2000} ROUNDS=${ROUNDS:-3} PUBLISH=${PUBLISH:-1}
 work=$(mktemp -d "${TMPDIR:-/tmp}/lkscore-rescore.XXXXXX")
 pid=""
 trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$work"' EXIT
@@ -43,9 +46,9 @@ PY
 args=(rescore --config "$work/new.yaml" --data-dir "$work/data" --since 1h)
 for r in $(seq "$ROUNDS"); do
   start=$(date +%s.%N)
-  "$work/lkscore" "${args[@]}" --dry-run --json >"$work/dry-$r.json" 2>/dev/null
+  /usr/bin/time -f %M -o "$work/rss-$r" "$work/lkscore" "${args[@]}" --dry-run --json >"$work/dry-$r.json" 2>/dev/null
   end=$(date +%s.%N)
-  echo "dry run $r: $(python3 -c "print(round($end-$start, 2))") s" | tee -a "$work/times"
+  echo "dry run $r: $(python3 -c "print(round($end-$start, 2))") s, peak RSS $(( $(tail -1 "$work/rss-$r") / 1024 )) MiB" | tee -a "$work/times"
 done
 python3 - "$work/dry-1.json" <<'PY'
 import json, sys
@@ -57,6 +60,7 @@ for a in r["agents"]:
     print(f"  {a['agent'] or '(no agent)'}: {a['sessions']} sessions, transitions {a['transitions']}, mean delta {a['mean_score_delta']}")
 PY
 python3 -c 'import statistics,sys; t=[float(l.split()[3]) for l in open(sys.argv[1])]; print(f"dry run median: {statistics.median(t):.2f} s over {len(t)} runs")' "$work/times"
+[ "$PUBLISH" = 1 ] || exit 0
 start=$(date +%s.%N)
 "$work/lkscore" "${args[@]}" --json >"$work/pub.json" 2>"$work/pub.log"
 end=$(date +%s.%N)

@@ -56,7 +56,8 @@ setup, rnd, path, before, after, ticks, share = sys.argv[1:]
 b = json.load(open(path))
 cpu_ms = (int(after) - int(before)) * 1000 / int(ticks) / max(b["scored"], 1)
 print(json.dumps({"setup": setup, "round": int(rnd), "cpu_ms_per_session": round(cpu_ms, 3),
-  "sessions_per_sec": round(b["sessions_per_sec"], 1), "scored": b["scored"], "lost": b["lost"], "duplicated": b["duplicated"],
+  "sessions_per_sec": round(b["sessions_per_sec"], 1), "p50_ms": b["latency_ms"]["p50"], "p99_ms": b["latency_ms"]["p99"],
+  "scored": b["scored"], "lost": b["lost"], "duplicated": b["duplicated"],
   "rules_share_of_score_stage": float(share) if share else None}))
 PY
 }
@@ -66,9 +67,11 @@ done
 python3 - "$work/runs.jsonl" <<'PY'
 import json, statistics, sys
 runs = [json.loads(l) for l in open(sys.argv[1])]
-med = {s: {k: statistics.median(r[k] for r in runs if r["setup"] == s) for k in ("cpu_ms_per_session", "sessions_per_sec")} for s in ("none", "rules")}
+keys = ("cpu_ms_per_session", "sessions_per_sec", "p50_ms", "p99_ms")
+med = {s: {k: statistics.median(r[k] for r in runs if r["setup"] == s) for k in keys} for s in ("none", "rules")}
 for s, m in med.items():
-    print(f"{s}: {m['cpu_ms_per_session']:.3f} ms CPU per session, {m['sessions_per_sec']:.0f} sessions/s (medians of {sum(r['setup'] == s for r in runs)})")
+    print(f"{s}: {m['cpu_ms_per_session']:.3f} ms CPU per session, {m['sessions_per_sec']:.0f} sessions/s, "
+          f"webhook -> scorecard p50 {m['p50_ms']:.1f} ms, p99 {m['p99_ms']:.1f} ms (medians of {sum(r['setup'] == s for r in runs)})")
 shares = sorted(r["rules_share_of_score_stage"] for r in runs if r["setup"] == "rules" and r["rules_share_of_score_stage"] is not None)
 if shares:
     print(f"rule evaluation: {100 * statistics.median(shares):.1f}% of the score stage's CPU (median of {len(shares)} profiles: "

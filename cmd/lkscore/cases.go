@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 
 	"github.com/urfave/cli/v3"
 
@@ -32,7 +31,7 @@ func caseCommand(getenv func(string) string, stdout io.Writer) *cli.Command {
 				&cli.StringFlag{Name: "session", Usage: "the session key, room_id/job_id", Required: true},
 				&cli.StringFlag{Name: "format", Value: "case", Usage: "case (a directory), pytest or vitest"},
 				&cli.StringFlag{Name: "out", Usage: "where to write: the case directory (default ./<room_id>-<job_id>), " +
-					"or the test file (default test_<session>.py, <session>.test.mjs); - for stdout (tests only)"},
+					"or the test file (a test goes to stdout unless --out names a file)"},
 				&cli.StringFlag{Name: "archive", Usage: "write the case as one tar file instead (what the dashboard's export button serves); - for stdout"},
 			),
 			Action: func(ctx context.Context, c *cli.Command) error { return exportCase(ctx, c, getenv, stdout) },
@@ -72,12 +71,12 @@ func exportCase(ctx context.Context, c *cli.Command, getenv func(string) string,
 	var data []byte
 	out := c.String("out")
 	switch {
-	case format == "pytest":
+	case format == "pytest": // stdout unless --out: `> test_x.py` holds the test alone
 		data, err = files.Pytest()
-		out = orDefault(out, "test_"+strings.ReplaceAll(strings.ToLower(name), "-", "_")+".py")
+		out = orDefault(out, "-")
 	case format == "vitest":
 		data, err = files.Vitest()
-		out = orDefault(out, name+".test.mjs")
+		out = orDefault(out, "-")
 	case c.IsSet("archive"):
 		data, err = files.Archive(name)
 		out = c.String("archive")

@@ -234,6 +234,12 @@ func TestCaseAsAgentTests(t *testing.T) {
 				t.Fatalf("%s %s: exit %d\n%s%s", tc.scenario, format, code, o, e)
 			}
 		}
+		// Without --out the test is written to stdout, and nothing else is.
+		code, stdoutPy, e := runLkscore(t, "case", "export", "--session", keys[tc.scenario], "--format", "pytest",
+			"--nats-url", d.NATSURL(), "--data-dir", dataDir)
+		if code != 0 || stdoutPy != string(mustRead(t, py)) {
+			t.Errorf("%s: pytest without --out: exit %d, stdout is not the test alone\n%s%s", tc.scenario, code, stdoutPy, e)
+		}
 		if out, err := exec.Command(python, "-c", "import ast, sys; ast.parse(open(sys.argv[1]).read(), sys.argv[1])", py).CombinedOutput(); err != nil {
 			t.Errorf("%s: the pytest file does not parse: %v\n%s\n%s", tc.scenario, err, out, mustRead(t, py))
 		}

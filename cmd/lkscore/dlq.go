@@ -164,6 +164,10 @@ func printDeadLetters(w io.Writer, dls []wire.DeadLetter, asJSON bool) error {
 		}
 		return nil
 	}
+	if len(dls) == 0 {
+		_, err := fmt.Fprintln(w, "no dead letters: every stored message was processed or is still being retried")
+		return err
+	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SEQ\tSTAGE\tAT\tDELIVERIES\tSUBJECT\tSESSION\tERROR")
 	for _, dl := range dls {

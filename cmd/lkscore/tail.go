@@ -159,6 +159,7 @@ func tail(ctx context.Context, js jetstream.JetStream, subj wire.Subjects, f tai
 		return broker.Missing("follow stream "+stream, err)
 	}
 	shown := 0
+	var lastSeq uint64 // the stream sequence of the last message seen
 	started, hinted := time.Now(), f.hint == ""
 	caughtUp := false // the --since replay reached the stream's end
 	for f.limit == 0 || shown < f.limit {
@@ -185,7 +186,15 @@ func tail(ctx context.Context, js jetstream.JetStream, subj wire.Subjects, f tai
 				}
 				continue // a quiet stream: keep following
 			}
-			return err
+			// NATS went away (the daemon or its server restarting): follow
+			// again from the message after the last one seen, once it is back.
+			if cons, err = refollow(ctx, js, stream, cfg, lastSeq, err, f.hintOut); err != nil {
+				return err
+			}
+			continue
+		}
+		if meta, err := m.Metadata(); err == nil {
+			lastSeq = meta.Sequence.Stream
 		}
 		printed, err := printTailed(m, f, w)
 		if err != nil {
@@ -256,4 +265,36 @@ func alertLine(a wire.Alert) string {
 		line += fmt.Sprintf(", p %.3g", a.PValue)
 	}
 	return line + fmt.Sprintf(", n %d vs %d)  against %s", a.NCurrent, a.NBaseline, a.BaselineOf)
+}
+
+// refollow waits for NATS to come back after lost (what the consumer
+// said), saying so on out, and follows stream again from the message
+// after lastSeq (or as cfg says, before any). A connection closed for good
+// is an error.
+func refollow(ctx context.Context, js jetstream.JetStream, stream string, cfg jetstream.OrderedConsumerConfig, lastSeq uint64,
+	lost error, out io.Writer) (jetstream.Consumer, error) {
+	if out == nil {
+		out = io.Discard
+	}
+	fmt.Fprintf(out, "tail: lost NATS (%v); following again once it is back\n", lost)
+	if lastSeq > 0 {
+		cfg.DeliverPolicy, cfg.OptStartSeq, cfg.OptStartTime = jetstream.DeliverByStartSequencePolicy, lastSeq+1, nil
+	}
+	for {
+		if js.Conn().IsClosed() {
+			return nil, fmt.Errorf("tail: the NATS connection closed for good (%v)", lost)
+		}
+		actx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		cons, err := js.OrderedConsumer(actx, stream, cfg)
+		cancel()
+		if err == nil {
+			fmt.Fprintln(out, "tail: NATS is back; following")
+			return cons, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
 }

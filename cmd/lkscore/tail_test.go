@@ -12,6 +12,7 @@ import (
 
 	"github.com/livekit/protocol/livekit"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/lkscore/lkscore/config"
@@ -225,5 +226,51 @@ func TestTailSinceSaysWhatItReplayed(t *testing.T) {
 	if code != 0 || out != "" || !strings.Contains(stderr, "nothing matched since") || !strings.Contains(stderr, "holds 2 scorecards") ||
 		strings.Contains(stderr, "no scorecards in") {
 		t.Errorf("--since %s: exit %d, stdout %q, stderr %q", later, code, out, stderr)
+	}
+}
+
+// TestTailThroughNATSRestart (issue 71): the NATS server tail follows
+// shuts down and comes back (as the daemon's embedded server does when
+// lkscore serve restarts): tail says so on stderr, follows again from the
+// scorecard after the last one it showed, and shows each one once.
+func TestTailThroughNATSRestart(t *testing.T) {
+	ns := testenv.StartNATS(t)
+	js := testenv.JetStream(t, ns.URL())
+	subj := wire.NewSubjects("lkscore.", "LKSCORE")
+	if _, err := js.CreateStream(context.Background(), jetstream.StreamConfig{Name: subj.ResultStream(),
+		Subjects: []string{subj.Result("*")}, Storage: jetstream.FileStorage}); err != nil {
+		t.Fatal(err)
+	}
+	scorer, err := scoring.NewScorer(scoring.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cards := population.Generate(scorer, population.Clean("tail-agent", "1"), 5, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var stdout, stderr testenv.SyncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"lkscore", "tail", "--nats-url", ns.URL(), "--limit", "2"}, func(string) string { return "" }, &stdout, &stderr)
+	}()
+	time.Sleep(500 * time.Millisecond) // tail follows new scorecards from here
+	testenv.PublishCards(t, js, cards[:1], 0)
+	testenv.WaitFor(t, 10*time.Second, "the first scorecard", func() bool { return strings.Contains(stdout.String(), cards[0].Session.Key) })
+
+	ns.Stop()
+	time.Sleep(time.Second)
+	ns.Start()
+	testenv.PublishCards(t, testenv.JetStream(t, ns.URL()), cards[1:], 0)
+	select {
+	case code := <-done:
+		out := stdout.String()
+		if code != 0 || strings.Count(out, cards[0].Session.Key) != 1 || strings.Count(out, cards[1].Session.Key) != 1 {
+			t.Fatalf("tail through a NATS restart: exit %d\n%s\n%s", code, out, stderr.String())
+		}
+	case <-ctx.Done():
+		t.Fatalf("tail did not show the scorecard after the restart\n%s\n%s", stdout.String(), stderr.String())
+	}
+	if e := stderr.String(); !strings.Contains(e, "lost NATS") || !strings.Contains(e, "NATS is back") {
+		t.Errorf("tail did not say it lost NATS and followed again: %s", e)
 	}
 }

@@ -42,7 +42,7 @@ func (e *authError) Error() string {
 	case refusedNoToken:
 		return "no token in the Authorization header"
 	case refusedUnknownKey:
-		return fmt.Sprintf("API key %q is not one of livekit.keys", key)
+		return fmt.Sprintf("API key %q is not one lkscore knows (LIVEKIT_API_KEY, or livekit.keys_file / LKSCORE_KEYS_FILE)", key)
 	case refusedBadSignature:
 		return fmt.Sprintf("the token does not verify with the secret of API key %q (the secret differs, or the token expired)", key)
 	case refusedBadChecksum:

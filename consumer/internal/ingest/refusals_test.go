@@ -46,3 +46,18 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	defer l.mu.Unlock()
 	return l.w.Write(p)
 }
+
+// TestUnknownKeyNamesRealSettings (issue 71): the refusal of an unknown
+// API key names where keys come from by names a user can find: the
+// environment variable and the config key that exist.
+func TestUnknownKeyNamesRealSettings(t *testing.T) {
+	msg := (&authError{reason: refusedUnknownKey, key: "otherkey"}).Error()
+	for _, want := range []string{`"otherkey"`, "LIVEKIT_API_KEY", "livekit.keys_file", "LKSCORE_KEYS_FILE"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("the refusal %q does not name %s", msg, want)
+		}
+	}
+	if strings.Contains(msg, "livekit.keys ") || strings.HasSuffix(msg, "livekit.keys") {
+		t.Errorf("the refusal names livekit.keys, which is no config key: %q", msg)
+	}
+}

@@ -113,7 +113,8 @@ func (u *UI) Start(ctx context.Context, cfg config.Config, js jetstream.JetStrea
 	s := &sources{js: js, subjects: subjects, facts: fs, store: st, limits: cfg.Limits, privacy: cfg.Privacy, selected: cfg.Pipeline.CloseReasons}
 	src := dashboard.Sources{Scorecard: s.scorecard, Items: s.items, Recording: s.recording, Audio: s.audio, DeadLetters: s.deadLetters,
 		NotSelected: s.notSelected, Steps: func() dashboard.PipelineSteps { return pipelineSteps(gatherer) },
-		SearchDeadLetters: s.searchDeadLetters, Ingestion: s.ingestion, APIKeys: slices.Sorted(maps.Keys(cfg.LiveKit.Keys))}
+		SearchDeadLetters: s.searchDeadLetters, Ingestion: s.ingestion, APIKeys: slices.Sorted(maps.Keys(cfg.LiveKit.Keys)),
+		Listen: cfg.Listen}
 	scorer, err := cfg.Scorer()
 	if err != nil {
 		return fmt.Errorf("dashboard: %w", err)
