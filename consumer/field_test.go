@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -132,6 +133,7 @@ func TestFieldSessionsReplayed(t *testing.T) {
 		t.Fatalf("sdk-http.jsonl names %d sessions, want 6", len(sessions))
 	}
 
+	reports := fieldUsageReports(t)
 	sent := replayField(t, d)
 	if sent["/webhook"] != 60 || sent["/observability/recordings/v0"] != 6 {
 		t.Fatalf("replayed %v; want 60 webhooks and 6 uploads", sent)
@@ -179,6 +181,7 @@ func TestFieldSessionsReplayed(t *testing.T) {
 		if c.Overall.Verdict == session.Unscored || c.Session.SDK == nil || c.Session.SDK.Language != facts.SDKNode {
 			t.Errorf("%s: verdict %s, SDK %+v", s.Room, c.Overall.Verdict, c.Session.SDK)
 		}
+		checkFieldUsage(t, s.Room, c.Usage, reports[job])
 	}
 	// The same ending, logs on or off: the same close reason.
 	for _, mode := range []string{"caller_leaves", "agent_shutdown", "room_deleted"} {
@@ -313,4 +316,145 @@ func TestFieldPIISpansKeptNowhere(t *testing.T) {
 	for _, l := range leaked(string(rawBytes(t, cfg.DataDir)), pii) {
 		t.Errorf("the data directory keeps span text: %s", l)
 	}
+}
+
+// fieldUsageReports are the usage lists of the recorded session reports
+// (OTLP/JSON logs, body "session report", attribute usage), by job id, each
+// entry as the SDK sent it: its keys and values, numbers as JSON numbers.
+func fieldUsageReports(t *testing.T) map[string][]map[string]any {
+	t.Helper()
+	type anyValue struct {
+		StringValue *string  `json:"stringValue"`
+		IntValue    *string  `json:"intValue"`
+		DoubleValue *float64 `json:"doubleValue"`
+		ArrayValue  *struct {
+			Values []json.RawMessage `json:"values"`
+		} `json:"arrayValue"`
+		KvlistValue *struct {
+			Values []struct {
+				Key   string   `json:"key"`
+				Value anyValue `json:"value"`
+			} `json:"values"`
+		} `json:"kvlistValue"`
+	}
+	out := map[string][]map[string]any{}
+	for _, r := range fieldRequests(t) {
+		if r.Path != "/observability/logs/otlp/v0" || len(r.JSON) == 0 {
+			continue
+		}
+		var req struct {
+			ResourceLogs []struct {
+				ScopeLogs []struct {
+					LogRecords []struct {
+						Body       anyValue `json:"body"`
+						Attributes []struct {
+							Key   string   `json:"key"`
+							Value anyValue `json:"value"`
+						} `json:"attributes"`
+					} `json:"logRecords"`
+				} `json:"scopeLogs"`
+			} `json:"resourceLogs"`
+		}
+		if err := json.Unmarshal(r.JSON, &req); err != nil {
+			t.Fatal(err)
+		}
+		for _, rl := range req.ResourceLogs {
+			for _, sl := range rl.ScopeLogs {
+				for _, rec := range sl.LogRecords {
+					if rec.Body.StringValue == nil || *rec.Body.StringValue != "session report" {
+						continue
+					}
+					var job string
+					var usage []map[string]any
+					for _, a := range rec.Attributes {
+						switch {
+						case a.Key == "job_id" && a.Value.StringValue != nil:
+							job = *a.Value.StringValue
+						case a.Key == "usage" && a.Value.ArrayValue != nil:
+							for _, raw := range a.Value.ArrayValue.Values {
+								var e anyValue
+								if err := json.Unmarshal(raw, &e); err != nil || e.KvlistValue == nil {
+									t.Fatalf("usage entry %s: %v", raw, err)
+								}
+								m := map[string]any{}
+								for _, kv := range e.KvlistValue.Values {
+									switch {
+									case kv.Value.StringValue != nil:
+										m[kv.Key] = *kv.Value.StringValue
+									case kv.Value.IntValue != nil:
+										n, err := strconv.ParseFloat(*kv.Value.IntValue, 64)
+										if err != nil {
+											t.Fatal(err)
+										}
+										m[kv.Key] = n
+									case kv.Value.DoubleValue != nil:
+										m[kv.Key] = *kv.Value.DoubleValue
+									}
+								}
+								usage = append(usage, m)
+							}
+						}
+					}
+					if job != "" && usage != nil {
+						out[job] = usage
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// checkFieldUsage: the card's usage lists the report's models in its order,
+// each count equal to the one the SDK sent (agents-js names in camelCase,
+// durations in ms: the card's in s), nothing the report left out, and the
+// totals are the report's sums. No report: not reported.
+func checkFieldUsage(t *testing.T, room string, u *session.Usage, report []map[string]any) {
+	t.Helper()
+	if report == nil {
+		if u == nil || u.Reported {
+			t.Errorf("%s: no usage report was sent, and the card says %+v", room, u)
+		}
+		return
+	}
+	if u == nil || !u.Reported || len(u.Models) != len(report) {
+		t.Fatalf("%s: usage %+v; the report listed %d models", room, u, len(report))
+	}
+	var chars float64
+	for i, want := range report {
+		got, _ := json.Marshal(u.Models[i])
+		var card map[string]any
+		_ = json.Unmarshal(got, &card)
+		for k, v := range want {
+			key := k
+			if n, ok := v.(float64); ok && strings.HasSuffix(k, "Ms") {
+				key, v = strings.TrimSuffix(k, "Ms")+"_s", n/1000
+			}
+			key = snakeCase(key)
+			if card[key] != v {
+				t.Errorf("%s: model %d %s: card %v, report %v (%s)", room, i, key, card[key], v, got)
+			}
+			if k == "charactersCount" {
+				chars += v.(float64)
+			}
+		}
+		if len(card) != len(want) {
+			t.Errorf("%s: model %d: the card has %d fields, the report %d: %s", room, i, len(card), len(want), got)
+		}
+	}
+	if !u.TTSCharacters.Set || float64(u.TTSCharacters.V) != chars || !u.InputTokens.Set {
+		t.Errorf("%s: totals %+v, the report's characters %v", room, u, chars)
+	}
+}
+
+func snakeCase(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if r >= 'A' && r <= 'Z' {
+			b.WriteByte('_')
+			r += 'a' - 'A'
+		}
+		b.WriteRune(r)
+	}
+	return strings.ReplaceAll(b.String(), "__", "_")
 }

@@ -172,6 +172,7 @@ func Compare(baseline, current []Sample, cfg Config) Comparison {
 			}
 			r.Test, r.NBaseline, r.NCurrent = "mann_whitney_u", len(x), len(y)
 			r.Baseline, r.Current, r.P = median(x), median(y), mannWhitney(x, y, d.worse)
+			r.MinEffect = max(r.MinEffect, d.minRelative*math.Abs(r.Baseline))
 		case kindRate:
 			k1, n1 := counts(baseline, d)
 			k2, n2 := counts(current, d)

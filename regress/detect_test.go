@@ -1,7 +1,10 @@
 package regress_test
 
 import (
+	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/lkscore/lkscore/internal/population"
@@ -205,5 +208,53 @@ func TestSampleLeavesOutWhatWasNotMeasured(t *testing.T) {
 	}
 	if v, ok := s.Value("tool_reliability"); ok {
 		t.Errorf("tool reliability of a session that called no tool: %v", v)
+	}
+}
+
+// TestSampleStoredBeforeTokens: a sample written before the token metrics
+// (eight values) reads back with those Missing, and a sample that measured
+// none of them is written as before, byte for byte (a sealed baseline
+// keeps its id); one that did carries them.
+func TestSampleStoredBeforeTokens(t *testing.T) {
+	old := `{"seq":3,"session":"RM_a/AJ_b","values":[91.5,100,-1,88,72.25,1140,2210.5,0.91],"tool_calls":11,"tool_errors":1,"agent_turns":9,"codes":["slow_response"]}`
+	var s regress.Sample
+	if err := json.Unmarshal([]byte(old), &s); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := s.Value(regress.MetricOutputTokens); ok {
+		t.Fatal("a sample stored before the token metrics has output tokens")
+	}
+	if v, ok := s.Value(regress.MetricConfidence); !ok || v != 0.91 {
+		t.Fatalf("confidence %v %v", v, ok)
+	}
+	again, err := json.Marshal(s)
+	if err != nil || string(again) != old {
+		t.Fatalf("written again:\n%s\nwas\n%s", again, old)
+	}
+	card := session.Scorecard{Session: session.SessionRef{Identity: session.Identity{Key: "RM_t/AJ"}}, Metrics: session.Metrics{UserTurns: 4},
+		Usage: &session.Usage{Reported: true, InputTokens: session.Opt[int]{V: 1200, Set: true}, OutputTokens: session.Opt[int]{V: 340, Set: true}}}
+	b, _ := json.Marshal(regress.SampleOf(&card, 1))
+	if !strings.Contains(string(b), `,300,85]`) { // per turn of the caller
+		t.Errorf("a sample with tokens: %s", b)
+	}
+}
+
+// TestPowerOutputTokens (issue 69): a version whose calls use 30% more
+// output tokens is flagged on that metric in at least 90% of 40 seeds
+// with 30 sessions each side; 8 unshifted seeds raise no token alarm.
+func TestPowerOutputTokens(t *testing.T) {
+	cur := population.Baseline("a", "2")
+	cur.OutputTokensPerTurn *= 1.3
+	power, which := rates(t, population.Baseline("a", "1"), cur)
+	t.Logf("power %.3f (%v)", power, which)
+	if float64(which[regress.MetricOutputTokens])/40 < 0.9 {
+		t.Fatalf("output tokens flagged in %d of 40 seeds: %v", which[regress.MetricOutputTokens], which)
+	}
+	for seed := uint64(1); seed <= 8; seed++ {
+		c := regress.Compare(samples(t, population.Baseline("a", "1"), seed, 30, 0),
+			samples(t, population.Baseline("a", "2"), 1000+seed, 30, 1000), regress.DefaultConfig())
+		if slices.Contains(c.Regressed, regress.MetricOutputTokens) || slices.Contains(c.Regressed, regress.MetricInputTokens) {
+			t.Errorf("seed %d: unshifted tokens flagged: %v", seed, c.Regressed)
+		}
 	}
 }

@@ -6,6 +6,7 @@
 package regress
 
 import (
+	"encoding/json"
 	"math"
 	"slices"
 
@@ -101,6 +102,10 @@ func SampleOf(card *session.Scorecard, seq uint64) Sample {
 	if m.TranscriptConfidenceMean.Set {
 		s.set(MetricConfidence, m.TranscriptConfidenceMean.V)
 	}
+	if u := card.Usage; u != nil && u.Reported && m.UserTurns > 0 { // not reported: no value, not 0
+		s.set(MetricInputTokens, float64(u.InputTokens.V)/float64(m.UserTurns))
+		s.set(MetricOutputTokens, float64(u.OutputTokens.V)/float64(m.UserTurns))
+	}
 	s.ToolCalls, s.ToolErrors = m.ToolCalls, m.ToolErrors
 	s.AgentTurns, s.Interruptions = m.AgentTurns, m.Interruptions
 	s.CRError = card.Completion.CloseReason == "CR_ERROR"
@@ -111,10 +116,57 @@ func SampleOf(card *session.Scorecard, seq uint64) Sample {
 // Missing marks a continuous metric a session did not measure.
 const Missing = -1.0
 
+// storedValues is how many values a sample stored before the token metrics
+// holds: a sample whose later values are all Missing is written with these
+// alone, so a baseline sealed before them keeps its bytes, and its id.
+const storedValues = 8
+
+// MarshalJSON writes the sample with its values up to the last measured
+// one past the first storedValues, its fields in Sample's order.
+func (s Sample) MarshalJSON() ([]byte, error) {
+	n := nContinuous
+	for n > storedValues && s.Values[n-1] == Missing {
+		n--
+	}
+	return json.Marshal(struct {
+		Seq           uint64    `json:"seq"`
+		Session       string    `json:"session"`
+		Values        []float64 `json:"values"`
+		ToolCalls     int       `json:"tool_calls,omitempty"`
+		ToolErrors    int       `json:"tool_errors,omitempty"`
+		AgentTurns    int       `json:"agent_turns,omitempty"`
+		Interruptions int       `json:"interruptions,omitempty"`
+		CRError       bool      `json:"cr_error,omitempty"`
+		Failed        bool      `json:"failed,omitempty"`
+		Codes         []string  `json:"codes,omitempty"`
+	}{s.Seq, s.Session, s.Values[:n], s.ToolCalls, s.ToolErrors, s.AgentTurns, s.Interruptions, s.CRError, s.Failed, s.Codes})
+}
+
+// UnmarshalJSON reads a sample stored before the last metrics were added:
+// the values it lacks are Missing (not measured), never 0.
+func (s *Sample) UnmarshalJSON(b []byte) error {
+	type plain Sample
+	var p struct {
+		plain
+		Values []float64 `json:"values"`
+	}
+	if err := json.Unmarshal(b, &p); err != nil {
+		return err
+	}
+	*s = Sample(p.plain)
+	for i := range s.Values {
+		s.Values[i] = Missing
+		if i < len(p.Values) {
+			s.Values[i] = p.Values[i]
+		}
+	}
+	return nil
+}
+
 // continuousMetrics are the metrics a Sample's Values hold, in order. The
 // order is part of the stored history's format: add new metrics at the end.
 var continuousMetrics = [...]string{MetricOverall, componentTurns, componentTranscr, componentTools, componentLatency,
-	MetricE2EP50, MetricE2EP95, MetricConfidence}
+	MetricE2EP50, MetricE2EP95, MetricConfidence, MetricInputTokens, MetricOutputTokens}
 
 const nContinuous = len(continuousMetrics)
 
@@ -144,10 +196,18 @@ func (s *Sample) Value(name string) (float64, bool) {
 
 // Metric names, as alerts and reports name them.
 const (
-	MetricOverall      = "overall"
-	MetricE2EP50       = "e2e_latency_p50_ms"
-	MetricE2EP95       = "e2e_latency_p95_ms"
-	MetricConfidence   = "transcript_confidence"
+	MetricOverall    = "overall"
+	MetricE2EP50     = "e2e_latency_p50_ms"
+	MetricE2EP95     = "e2e_latency_p95_ms"
+	MetricConfidence = "transcript_confidence"
+	// MetricInputTokens and MetricOutputTokens are the LLM tokens a call
+	// used per turn of the caller, as the SDK's usage report says
+	// (session.Usage): a version whose turns cost more alerts like one
+	// whose turns got slower. Per turn, not per call: a call's tokens grow
+	// with its length, which tells nothing of the version (per call, two
+	// populations of one version differed in 1 seed of 40).
+	MetricInputTokens  = "llm_input_tokens_per_turn"
+	MetricOutputTokens = "llm_output_tokens_per_turn"
 	MetricToolErrors   = "tool_error_rate"
 	MetricInterrupts   = "interruption_rate"
 	MetricCRError      = "cr_error_share"
@@ -171,6 +231,10 @@ type metricDef struct {
 	// minEffect is the smallest change, in the metric's unit and in the
 	// worse direction, worth an alert (Config.MinEffect overrides it).
 	minEffect float64
+	// minRelative, when set, raises minEffect to that share of the
+	// baseline's median: token counts differ by agent tenfold, so only a
+	// share says "worth an alert" for every agent.
+	minRelative float64
 	// count gives a rate metric's numerator and denominator for a sample.
 	count func(*Sample) (int, int)
 }
@@ -191,6 +255,8 @@ func metricDefs() []metricDef {
 		{name: MetricE2EP50, kind: kindContinuous, worse: higherIsWorse, minEffect: 150},
 		{name: MetricE2EP95, kind: kindContinuous, worse: higherIsWorse, minEffect: 300},
 		{name: MetricConfidence, kind: kindContinuous, worse: lowerIsWorse, minEffect: 0.05},
+		{name: MetricInputTokens, kind: kindContinuous, worse: higherIsWorse, minEffect: 2, minRelative: 0.1},
+		{name: MetricOutputTokens, kind: kindContinuous, worse: higherIsWorse, minEffect: 2, minRelative: 0.1},
 		{name: MetricToolErrors, kind: kindRate, worse: higherIsWorse, minEffect: 0.03,
 			count: func(s *Sample) (int, int) { return s.ToolErrors, s.ToolCalls }},
 		{name: MetricInterrupts, kind: kindRate, worse: higherIsWorse, minEffect: 0.05,

@@ -278,6 +278,7 @@ func score(s Session, sc *Scorer, p *policy, scr *scratch) Scorecard {
 		Audio:      s.Audio,
 		Spans:      spanMetrics(s.Spans),
 	}
+	card.Usage = session.UsageOf(s.Facts, card.Metrics.UserTurns)
 	if sc.named {
 		ref := p.ref
 		card.Policy = &ref

@@ -28,8 +28,12 @@ type Facts struct {
 	// RoomEndReason is room_finished's end reason, e.g. ROOM_END_API_DELETE.
 	RoomEndReason string `json:"room_end_reason,omitempty"`
 	// Departures are the participants' departures in order (room webhooks).
-	Departures []Departure       `json:"departures,omitempty"`
-	Provenance map[string]string `json:"provenance,omitempty"`
+	Departures []Departure `json:"departures,omitempty"`
+	// Usage is the SDK's session report's usage, per provider and model;
+	// UsageReported says a report listed it (an empty list included).
+	Usage         []ModelUsage      `json:"usage,omitempty"`
+	UsageReported bool              `json:"usage_reported,omitempty"`
+	Provenance    map[string]string `json:"provenance,omitempty"`
 }
 
 // Departure is one participant leaving the room.

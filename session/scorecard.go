@@ -51,6 +51,9 @@ type Scorecard struct {
 	Policy *PolicyRef `json:"policy,omitempty"`
 	// Rules are the results of the rules whose when matched the session.
 	Rules []RuleResult `json:"rules,omitempty"`
+	// Usage is what the session's model calls used, as the SDK reported it
+	// (left out when a recording is scored alone).
+	Usage *Usage `json:"usage,omitempty"`
 }
 
 // SessionRef names the session scored.

@@ -28,13 +28,20 @@ type Params struct {
 	ToolEvery int
 	// InterruptRate is the probability that the user interrupts an agent turn.
 	InterruptRate float64
+	// InputTokensPerTurn and OutputTokensPerTurn are the LLM's median tokens
+	// per agent turn (log-normal, sigma 0.3), reported as the SDK's usage
+	// report does; 0: the session reports no usage. Their draws come from
+	// a generator of their own, so the other measures of a seed do not
+	// change with them.
+	InputTokensPerTurn, OutputTokensPerTurn float64
 }
 
 // Baseline is a healthy tool-using agent: sessions of 8–14 turns with a tool
 // call in every turn (about 11 calls a session), 1.1 s median e2e latency,
 // 2% tool errors, 2% sessions closing in error.
 func Baseline(agent, version string) Params {
-	return Params{Agent: agent, Version: version, E2EMedianMs: 1100, ToolErrorRate: 0.02, ErrorCloseRate: 0.02, ToolEvery: 1, InterruptRate: 0.05}
+	return Params{Agent: agent, Version: version, E2EMedianMs: 1100, ToolErrorRate: 0.02, ErrorCloseRate: 0.02, ToolEvery: 1, InterruptRate: 0.05,
+		InputTokensPerTurn: 900, OutputTokensPerTurn: 60}
 }
 
 // Clean is an agent with nothing wrong: 0.9 s median e2e latency, no tool
@@ -46,9 +53,12 @@ func Clean(agent, version string) Params {
 // Generate scores n sessions drawn from p with the given seed.
 func Generate(scorer *scoring.Scorer, p Params, seed uint64, n int) []session.Scorecard {
 	rng := rand.New(rand.NewPCG(seed, 0x6c6b73636f7265))
+	tokens := rand.New(rand.NewPCG(seed, 0x746f6b656e73))
 	out := make([]session.Scorecard, 0, n)
 	for i := range n {
-		out = append(out, scorer.Score(sessionOf(rng, p, fmt.Sprintf("RM_%s_%d_%d/AJ_%d", strings.ReplaceAll(p.Version, ".", "_"), seed, i, i))))
+		s := sessionOf(rng, p, fmt.Sprintf("RM_%s_%d_%d/AJ_%d", strings.ReplaceAll(p.Version, ".", "_"), seed, i, i))
+		withUsage(tokens, p, &s)
+		out = append(out, scorer.Score(s))
 	}
 	return out
 }
@@ -92,4 +102,22 @@ func sessionOf(rng *rand.Rand, p Params, key string) scoring.Session {
 	return scoring.Session{Identity: session.Identity{Key: key, AgentName: p.Agent},
 		Close: session.Close{CloseReason: reason, CloseReasonSource: "summary"}, Items: items,
 		Facts: &session.Facts{Tags: []string{"version:" + p.Version}}}
+}
+
+// withUsage gives s the SDK's usage report of p's token medians: one LLM,
+// its input and output tokens summed over the agent turns.
+func withUsage(rng *rand.Rand, p Params, s *scoring.Session) {
+	if p.InputTokensPerTurn <= 0 && p.OutputTokensPerTurn <= 0 {
+		return
+	}
+	var in, out float64
+	for _, it := range s.Items {
+		if it.Role == scoring.RoleAssistant {
+			in += p.InputTokensPerTurn * math.Exp(rng.NormFloat64()*0.3)
+			out += p.OutputTokensPerTurn * math.Exp(rng.NormFloat64()*0.3)
+		}
+	}
+	s.Facts.UsageReported = true
+	s.Facts.Usage = []session.ModelUsage{{Type: session.UsageLLM, Provider: "openai", Model: "gpt-4o-mini",
+		InputTokens: session.Opt[int]{V: int(in), Set: true}, OutputTokens: session.Opt[int]{V: int(out), Set: true}}}
 }

@@ -103,10 +103,19 @@ func TestRollingRestart(t *testing.T) {
 	cards := c.checkExactlyOnce(sent, 60*time.Second)
 	stall := longestGap(cards, startAt, endAt)
 	var lags []time.Duration
+	var worstKey string
+	var worstLag time.Duration
 	for k, ackAt := range sent {
 		if at, ok := cards[k]; ok && !ackAt.Before(startAt) && ackAt.Before(endAt) {
 			lags = append(lags, at.Sub(ackAt))
+			if at.Sub(ackAt) > worstLag {
+				worstKey, worstLag = k, at.Sub(ackAt)
+			}
 		}
+	}
+	if worstKey != "" { // for the processes' logs (LKSCORE_CRASH_LOGS keeps them)
+		t.Logf("the longest wait: %s, acknowledged %s after the start, scored %s later", worstKey,
+			sent[worstKey].Sub(startAt).Round(time.Millisecond), worstLag.Round(time.Millisecond))
 	}
 	sort.Slice(lags, func(i, j int) bool { return lags[i] < lags[j] })
 	p99 := time.Duration(0)

@@ -1,6 +1,7 @@
 package facts
 
 import (
+	"encoding/json"
 	"slices"
 	"unicode/utf8"
 
@@ -37,6 +38,9 @@ const (
 	FieldRecordingExpected = "recording_expected"
 	// FieldAPIKey is the LiveKit API key that signed a signal (its project).
 	FieldAPIKey = "api_key"
+	// FieldUsage is the session report's usage: a JSON list of
+	// session.ModelUsage.
+	FieldUsage = "usage"
 )
 
 // Fact sources, in the order close reasons are trusted (docs/facts.md).
@@ -223,6 +227,11 @@ func notBest(r *Resolved, tags map[string]bool, o Observation) bool {
 	case FieldInput:
 		if !slices.Contains(r.Inputs, o.Value) {
 			r.Inputs = append(r.Inputs, o.Value)
+		}
+	case FieldUsage:
+		var models []session.ModelUsage
+		if json.Unmarshal([]byte(o.Value), &models) == nil && (!r.UsageReported || len(models) > len(r.Usage)) {
+			r.Usage, r.UsageReported = models, true // the fullest report
 		}
 	case FieldRecordingExpected:
 		if r.RecordingExpected != "true" { // any report that says a recording follows wins

@@ -546,6 +546,11 @@ func (c factCollector) logRecord(id sessionID, a attrs, body string, isJSON bool
 			}
 			c.add(id, facts.Observation{Field: facts.FieldSDKLanguage, Value: lang, Source: facts.SourceOTLP, Evidence: "session report sdk_version"})
 		}
+		if v, ok := a.get("usage"); ok {
+			if models, ok := usageOf(v); ok {
+				c.add(id, usageObservation(models))
+			}
+		}
 		if v, ok := a.get("session.tags"); ok {
 			for _, t := range tagValues(v) {
 				c.add(id, facts.Observation{Field: facts.FieldTag, Value: facts.Bounded(t, 128), Source: facts.SourceOTLP})
