@@ -26,6 +26,10 @@ type Config struct {
 	// Rules are the team's own checks, CEL expressions evaluated on every
 	// session their when matches (docs/policies.md).
 	Rules []Rule `yaml:"rules" json:"rules,omitempty"`
+	// Pricing is the team's price table: each scorecard's usage priced
+	// (docs/scoring.md, "Cost"); nil: no cost on the cards. It is part of
+	// the scoring version: a price change is re-priced by lkscore rescore.
+	Pricing *Pricing `yaml:"pricing" json:"pricing,omitempty"`
 	// VersionTag is regression.version_tag, the prefix of the tag that
 	// names the agent's version (session.Version): policies' match.versions
 	// and rules' when.versions read it. Set from the regression section,
@@ -112,7 +116,7 @@ func DefaultConfig() Config {
 // of every rule. The rules' expressions are the engine's to check
 // (rules.Validate checks both).
 func (c Config) Validate() error {
-	return errors.Join(c.validateModel(), c.validatePolicies(), validateRules(c.Rules))
+	return errors.Join(c.validateModel(), c.validatePolicies(), validateRules(c.Rules), c.Pricing.validate())
 }
 
 // validateModel checks the weights and thresholds.

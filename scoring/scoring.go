@@ -279,6 +279,7 @@ func score(s Session, sc *Scorer, p *policy, scr *scratch) Scorecard {
 		Spans:      spanMetrics(s.Spans),
 	}
 	card.Usage = session.UsageOf(s.Facts, card.Metrics.UserTurns)
+	card.Cost = sc.cfg.Pricing.costOf(card.Usage, callTime(s), card.Metrics.DurationS)
 	if sc.named {
 		ref := p.ref
 		card.Policy = &ref

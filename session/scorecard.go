@@ -54,6 +54,9 @@ type Scorecard struct {
 	// Usage is what the session's model calls used, as the SDK reported it
 	// (left out when a recording is scored alone).
 	Usage *Usage `json:"usage,omitempty"`
+	// Cost is the usage priced by scoring.pricing (left out without a
+	// price table, or without a usage report).
+	Cost *Cost `json:"cost,omitempty"`
 }
 
 // SessionRef names the session scored.

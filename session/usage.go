@@ -89,3 +89,26 @@ func UsageOf(f *Facts, userTurns int) *Usage {
 	}
 	return u
 }
+
+// Cost is what a call cost by the team's price table (scoring.pricing):
+// each model's usage priced by the row in force at the call's time.
+// A model the table has no price for is listed in Unpriced and counts
+// nothing: the total then is a floor, never a silent zero.
+type Cost struct {
+	Currency string `json:"currency"`
+	// Total is the call's cost; PerMinute the same per minute of call.
+	Total     float64      `json:"total"`
+	PerMinute Opt[float64] `json:"per_minute,omitzero"`
+	// Rows are the price rows used, one per model priced.
+	Rows []CostRow `json:"rows"`
+	// Unpriced are the "<provider>/<model>" of models with no price.
+	Unpriced []string `json:"unpriced,omitempty"`
+}
+
+// CostRow is one model's cost and the price row that made it.
+type CostRow struct {
+	Provider  string  `json:"provider"`
+	Model     string  `json:"model"`
+	Effective string  `json:"effective,omitempty"` // the row's date, YYYY-MM-DD
+	Amount    float64 `json:"amount"`
+}

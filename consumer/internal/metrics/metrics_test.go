@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/lkscore/lkscore/scoring"
 	"github.com/lkscore/lkscore/session"
@@ -128,5 +129,29 @@ func TestSignalCoverageBounded(t *testing.T) {
 	}
 	if v := testutil.ToFloat64(q.sdkSessions.WithLabelValues("other", "other")); v != maxReleases+2 {
 		t.Errorf("releases past the bound: %v counted as other, want %d", v, maxReleases+2)
+	}
+}
+
+// TestUsageAndCostMetrics (issue 69): a session's tokens and cost are
+// observed by agent; one with an unpriced model is counted as such; one
+// with no usage report observes no tokens (not zeros).
+func TestUsageAndCostMetrics(t *testing.T) {
+	q := NewQuality(prometheus.NewRegistry())
+	q.SetMaxAgents(10)
+	card := session.Scorecard{Session: session.SessionRef{Identity: session.Identity{AgentName: "booking"}},
+		Usage: &session.Usage{Reported: true, InputTokens: session.Opt[int]{V: 12000, Set: true}, OutputTokens: session.Opt[int]{V: 800, Set: true}},
+		Cost:  &session.Cost{Currency: "USD", Total: 0.012, Unpriced: []string{"livekit/turn-detector"}}}
+	q.Observe(&card)
+	q.Observe(&session.Scorecard{Session: card.Session, Usage: &session.Usage{}}) // not reported
+	if n := testutil.CollectAndCount(q.tokens); n != 2 {
+		t.Errorf("%d token series, want input and output of booking", n)
+	}
+	if v := testutil.ToFloat64(q.unpriced.WithLabelValues("booking")); v != 1 {
+		t.Errorf("unpriced sessions %v, want 1", v)
+	}
+	h := &dto.Metric{}
+	_ = q.tokens.WithLabelValues("booking", "output").(prometheus.Histogram).Write(h)
+	if c, s := h.GetHistogram().GetSampleCount(), h.GetHistogram().GetSampleSum(); c != 1 || s != 800 {
+		t.Errorf("output tokens: %d observations summing %v; the unreported session must not count", c, s)
 	}
 }

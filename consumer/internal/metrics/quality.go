@@ -18,6 +18,10 @@ type Quality struct {
 	score prometheus.Histogram
 	e2e   prometheus.Histogram // the session's agent-reported e2e latency p50
 	heard prometheus.Histogram // the session's heard latency p50 (stereo recording)
+	// Usage and cost per call, by agent (bounded as cards are).
+	tokens   *prometheus.HistogramVec // agent, direction (input, output)
+	cost     *prometheus.HistogramVec // agent, currency
+	unpriced *prometheus.CounterVec   // agent
 	// Signal coverage, per SDK language and release: sessions, the
 	// signals they had, where their close reason came from.
 	sdkSessions *prometheus.CounterVec // sdk, sdk_version
@@ -57,6 +61,18 @@ func NewQuality(reg prometheus.Registerer) *Quality {
 			Name: "lkscore_session_heard_latency_seconds", Help: "Each scored session's median heard response latency, from the stereo recording.",
 			Buckets: latency,
 		}),
+		tokens: f.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "lkscore_session_llm_tokens", Help: "Each scored session's LLM tokens (input, output), as the SDK's usage report says, by agent.",
+			Buckets: prometheus.ExponentialBuckets(100, 2, 12),
+		}, []string{"agent", "direction"}),
+		cost: f.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "lkscore_session_cost", Help: "Each priced session's cost (scoring.pricing), in the table's currency, by agent.",
+			Buckets: []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5},
+		}, []string{"agent", "currency"}),
+		unpriced: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "lkscore_sessions_unpriced_total",
+			Help: "Scored sessions with a model the price table (scoring.pricing) has no price for, by agent: their cost is a floor.",
+		}, []string{"agent"}),
 		sdkSessions: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "lkscore_sessions_by_sdk_total",
 			Help: "Scorecards by the agents SDK's language (python, nodejs, unknown) and release (24 per process, then other).",
@@ -112,6 +128,17 @@ func (q *Quality) Observe(card *session.Scorecard) {
 	}
 	if a := card.Audio; a != nil && a.Refused == "" && len(a.Turns) > 0 {
 		q.heard.Observe(float64(a.Metrics.HeardLatencyP50Ms) / 1000)
+	}
+	agent := q.agentLabel(card.Session.AgentName)
+	if u := card.Usage; u != nil && u.Reported {
+		q.tokens.WithLabelValues(agent, "input").Observe(float64(u.InputTokens.V))
+		q.tokens.WithLabelValues(agent, "output").Observe(float64(u.OutputTokens.V))
+	}
+	if c := card.Cost; c != nil {
+		q.cost.WithLabelValues(agent, c.Currency).Observe(c.Total)
+		if len(c.Unpriced) > 0 {
+			q.unpriced.WithLabelValues(agent).Inc()
+		}
 	}
 }
 
