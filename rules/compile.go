@@ -119,9 +119,13 @@ var (
 	metricKeys, metricFields = metricTable()
 	componentKeys            = scoring.RuleComponents
 	toolKeys                 = []string{"called", "failed", "unanswered"}
+	// usageKeys are the usage report's totals (session.Usage), costKeys the
+	// card's cost (session.Cost): absent when not reported, or not priced.
+	usageKeys = []string{"input_tokens", "cached_input_tokens", "output_tokens", "tts_characters", "stt_audio_s", "tokens_per_user_turn"}
+	costKeys  = []string{"total", "per_minute"}
 	// keyed are the map variables whose keys a rule may name, checked when
 	// it is compiled.
-	keyed = map[string][]string{"metrics": metricKeys, "components": componentKeys, "tools": toolKeys}
+	keyed = map[string][]string{"metrics": metricKeys, "components": componentKeys, "tools": toolKeys, "usage": usageKeys, "cost": costKeys}
 )
 
 // metricTable reads Metrics' JSON names and fields once.
@@ -162,6 +166,8 @@ func ruleEnv() (*cel.Env, error) {
 		cel.Variable("tools", cel.MapType(str, strs)),
 		cel.Variable("findings", strs),
 		cel.Variable("handoffs", strs),
+		cel.Variable("usage", cel.MapType(str, cel.DoubleType)),
+		cel.Variable("cost", cel.MapType(str, cel.DoubleType)),
 		cel.CrossTypeNumericComparisons(true),
 		cel.ParserExpressionSizeLimit(maxRuleExprBytes),
 	)
@@ -327,7 +333,7 @@ func readsOf(a *ast.AST) (read []string, wholeMetrics bool, _ *scoring.RuleError
 
 // ruleVariables are the names a rule can read (ruleEnv).
 var ruleVariables = []string{"agent", "version", "close_reason", "close_reason_source", "sdk_language", "sdk_version", "ended_by",
-	"outcome", "tags", "inputs", "simulated", "score", "verdict", "components", "metrics", "tools", "findings", "handoffs"}
+	"outcome", "tags", "inputs", "simulated", "score", "verdict", "components", "metrics", "tools", "findings", "handoffs", "usage", "cost"}
 
 // nearest suggests the known key closest to a typo.
 func nearest(key string, known []string) string {

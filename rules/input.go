@@ -36,6 +36,8 @@ const (
 	varTools
 	varFindings
 	varHandoffs
+	varUsage
+	varCost
 	nVars
 )
 
@@ -115,6 +117,17 @@ func (in *ruleInput) compute(i int) ref.Val {
 		return stringList(s.FindingCodes())
 	case varHandoffs:
 		return stringList(s.Handoffs())
+	case varUsage:
+		return usageValues(s.Usage())
+	case varCost:
+		m := map[ref.Val]ref.Val{}
+		if c := s.Cost(); c != nil {
+			m[types.String("total")] = types.Double(c.Total)
+			if c.PerMinute.Set {
+				m[types.String("per_minute")] = types.Double(c.PerMinute.V)
+			}
+		}
+		return types.NewRefValMap(types.DefaultTypeAdapter, m)
 	}
 	return types.NewErr("no variable %d", i)
 }
@@ -176,4 +189,27 @@ func cut(s string) string {
 		n--
 	}
 	return s[:n]
+}
+
+// usageValues is the rule variable usage: the report's totals, none when
+// the SDK reported no usage (a rule tests has(usage.output_tokens)).
+func usageValues(u *session.Usage) ref.Val {
+	m := map[ref.Val]ref.Val{}
+	if u != nil && u.Reported {
+		var cached int
+		for _, mu := range u.Models {
+			if mu.Type == session.UsageLLM {
+				cached += mu.InputCachedTokens.V
+			}
+		}
+		m[types.String("input_tokens")] = types.Double(float64(u.InputTokens.V))
+		m[types.String("cached_input_tokens")] = types.Double(float64(cached))
+		m[types.String("output_tokens")] = types.Double(float64(u.OutputTokens.V))
+		m[types.String("tts_characters")] = types.Double(float64(u.TTSCharacters.V))
+		m[types.String("stt_audio_s")] = types.Double(u.STTAudioS.V)
+		if u.TokensPerUserTurn.Set {
+			m[types.String("tokens_per_user_turn")] = types.Double(u.TokensPerUserTurn.V)
+		}
+	}
+	return types.NewRefValMap(types.DefaultTypeAdapter, m)
 }

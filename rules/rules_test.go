@@ -75,3 +75,36 @@ func TestRuleVariablesInOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestRulesOnUsageAndCost (issue 69): rules read the usage report's totals
+// and the priced cost; a session without a report has no usage keys (a
+// rule guarded with has() passes), and a typo'd key fails at load.
+func TestRulesOnUsageAndCost(t *testing.T) {
+	cfg := scoring.DefaultConfig()
+	cfg.Pricing = &scoring.Pricing{Currency: "USD", Prices: []scoring.Price{{Provider: "openai", Model: "gpt-4o", OutputToken: 0.0001}}}
+	cfg.Rules = []scoring.Rule{
+		{Name: "token_budget", Expr: "has(usage.output_tokens) && usage.output_tokens > 4000", Severity: session.Warning},
+		{Name: "cost_budget", Expr: "has(cost.total) && cost.total > 0.40", Severity: session.Warning},
+	}
+	sc, err := NewScorer(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := scoring.Session{Identity: session.Identity{Key: "k", AgentName: "a"}, Close: session.Close{CloseReason: "CR_USER_INITIATED"},
+		Items: []scoring.Item{{ID: "u", Type: scoring.TypeMessage, Role: scoring.RoleUser, Text: "hi", CreatedAt: 1796319506}},
+		Facts: &session.Facts{UsageReported: true, Usage: []session.ModelUsage{{Type: session.UsageLLM, Provider: "openai", Model: "gpt-4o",
+			OutputTokens: session.Opt[int]{V: 5000, Set: true}}}}}
+	card := sc.Score(s)
+	if card.Rules[0].Status != session.RuleViolated || card.Rules[1].Status != session.RuleViolated {
+		t.Errorf("5,000 output tokens at $0.50: %+v", card.Rules)
+	}
+	s.Facts = &session.Facts{}
+	card = sc.Score(s)
+	if card.Rules[0].Status != session.RulePassed || card.Rules[1].Status != session.RulePassed {
+		t.Errorf("no usage report: %+v", card.Rules)
+	}
+	cfg.Rules = []scoring.Rule{{Name: "typo", Expr: "usage.output_tokns > 1", Severity: session.Warning}}
+	if _, err := NewScorer(cfg); err == nil || !strings.Contains(err.Error(), `usage has no key "output_tokns"`) {
+		t.Errorf("a typo'd usage key: %v", err)
+	}
+}

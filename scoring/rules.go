@@ -142,8 +142,9 @@ func (w When) applies(agent, version, closeReason string, tags []string) bool {
 // adds a finding to the named component of each violated one, and returns
 // the results in config order. Every rule sees the model's components and
 // verdict, none another rule's finding.
-func applyRules(p *policy, compiled CompiledRules, all []Rule, s Session, a *analysis, comps []Component, metrics Metrics, c Completion,
+func applyRules(p *policy, compiled CompiledRules, all []Rule, s Session, a *analysis, comps []Component, card *Scorecard,
 	cfg Config) []RuleResult {
+	metrics, c := card.Metrics, card.Completion
 	if len(p.rules) == 0 || compiled == nil {
 		return nil
 	}
@@ -157,7 +158,7 @@ func applyRules(p *policy, compiled CompiledRules, all []Rule, s Session, a *ana
 	if len(which) == 0 {
 		return nil
 	}
-	rs := &RuleSession{s: &s, a: a, comps: comps, m: &metrics, c: c, cfg: cfg}
+	rs := &RuleSession{s: &s, a: a, comps: comps, m: &metrics, c: c, cfg: cfg, usage: card.Usage, cost: card.Cost}
 	outcomes := compiled.Evaluate(which, rs)
 	results := make([]RuleResult, len(which))
 	var violated []Rule

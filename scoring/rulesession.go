@@ -11,6 +11,8 @@ type RuleSession struct {
 	m     *Metrics
 	c     Completion
 	cfg   Config
+	usage *Usage // nil: scored from a recording alone
+	cost  *Cost  // nil: no price table, or no usage report
 
 	overall                    *Overall
 	tools                      bool
@@ -25,6 +27,13 @@ func (r *RuleSession) Agent() string { return r.s.AgentName }
 // Version is the agent's version by the one version rule ("" when none is
 // named).
 func (r *RuleSession) Version() string { return sessionVersion(*r.s, r.cfg.VersionTag) }
+
+// Usage is what the session's models used, as the SDK reported it (nil,
+// or Reported false, when it did not).
+func (r *RuleSession) Usage() *Usage { return r.usage }
+
+// Cost is the session's usage priced by scoring.pricing (nil: none).
+func (r *RuleSession) Cost() *Cost { return r.cost }
 
 // Completion is the close reason and where it came from.
 func (r *RuleSession) Completion() Completion { return r.c }

@@ -283,7 +283,7 @@ func score(s Session, sc *Scorer, p *policy, scr *scratch) Scorecard {
 	if sc.named {
 		ref := p.ref
 		card.Policy = &ref
-		card.Rules = applyRules(p, sc.rules, sc.cfg.Rules, s, a, comps, card.Metrics, card.Completion, cfg)
+		card.Rules = applyRules(p, sc.rules, sc.cfg.Rules, s, a, comps, &card, cfg)
 	}
 	card.Overall = overall(comps, card.Completion, cfg)
 	ruleVerdict(&card.Overall, card.Rules)

@@ -21,6 +21,8 @@ type (
 	RuleValue  = session.RuleValue
 
 	Metrics      = session.Metrics
+	Usage        = session.Usage
+	Cost         = session.Cost
 	SpanMetrics  = session.SpanMetrics
 	Audio        = session.Audio
 	AudioSegment = session.AudioSegment
