@@ -19,7 +19,9 @@ func TestPricingFromYAML(t *testing.T) {
 		}
 		return p
 	}
-	env := func(k string) string { return map[string]string{"LIVEKIT_API_KEY": "APIk", "LIVEKIT_API_SECRET": "s"}[k] }
+	env := func(k string) string {
+		return map[string]string{"LIVEKIT_API_KEY": "APIk", "LIVEKIT_API_SECRET": "s"}[k]
+	}
 	good := write("good.yml", `scoring:
   pricing:
     currency: USD
