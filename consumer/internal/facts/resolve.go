@@ -83,6 +83,10 @@ type Update struct {
 	Spans         []scoring.Span
 }
 
+func hasField(obs []Observation, field string) bool {
+	return slices.ContainsFunc(obs, func(o Observation) bool { return o.Field == field })
+}
+
 // Merge adds u to f and reports whether anything changed. A session any
 // signal says is redacted keeps no error text (an error can quote what was
 // said) and its room's name only as a keyed hash: none is added, and any
@@ -100,7 +104,9 @@ func Merge(f *SessionFacts, u Update) bool {
 			continue
 		}
 		i, found := slices.BinarySearchFunc(f.Observations, o, Observation.Compare)
-		if found || len(f.Observations) >= MaxObservations {
+		if found || len(f.Observations) >= MaxObservations || (o.Field == FieldUsage && hasField(f.Observations, FieldUsage)) {
+			// A session has one usage report: the first kept, so a chatty
+			// or hostile sender cannot grow the entry by kilobytes a time.
 			continue
 		}
 		f.Observations = slices.Insert(f.Observations, i, o)
@@ -230,8 +236,8 @@ func notBest(r *Resolved, tags map[string]bool, o Observation) bool {
 		}
 	case FieldUsage:
 		var models []session.ModelUsage
-		if json.Unmarshal([]byte(o.Value), &models) == nil && (!r.UsageReported || len(models) > len(r.Usage)) {
-			r.Usage, r.UsageReported = models, true // the fullest report
+		if json.Unmarshal([]byte(o.Value), &models) == nil && !r.UsageReported {
+			r.Usage, r.UsageReported = models, true // Merge keeps one report
 		}
 	case FieldRecordingExpected:
 		if r.RecordingExpected != "true" { // any report that says a recording follows wins

@@ -13,8 +13,9 @@ import (
 )
 
 // maxUsageModels bounds the models one session report's usage lists: a
-// session uses a handful (an LLM, a TTS, an STT, turn detection).
-const maxUsageModels = 16
+// session uses a handful (an LLM, a TTS, an STT, turn detection). With the
+// bounded names, a report's fact stays under 5 KB.
+const maxUsageModels = 8
 
 // usageCounts maps the usage entries' count names, in both SDKs' forms
 // (livekit-agents metrics/usage.py snake_case; agents-js
