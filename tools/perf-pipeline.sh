@@ -6,7 +6,10 @@
 #   tools/perf-pipeline.sh --sessions 2000 --concurrency 32
 #   tools/perf-pipeline.sh --sessions 3000 --concurrency 64 --rate 150
 #   tools/perf-pipeline.sh --webhooks --sessions 20000 --concurrency 64
-# LKSCORE_CONCURRENCY and other LKSCORE_* variables reach the daemon.
+# LKSCORE_CONCURRENCY and other LKSCORE_* variables reach the daemon;
+# PERF_ROLE=ingest runs `serve --role ingest` (webhooks only: no scorecards).
+# PERF_SERVE=BINARY runs that lkscore as the daemon (one built from an earlier
+# commit, side by side); bench is always this tree's.
 # PERF_PROFILE=FILE takes a CPU profile of `lkscore serve` over the first
 # PERF_PROFILE_SECONDS (default 5) of the load (go tool pprof -top FILE).
 set -euo pipefail
@@ -31,12 +34,15 @@ export LKSCORE_NATS_URL="nats://127.0.0.1:$nats_port"
 listen=127.0.0.1:${INGEST_PORT:-18080}
 for _ in $(seq 50); do (echo >"/dev/tcp/127.0.0.1/$nats_port") 2>/dev/null && break; sleep 0.1; done
 [ -n "${PERF_PROFILE:-}" ] && export LKSCORE_OPS_PPROF=true
-LKSCORE_LOG_LEVEL=${LKSCORE_LOG_LEVEL:-warn} "$work/lkscore" serve --role all --listen "$listen" \
+LKSCORE_LOG_LEVEL=${LKSCORE_LOG_LEVEL:-warn} "${PERF_SERVE:-$work/lkscore}" serve --role "${PERF_ROLE:-all}" --listen "$listen" \
   --ops-listen 127.0.0.1:${OPS_PORT:-19090} --data-dir "$work/data" >"$work/lkscore.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 100); do curl -fs "http://127.0.0.1:${OPS_PORT:-19090}/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
 cpu() { awk '{printf "%.2f", ($14+$15)/100}' "/proc/$1/stat"; }
 nats_cpu0=$(cpu "${pids[0]}"); serve_cpu0=$(cpu "${pids[1]}")
+# read and write system calls of the daemon (/proc/PID/io syscr, syscw)
+syscalls() { awk '/^syscr/ {r=$2} /^syscw/ {w=$2} END {print r, w}' "/proc/$1/io"; }
+read -r serve_r0 serve_w0 < <(syscalls "${pids[1]}")
 # NATS messages in and out (client requests, publishes, acks, KV reads and
 # writes, deliveries), from the server's /varz, to count them per session.
 varz() { curl -fs "http://127.0.0.1:$mon_port/varz" | python3 -c 'import json,sys; v=json.load(sys.stdin); print(v["in_msgs"], v["out_msgs"])'; }
@@ -53,6 +59,8 @@ wait "$bench_pid" && rc=0 || rc=$?
 wall=$(echo "$(date +%s.%N) - $start" | bc)
 read -r in1 out1 < <(varz)
 echo "nats messages: $((in1 - in0)) in, $((out1 - out0)) out"
+read -r serve_r1 serve_w1 < <(syscalls "${pids[1]}")
+echo "lkscore serve system calls: $((serve_r1 - serve_r0)) reads, $((serve_w1 - serve_w0)) writes"
 # The daemon's own per-step latency (lkscore_session_step_seconds) and each
 # stage's queue wait (lkscore_stage_queued_seconds), as /metrics shows them:
 # p50 and p99 from the histograms' buckets (upper bounds).

@@ -103,13 +103,24 @@ func (s *Sender) Logs(ctx context.Context, body []byte) error {
 // WebhookBody posts a webhook body as it is (protojson, as livekit-server
 // sent it), signed as LiveKit's notifier signs it.
 func (s *Sender) WebhookBody(ctx context.Context, body []byte) error {
-	sum := sha256.Sum256(body)
-	tok, err := auth.NewAccessToken(s.key, s.secret).SetValidFor(5 * time.Minute).
-		SetSha256(base64.StdEncoding.EncodeToString(sum[:])).ToJWT()
+	tok, err := s.SignWebhook(body)
 	if err != nil {
 		return err
 	}
-	return s.post(ctx, "/webhook", tok, "application/webhook+json", body)
+	return s.PostWebhook(ctx, body, tok)
+}
+
+// SignWebhook is the token LiveKit's notifier sends with body: signed by
+// the sender's key, valid 5 minutes, vouching for the body's sha256.
+func (s *Sender) SignWebhook(body []byte) (string, error) {
+	sum := sha256.Sum256(body)
+	return auth.NewAccessToken(s.key, s.secret).SetValidFor(5 * time.Minute).
+		SetSha256(base64.StdEncoding.EncodeToString(sum[:])).ToJWT()
+}
+
+// PostWebhook posts a webhook body with its token (SignWebhook).
+func (s *Sender) PostWebhook(ctx context.Context, body []byte, token string) error {
+	return s.post(ctx, "/webhook", token, "application/webhook+json", body)
 }
 
 // CloseLog posts the log record agents-js 1.9.0 exports when a session
