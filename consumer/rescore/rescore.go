@@ -207,6 +207,7 @@ func (r *run) scoreAll(ctx context.Context, scorer *scoring.Scorer, inputs score
 	noAudio.DisableAudio()
 	fresh := make(map[string]digest, len(keys))
 	diff := newDiffer()
+	var buf []byte
 	for i, key := range keys {
 		item, hasItem, err := r.latestItem(ctx, items, key)
 		if err != nil {
@@ -234,10 +235,11 @@ func (r *run) scoreAll(ctx context.Context, scorer *scoring.Scorer, inputs score
 		if !ok {
 			continue
 		}
-		data, err := json.Marshal(card)
+		data, err := card.AppendJSON(buf[:0]) // the bytes the worker publishes
 		if err != nil {
 			return nil, err
 		}
+		buf = data
 		fresh[key] = sha256.Sum256(data)
 		r.rep.Rescored++
 		diff.add(key, agent, old, &card)

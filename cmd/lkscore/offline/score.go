@@ -3,7 +3,6 @@ package offline
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -60,18 +59,36 @@ func gate(cards []verdict, failOn string) string {
 	return fmt.Sprintf("--fail-on %s: %d of %d sessions: %s", failOn, len(bad), len(cards), strings.Join(bad, ", "))
 }
 
-// newCardEncoder writes scorecards as `lkscore score` prints them: JSON
+// cardEncoder writes scorecards as `lkscore score` prints them: JSON
 // Lines, one scorecard per line, the bytes the daemon publishes (for jq,
-// `jq .` indents them).
-func newCardEncoder(w io.Writer) *json.Encoder { return json.NewEncoder(w) }
+// `jq .` indents them), through one reused buffer.
+type cardEncoder struct {
+	w   io.Writer
+	buf []byte
+}
+
+func newCardEncoder(w io.Writer) *cardEncoder {
+	return &cardEncoder{w: w, buf: make([]byte, 0, 16<<10)}
+}
+
+// Encode writes sc and a newline, as json.Encoder's Encode does.
+func (e *cardEncoder) Encode(sc *session.Scorecard) error {
+	b, err := sc.AppendJSON(e.buf[:0])
+	if err != nil {
+		return err
+	}
+	e.buf = append(b, '\n')
+	_, err = e.w.Write(e.buf)
+	return err
+}
 
 // PrintScorecards prints scorecards as JSON Lines (one per line) or as a table
 // followed by the findings that cost points.
 func PrintScorecards(w io.Writer, format string, cards []session.Scorecard) error {
 	if format == "json" {
 		enc := newCardEncoder(w)
-		for _, sc := range cards {
-			if err := enc.Encode(sc); err != nil {
+		for i := range cards {
+			if err := enc.Encode(&cards[i]); err != nil {
 				return err
 			}
 		}
@@ -172,7 +189,7 @@ func score(ctx context.Context, c *cli.Command, getenv func(string) string, stdo
 		verdicts = append(verdicts, verdict{card.Session.Key, card.Overall.Verdict})
 		if format == "table" {
 			cards = append(cards, card)
-		} else if err := enc.Encode(card); err != nil {
+		} else if err := enc.Encode(&card); err != nil {
 			return ExitError{Code: 1, Err: err}
 		}
 	}

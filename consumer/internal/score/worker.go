@@ -138,7 +138,7 @@ func (w *Worker) Handle(ctx context.Context, m jetstream.Msg) error {
 	}
 	card := scorer.Score(in)
 	scored := w.Now()
-	data, err := json.Marshal(card)
+	data, err := card.AppendJSON(make([]byte, 0, 8<<10))
 	if err != nil {
 		return failure.Permanent(fmt.Errorf("encode scorecard: %w", err))
 	}
