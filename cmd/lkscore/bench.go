@@ -298,12 +298,8 @@ func runBench(ctx context.Context, js jetstream.JetStream, subj wire.Subjects, o
 		defer cards.stop()
 	}
 
-	if o.webhooksOnly && o.signAhead() {
-		var err error
-		if o.signed, err = signWebhooks(snd, id, o.n); err != nil {
-			return rep, err
-		}
-		rep.SignedAhead = true
+	if err := o.signWebhooks(snd, id, &rep); err != nil {
+		return rep, err
 	}
 	var mu sync.Mutex
 	acked := make(map[string]time.Time, o.n) // session key → webhook 2xx
@@ -498,21 +494,26 @@ func (o benchOptions) signAhead() bool {
 	return o.rate <= 0 || time.Duration(float64(o.n)/o.rate*float64(time.Second)) < signAheadFor
 }
 
-// signWebhooks makes webhooks mode's n webhooks of run id, signed.
-func signWebhooks(snd *sdkclient.Sender, id string, n int) ([]signedWebhook, error) {
-	out := make([]signedWebhook, n)
-	for i := range out {
+// signWebhooks makes webhooks mode's webhooks of run id, signed, into
+// o.signed when it signs ahead (signAhead).
+func (o *benchOptions) signWebhooks(snd *sdkclient.Sender, id string, rep *benchReport) error {
+	if !o.webhooksOnly || !o.signAhead() {
+		return nil
+	}
+	o.signed = make([]signedWebhook, o.n)
+	for i := range o.signed {
 		body, err := protojson.Marshal(benchWebhook(fmt.Sprintf("RM_bench%s_%06d", id, i)))
 		if err != nil {
-			return nil, err
+			return err
 		}
 		tok, err := snd.SignWebhook(body)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		out[i] = signedWebhook{body: body, token: tok}
+		o.signed[i] = signedWebhook{body: body, token: tok}
 	}
-	return out, nil
+	rep.SignedAhead = true
+	return nil
 }
 
 // feed hands the session numbers 0..n-1 to the clients, rate a second (0:
