@@ -23,7 +23,6 @@ import (
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/consumer/broker"
 	"github.com/lkscore/lkscore/consumer/internal/facts"
-	"github.com/lkscore/lkscore/consumer/internal/settle"
 	"github.com/lkscore/lkscore/internal/testenv"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/session"
@@ -125,7 +124,7 @@ func factsSettled(t *testing.T, js jetstream.JetStream) bool {
 		return false
 	}
 	for k := range lister.Keys() {
-		if k == settle.LowWaterKey {
+		if facts.IsInternalKey(k) { // the settlers' low-water mark, the retention sweep's time
 			continue
 		}
 		e, err := kv.Get(context.Background(), k)

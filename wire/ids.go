@@ -42,8 +42,16 @@ func CheckID(field, id string) error {
 			return &IDError{Field: field, Reason: fmt.Sprintf("byte %#02x at %d", c, i)}
 		}
 	}
+	if strings.HasPrefix(id, ReservedIDPrefix) {
+		return &IDError{Field: field, Reason: "begins with " + ReservedIDPrefix + ", kept for lkscore's own keys"}
+	}
 	return nil
 }
+
+// ReservedIDPrefix begins the keys lkscore keeps its own state under beside
+// the sessions' (facts.InternalKeyPrefix): no id may begin with it, so a
+// room named by a sender can never be one of them.
+const ReservedIDPrefix = "_lkscore"
 
 // CheckOptionalID is CheckID for an id that may be absent ("").
 func CheckOptionalID(field, id string) error {

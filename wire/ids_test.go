@@ -26,6 +26,8 @@ func TestCheckID(t *testing.T) {
 		"RM_\x00":                               "byte 0x00 at 3",
 		"RM_ü":                                  "byte 0xc3 at 3",
 		"RM_>":                                  "byte 0x3e at 3",
+		"_lkscore":                              "begins with _lkscore, kept for lkscore's own keys",
+		"_lkscore_x":                            "begins with _lkscore, kept for lkscore's own keys",
 	} {
 		err := CheckID("job.room.sid", id)
 		var ie *IDError

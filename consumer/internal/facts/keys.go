@@ -66,3 +66,12 @@ func CheckSession(where, roomID, jobID string) error {
 	}
 	return wire.CheckOptionalID(where+" job_id", jobID)
 }
+
+// InternalKeyPrefix begins the facts bucket's keys that hold lkscore's own
+// state, not a session: the settlers' low-water mark, the retention
+// sweep's last run. No session's key begins with it: the id rule refuses
+// ids that begin with wire.ReservedIDPrefix.
+const InternalKeyPrefix = wire.ReservedIDPrefix + "."
+
+// IsInternalKey reports a key of lkscore's own state (InternalKeyPrefix).
+func IsInternalKey(key string) bool { return strings.HasPrefix(key, InternalKeyPrefix) }

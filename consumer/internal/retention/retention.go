@@ -8,8 +8,10 @@ import (
 	"log/slog"
 	"path"
 	"sort"
+	"strconv"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/lkscore/lkscore/config"
@@ -69,24 +71,72 @@ func New(env broker.Env, o Options) (*Recordings, error) {
 		interval: o.Retention.SweepInterval, deleted: o.Deleted, log: env.Log, now: env.Now, retries: retrylog.New(env.Log, env.Now, 0)}, nil
 }
 
-// Run sweeps every interval until ctx ends.
+// SweptKey holds, in the facts bucket, when the last sweep finished (Unix
+// seconds): a sweep lists every stored session, so a restart sweeps when
+// the next one is due instead of at once (start-up does not pay for the
+// history, docs/performance.md).
+const SweptKey = facts.InternalKeyPrefix + "retention_swept"
+
+// firstSweepDelay is the least time from start to the first sweep: a
+// restart's first seconds go to catching up, not to listing the store.
+const firstSweepDelay = time.Minute
+
+// Run sweeps when the next sweep is due (one interval after the last one
+// any process finished, at least firstSweepDelay or one interval after
+// the start, whichever is shorter), then every interval, until ctx ends.
 func (r *Recordings) Run(ctx context.Context) {
-	t := time.NewTicker(r.interval)
+	t := time.NewTimer(r.firstWait(ctx))
 	defer t.Stop()
 	for {
-		if n, err := r.sweep(ctx); err != nil && ctx.Err() == nil {
-			r.retries.Failed("retention sweep", "retention: sweep failed", err)
-		} else if err == nil {
-			r.retries.OK("retention sweep", "retention: sweep works again")
-			if n > 0 {
-				r.log.Info("retention: sweep done", "deleted_sessions", n)
-			}
-		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
+		if n, err := r.sweep(ctx); err != nil && ctx.Err() == nil {
+			r.retries.Failed("retention sweep", "retention: sweep failed", err)
+		} else if err == nil {
+			r.retries.OK("retention sweep", "retention: sweep works again")
+			r.saveSwept(ctx)
+			if n > 0 {
+				r.log.Info("retention: sweep done", "deleted_sessions", n)
+			}
+		}
+		t.Reset(r.interval)
+	}
+}
+
+// firstWait is how long Run waits for its first sweep: until one interval
+// after the last sweep stored, but not less than firstSweepDelay (or the
+// interval, if shorter); without a stored sweep (a new store, or one
+// swept by an lkscore without the mark) one interval, after storing now
+// as the last sweep.
+func (r *Recordings) firstWait(ctx context.Context) time.Duration {
+	least := min(firstSweepDelay, r.interval)
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	e, err := r.facts.Bucket().Get(rctx, SweptKey)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		r.saveSwept(ctx)
+		return r.interval
+	}
+	var last int64
+	if err == nil {
+		last, err = strconv.ParseInt(string(e.Value()), 10, 64)
+	}
+	if err != nil {
+		r.log.Warn("retention: last sweep's time not read; sweeping after one interval", "err", err)
+		return r.interval
+	}
+	return max(time.Unix(last, 0).Add(r.interval).Sub(r.now()), least)
+}
+
+// saveSwept stores now as the last sweep's time.
+func (r *Recordings) saveSwept(ctx context.Context) {
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if _, err := r.facts.Bucket().Put(wctx, SweptKey, strconv.AppendInt(nil, r.now().Unix(), 10)); err != nil {
+		r.log.Warn("retention: last sweep's time not stored; the next restart sweeps again when due", "err", err)
 	}
 }
 

@@ -6,12 +6,14 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/lkscore/lkscore/consumer/internal/facts"
 	"github.com/lkscore/lkscore/consumer/internal/metrics"
 	"github.com/lkscore/lkscore/consumer/internal/stagetest"
+	"github.com/lkscore/lkscore/internal/retrylog"
 	"github.com/lkscore/lkscore/internal/testenv"
 	"github.com/lkscore/lkscore/recording"
 	"github.com/lkscore/lkscore/store"
@@ -64,5 +66,68 @@ func TestRetentionDeletesOldKeepsFresh(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(root, dir)); (err == nil) != want {
 			t.Errorf("%s exists: %v, want %v", dir, err == nil, want)
 		}
+	}
+}
+
+// TestRetentionSweepsWhenDue: a restart does not list the store at once
+// (a sweep walks every stored session): the first sweep waits until one
+// interval after the last one stored, at least a minute; with no stored
+// sweep it stores one and waits an interval; a sweep stores its time.
+func TestRetentionSweepsWhenDue(t *testing.T) {
+	t.Parallel()
+	set := stagetest.Start(t)
+	fs := set.Facts(t)
+	st, err := store.NewLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	ctx := context.Background()
+	m := metrics.NewPipeline(nil)
+	layout, _ := recording.NewLayout("", set.Cfg.Recordings.KeyTemplate)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	r := &Recordings{store: st, facts: fs, layout: layout, keep: 30 * 24 * time.Hour, interval: time.Hour,
+		deleted: m.RecordingsDeleted, log: log, now: func() time.Time { return now }, retries: retrylog.New(log, time.Now, 0)}
+	stored := func() int64 {
+		t.Helper()
+		e, err := fs.Bucket().Get(ctx, SweptKey)
+		if err != nil {
+			t.Fatalf("last sweep's time: %v", err)
+		}
+		v, err := strconv.ParseInt(string(e.Value()), 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	if w := r.firstWait(ctx); w != time.Hour {
+		t.Errorf("first start: waits %s, want the interval", w)
+	}
+	if got := stored(); got != now.Unix() {
+		t.Errorf("first start stored %d, want now (%d)", got, now.Unix())
+	}
+	for last, want := range map[time.Duration]time.Duration{10 * time.Minute: 50 * time.Minute, 2 * time.Hour: time.Minute,
+		59*time.Minute + 30*time.Second: time.Minute} {
+		if _, err := fs.Bucket().Put(ctx, SweptKey, strconv.AppendInt(nil, now.Add(-last).Unix(), 10)); err != nil {
+			t.Fatal(err)
+		}
+		if w := r.firstWait(ctx); w != want {
+			t.Errorf("last sweep %s ago: waits %s, want %s", last, w, want)
+		}
+	}
+	// A short interval: Run sweeps after it and stores the sweep's time.
+	r.interval = 20 * time.Millisecond
+	now = now.Add(time.Hour)
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { r.Run(rctx); close(done) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for stored() != now.Unix() && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	if got := stored(); got != now.Unix() {
+		t.Errorf("after a sweep the stored time is %d, want %d", got, now.Unix())
 	}
 }

@@ -27,7 +27,7 @@ import (
 
 // LowWaterKey holds the settlers' low-water mark in the facts bucket:
 // a revision below which every entry is published or has no recording.
-const LowWaterKey = "_lkscore.settler_low_water"
+const LowWaterKey = facts.InternalKeyPrefix + "settler_low_water"
 
 // Settler publishes session work once a session's facts are settled: at
 // once when they are complete (recording stored, job ended, close reason
@@ -273,7 +273,7 @@ func (s *Settler) reconnects() uint64 {
 func (s *Settler) consider(ctx context.Context, e jetstream.KeyValueEntry) {
 	key := e.Key()
 	s.lastRev = max(s.lastRev, e.Revision())
-	if key == LowWaterKey {
+	if facts.IsInternalKey(key) { // the low-water mark, the retention sweep's time
 		return
 	}
 	s.facts.Observe(e)
