@@ -50,6 +50,8 @@ func benchCommand(getenv func(string) string, stdout io.Writer) *cli.Command {
 			&cli.BoolFlag{Name: "webhooks", Usage: "send webhooks only and report webhooks/s and their latency"},
 			&cli.StringFlag{Name: "chat", Usage: "chat_history.json to upload with every session (default: the field mix, 20 to 200 turns, 24–320 KB)"},
 			&cli.StringFlag{Name: "api-key", Usage: "which configured LiveKit key signs (default: the only one, or the first by name)"},
+			&cli.StringSliceFlag{Name: "ops-url", Usage: "an lkscore process's ops listener (http://HOST:9090), repeated for each " +
+				"process (ingest, worker): bench reports each one's CPU a session from its /metrics"},
 			&cli.DurationFlag{Name: "timeout", Value: 2 * time.Minute, Usage: "how long to wait for the last scorecard after the last session is sent"},
 		),
 		Action: func(ctx context.Context, c *cli.Command) error {
@@ -84,26 +86,46 @@ func benchCommand(getenv func(string) string, stdout io.Writer) *cli.Command {
 			if o.n < 1 || o.clients < 1 || o.rate < 0 {
 				return exitError{code: 2, err: errors.New("--sessions and --concurrency must be at least 1, --rate not negative")}
 			}
-			rep, err := runBench(ctx, js, subj, o)
-			if err != nil {
-				return exitError{code: 1, err: err}
-			}
-			if asJSON {
-				enc := json.NewEncoder(stdout)
-				enc.SetIndent("", "  ")
-				err = enc.Encode(rep)
-			} else {
-				err = rep.print(stdout)
-			}
-			if err != nil {
-				return exitError{code: 1, err: err}
-			}
-			if rep.Lost > 0 || rep.Duplicated > 0 || rep.Refused > 0 {
-				return exitError{code: 1, err: fmt.Errorf("%d lost, %d duplicated, %d refused", rep.Lost, rep.Duplicated, rep.Refused)}
-			}
-			return nil
+			return runAndReport(ctx, c.StringSlice("ops-url"), js, subj, o, asJSON, stdout)
 		},
 	}
+}
+
+// runAndReport runs the load, reads the daemons' CPU (opsURLs) around it and
+// prints the report; a lost, duplicated or refused session is exit 1.
+func runAndReport(ctx context.Context, opsURLs []string, js jetstream.JetStream, subj wire.Subjects, o benchOptions,
+	asJSON bool, stdout io.Writer) error {
+	ops := &http.Client{Timeout: 10 * time.Second}
+	cpu, err := startCPU(ctx, ops, opsURLs)
+	if err != nil {
+		return exitError{code: 2, err: err}
+	}
+	rep, err := runBench(ctx, js, subj, o)
+	if err != nil {
+		return exitError{code: 1, err: err}
+	}
+	done := rep.Scored
+	if o.webhooksOnly {
+		done = int(rep.WebhooksPerSec*rep.SendSeconds + 0.5)
+	}
+	if err := finishCPU(ctx, ops, cpu, done); err != nil {
+		return exitError{code: 1, err: err}
+	}
+	rep.DaemonCPU = cpu
+	if asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		err = enc.Encode(rep)
+	} else {
+		err = rep.print(stdout)
+	}
+	if err != nil {
+		return exitError{code: 1, err: err}
+	}
+	if rep.Lost > 0 || rep.Duplicated > 0 || rep.Refused > 0 {
+		return exitError{code: 1, err: fmt.Errorf("%d lost, %d duplicated, %d refused", rep.Lost, rep.Duplicated, rep.Refused)}
+	}
+	return nil
 }
 
 // signingKey picks the LiveKit key bench signs with.
@@ -182,6 +204,8 @@ type benchReport struct {
 	Lost           int     `json:"lost"`
 	Duplicated     int     `json:"duplicated"`
 	Refused        int     `json:"refused"`
+	// DaemonCPU is each --ops-url process's CPU over the run.
+	DaemonCPU []daemonCPU `json:"daemon_cpu,omitempty"`
 	// SignedAhead: webhooks mode signed every webhook before the clock
 	// started (signAhead), so the signing's CPU is not in the run.
 	SignedAhead bool     `json:"signed_ahead,omitempty"`
@@ -270,6 +294,17 @@ func (r benchReport) print(w io.Writer) error {
 			worst.Sessions, strings.Join(p99s, " "))
 	}
 	p("lost %d, duplicated %d, refused %d\n", r.Lost, r.Duplicated, r.Refused)
+	unit, total := "session", 0.0
+	if r.Mode == "webhooks" {
+		unit = "webhook"
+	}
+	for _, d := range r.DaemonCPU {
+		p("daemon CPU: %s %.3f ms a %s (%.2f s, %s)\n", d.Role, d.PerSession, unit, d.CPU, d.OpsURL)
+		total += d.PerSession
+	}
+	if len(r.DaemonCPU) > 1 {
+		p("daemon CPU: %.3f ms a %s, all %d processes\n", total, unit, len(r.DaemonCPU))
+	}
 	return err
 }
 

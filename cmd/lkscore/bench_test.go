@@ -44,6 +44,29 @@ func TestBenchEmbedded(t *testing.T) {
 		t.Fatalf("report %v", rep)
 	}
 	t.Logf("%v", rep)
+	if rep["daemon_cpu"] != nil {
+		t.Fatalf("daemon CPU reported without --ops-url: %v", rep["daemon_cpu"])
+	}
+
+	// With the daemon's ops listener, its CPU a session and its role.
+	rep, code, stderr = benchRun(t, d.NATSURL(), d.IngestAddr(), "--sessions", "30", "--concurrency", "4", "--ops-url", "http://"+d.OpsAddr())
+	if code != 0 {
+		t.Fatalf("exit %d: %s\n%v", code, stderr, rep)
+	}
+	cpu, _ := rep["daemon_cpu"].([]any)
+	if len(cpu) != 1 {
+		t.Fatalf("daemon_cpu %v", rep["daemon_cpu"])
+	}
+	c := cpu[0].(map[string]any)
+	if c["role"] != "all" || c["cpu_seconds"].(float64) <= 0 || c["cpu_ms_per_session"].(float64) <= 0 ||
+		c["cpu_ms_per_session"].(float64) != c["cpu_seconds"].(float64)*1000/30 {
+		t.Fatalf("daemon_cpu %v", c)
+	}
+	// An address that is not an ops listener is refused before any load.
+	_, code, stderr = benchRun(t, d.NATSURL(), d.IngestAddr(), "--sessions", "1", "--ops-url", "http://"+d.IngestAddr())
+	if code != 2 || !strings.Contains(stderr, "--ops-url") {
+		t.Fatalf("a wrong --ops-url: exit %d: %s", code, stderr)
+	}
 
 	// At a fixed rate, the send takes about n/rate seconds.
 	rep, code, stderr = benchRun(t, d.NATSURL(), d.IngestAddr(), "--sessions", "20", "--concurrency", "4", "--rate", "40")

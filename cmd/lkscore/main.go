@@ -138,8 +138,7 @@ func serveCommand(getenv func(string) string, stderr io.Writer) *cli.Command {
 				return exitError{code: 2, err: err}
 			}
 			log := newLogger(stderr, cfg.LogLevel)
-			reg := prometheus.NewRegistry()
-			reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+			reg := serveRegistry(cfg)
 			d, err := consumer.New(cfg, log, reg, reg)
 			if err != nil {
 				return exitError{code: 1, err: err}
@@ -151,6 +150,21 @@ func serveCommand(getenv func(string) string, stderr io.Writer) *cli.Command {
 			return nil
 		},
 	}
+}
+
+// serveRegistry is the metrics registry of `lkscore serve`: Go's and the
+// process's collectors, and lkscore_build_info, which says which lkscore
+// this process is (`lkscore bench --ops-url` reads its role to report CPU
+// a session per role).
+func serveRegistry(cfg config.Config) *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	info := prometheus.NewGauge(prometheus.GaugeOpts{Name: "lkscore_build_info", Help: "1, labeled with this " +
+		"process's lkscore version, role and scoring model.", ConstLabels: prometheus.Labels{"version": version,
+		"role": cfg.Role, "scoring_model": scoring.ModelVersion}})
+	info.Set(1)
+	reg.MustRegister(info)
+	return reg
 }
 
 // loadConfig layers flags over env over the config file over defaults.

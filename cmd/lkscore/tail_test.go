@@ -13,7 +13,6 @@ import (
 	"github.com/livekit/protocol/livekit"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/lkscore/lkscore/config"
 	"github.com/lkscore/lkscore/consumer"
@@ -41,7 +40,7 @@ func startTestDaemonIn(t *testing.T, dataDir string, opts ...func(*config.Config
 	for _, o := range opts {
 		o(&cfg)
 	}
-	reg := prometheus.NewRegistry()
+	reg := serveRegistry(cfg) // as `lkscore serve` has it
 	d, err := consumer.New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), reg, reg)
 	if err != nil {
 		t.Fatal(err)
