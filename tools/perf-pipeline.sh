@@ -7,7 +7,9 @@
 #   tools/perf-pipeline.sh --sessions 3000 --concurrency 64 --rate 150
 #   tools/perf-pipeline.sh --webhooks --sessions 20000 --concurrency 64
 # LKSCORE_CONCURRENCY and other LKSCORE_* variables reach the daemon;
-# PERF_ROLE=ingest runs `serve --role ingest` (webhooks only: no scorecards).
+# PERF_ROLE=ingest runs `serve --role ingest` (webhooks only: no scorecards),
+# PERF_ROLE=split `--role ingest` and `--role worker` as two processes. bench
+# reports each process's CPU a session (--ops-url).
 # PERF_SERVE=BINARY runs that lkscore as the daemon (one built from an earlier
 # commit, side by side); bench is always this tree's.
 # PERF_PROFILE=FILE takes a CPU profile of `lkscore serve` over the first
@@ -34,10 +36,24 @@ export LKSCORE_NATS_URL="nats://127.0.0.1:$nats_port"
 listen=127.0.0.1:${INGEST_PORT:-18080}
 for _ in $(seq 50); do (echo >"/dev/tcp/127.0.0.1/$nats_port") 2>/dev/null && break; sleep 0.1; done
 [ -n "${PERF_PROFILE:-}" ] && export LKSCORE_OPS_PPROF=true
-LKSCORE_LOG_LEVEL=${LKSCORE_LOG_LEVEL:-warn} "${PERF_SERVE:-$work/lkscore}" serve --role "${PERF_ROLE:-all}" --listen "$listen" \
-  --ops-listen 127.0.0.1:${OPS_PORT:-19090} --data-dir "$work/data" >"$work/lkscore.log" 2>&1 &
+ops=127.0.0.1:${OPS_PORT:-19090}
+role=${PERF_ROLE:-all}
+[ "$role" = split ] && role=ingest
+LKSCORE_LOG_LEVEL=${LKSCORE_LOG_LEVEL:-warn} "${PERF_SERVE:-$work/lkscore}" serve --role "$role" --listen "$listen" \
+  --ops-listen "$ops" --data-dir "$work/data" >"$work/lkscore.log" 2>&1 &
 pids+=($!)
-for _ in $(seq 100); do curl -fs "http://127.0.0.1:${OPS_PORT:-19090}/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
+opsurls=(--ops-url "http://$ops")
+if [ "${PERF_ROLE:-}" = split ]; then
+  # PERF_ROLE=split: `--role ingest` and `--role worker` as two processes
+  # on the same data directory, as the chart's workloads run.
+  wops=127.0.0.1:$(( ${OPS_PORT:-19090} + 1 ))
+  LKSCORE_LOG_LEVEL=${LKSCORE_LOG_LEVEL:-warn} "${PERF_SERVE:-$work/lkscore}" serve --role worker --listen 127.0.0.1:0 \
+    --ops-listen "$wops" --data-dir "$work/data" >"$work/worker.log" 2>&1 &
+  pids+=($!)
+  opsurls+=(--ops-url "http://$wops")
+  for _ in $(seq 100); do curl -fs "http://$wops/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
+fi
+for _ in $(seq 100); do curl -fs "http://$ops/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
 cpu() { awk '{printf "%.2f", ($14+$15)/100}' "/proc/$1/stat"; }
 nats_cpu0=$(cpu "${pids[0]}"); serve_cpu0=$(cpu "${pids[1]}")
 # read and write system calls of the daemon (/proc/PID/io syscr, syscw)
@@ -48,7 +64,7 @@ read -r serve_r0 serve_w0 < <(syscalls "${pids[1]}")
 varz() { curl -fs "http://127.0.0.1:$mon_port/varz" | python3 -c 'import json,sys; v=json.load(sys.stdin); print(v["in_msgs"], v["out_msgs"])'; }
 read -r in0 out0 < <(varz)
 start=$(date +%s.%N)
-"$work/lkscore" bench --url "http://$listen" "$@" &
+"$work/lkscore" bench --url "http://$listen" "${opsurls[@]}" "$@" &
 bench_pid=$!
 if [ -n "${PERF_PROFILE:-}" ]; then
   curl -fs -o "$PERF_PROFILE" "http://127.0.0.1:${OPS_PORT:-19090}/debug/pprof/profile?seconds=${PERF_PROFILE_SECONDS:-5}" &

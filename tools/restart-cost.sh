@@ -6,6 +6,8 @@
 # seconds in the first 8 s after the start (and its time to /readyz).
 # Several N in one run, e.g.:
 #   tools/restart-cost.sh 0 12000 20000
+# RESTART_SERVE=BINARY runs that lkscore as the daemon (one built from an
+# earlier commit, side by side); bench is always this tree's.
 # RESTART_PROFILE=PREFIX writes a CPU profile of each restart's first 8 s
 # to PREFIX-N.prof (go tool pprof -top FILE).
 set -euo pipefail
@@ -25,7 +27,7 @@ export LIVEKIT_API_KEY=APIrestart LIVEKIT_API_SECRET=restart-secret-0123456789ab
 cpu() { awk '{printf "%.2f", ($14+$15)/100}' "/proc/$1/stat"; }
 ready() { for _ in $(seq 3000); do curl -sf http://127.0.0.1:18690/readyz >/dev/null && return 0; sleep 0.01; done; return 1; }
 serve() {
-  "$work/lkscore" serve --role all --listen 127.0.0.1:18680 --ops-listen 127.0.0.1:18690 --data-dir "$work/data-$1" \
+  "${RESTART_SERVE:-$work/lkscore}" serve --role all --listen 127.0.0.1:18680 --ops-listen 127.0.0.1:18690 --data-dir "$work/data-$1" \
     >>"$work/lkscore.log" 2>&1 &
   daemon=$!
 }
