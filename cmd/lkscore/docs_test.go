@@ -115,12 +115,7 @@ func TestDocsMatchCode(t *testing.T) {
 	})
 
 	t.Run("metrics", func(t *testing.T) {
-		rec := &descRecorder{names: map[string]bool{}}
-		cfg := config.Default()
-		cfg.LiveKit.Keys = map[string]string{"k": "secret-0123456789"}
-		if _, err := consumer.New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), rec, prometheus.NewRegistry()); err != nil {
-			t.Fatal(err)
-		}
+		rec := registeredMetrics(t)
 		if len(rec.names) == 0 {
 			t.Fatal("no metrics registered")
 		}
@@ -167,12 +162,7 @@ func TestDocsNameOnlyWhatExists(t *testing.T) {
 		subj.DLQStream(), subj.EgressLinks(), subj.SessionFacts(), subj.AlertStream(), subj.RegressionBucket(), subj.AgentResultStream(), subj.ForwardStream(), subj.ScoringBucket(), subj.RedactedRooms()} {
 		env[n] = true
 	}
-	rec := &descRecorder{names: map[string]bool{}}
-	cfg := config.Default()
-	cfg.LiveKit.Keys = map[string]string{"k": "secret-0123456789"}
-	if _, err := consumer.New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), rec, prometheus.NewRegistry()); err != nil {
-		t.Fatal(err)
-	}
+	rec := registeredMetrics(t)
 	for _, page := range pages {
 		b, _ := os.ReadFile(page)
 		doc := string(b)
@@ -192,6 +182,28 @@ func TestDocsNameOnlyWhatExists(t *testing.T) {
 			}
 		}
 	}
+}
+
+// registeredMetrics records the metrics `lkscore serve` registers: the
+// daemon's and lkscore_build_info (serveRegistry's own lkscore_ ones).
+func registeredMetrics(t *testing.T) *descRecorder {
+	t.Helper()
+	rec := &descRecorder{names: map[string]bool{}}
+	cfg := config.Default()
+	cfg.LiveKit.Keys = map[string]string{"k": "secret-0123456789"}
+	if _, err := consumer.New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), rec, prometheus.NewRegistry()); err != nil {
+		t.Fatal(err)
+	}
+	families, err := serveRegistry(cfg).Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if strings.HasPrefix(f.GetName(), "lkscore_") {
+			rec.names[f.GetName()] = true
+		}
+	}
+	return rec
 }
 
 // yamlKeys lists the dotted YAML keys of a config struct; scoring.* is
