@@ -6,9 +6,11 @@
 package regress
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
 	"slices"
+	"strconv"
 
 	"github.com/lkscore/lkscore/session"
 )
@@ -23,7 +25,7 @@ type Sample struct {
 	// Values holds the continuous metrics in the order of continuousMetrics;
 	// Missing (−1) marks one the session did not measure (no latency
 	// figures, no confidence). Every metric is ≥ 0 otherwise.
-	Values [nContinuous]float64 `json:"values"`
+	Values SampleValues `json:"values"`
 	// Counts for the rate metrics.
 	ToolCalls     int  `json:"tool_calls,omitempty"`
 	ToolErrors    int  `json:"tool_errors,omitempty"`
@@ -121,46 +123,126 @@ const Missing = -1.0
 // alone, so a baseline sealed before them keeps its bytes, and its id.
 const storedValues = 8
 
-// MarshalJSON writes the sample with its values up to the last measured
-// one past the first storedValues, its fields in Sample's order.
-func (s Sample) MarshalJSON() ([]byte, error) {
+// SampleValues are a sample's continuous metrics in the order of
+// continuousMetrics. In JSON they are the values up to the last measured
+// one past the first storedValues (a sample stored before the token
+// metrics keeps its bytes, and a sealed baseline its id); a shorter array,
+// as stored before them, reads back with the values it lacks Missing.
+// Only the array has its own encoding: a whole Sample with a MarshalJSON of
+// its own went through reflection per sample, a tenth of the worker's CPU.
+type SampleValues [nContinuous]float64
+
+// MarshalJSON writes the values in encoding/json's number format.
+func (v SampleValues) MarshalJSON() ([]byte, error) {
 	n := nContinuous
-	for n > storedValues && s.Values[n-1] == Missing {
+	for n > storedValues && v[n-1] == Missing {
 		n--
 	}
-	return json.Marshal(struct {
-		Seq           uint64    `json:"seq"`
-		Session       string    `json:"session"`
-		Values        []float64 `json:"values"`
-		ToolCalls     int       `json:"tool_calls,omitempty"`
-		ToolErrors    int       `json:"tool_errors,omitempty"`
-		AgentTurns    int       `json:"agent_turns,omitempty"`
-		Interruptions int       `json:"interruptions,omitempty"`
-		CRError       bool      `json:"cr_error,omitempty"`
-		Failed        bool      `json:"failed,omitempty"`
-		Codes         []string  `json:"codes,omitempty"`
-	}{s.Seq, s.Session, s.Values[:n], s.ToolCalls, s.ToolErrors, s.AgentTurns, s.Interruptions, s.CRError, s.Failed, s.Codes})
+	b := make([]byte, 0, 16*n)
+	b = append(b, '[')
+	for i, f := range v[:n] {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		var err error
+		if b, err = session.AppendFloat(b, f); err != nil {
+			return nil, err
+		}
+	}
+	return append(b, ']'), nil
 }
 
-// UnmarshalJSON reads a sample stored before the last metrics were added:
-// the values it lacks are Missing (not measured), never 0.
-func (s *Sample) UnmarshalJSON(b []byte) error {
-	type plain Sample
-	var p struct {
-		plain
-		Values []float64 `json:"values"`
+// UnmarshalJSON reads an array of up to nContinuous numbers; the values
+// it lacks are Missing (not measured), never 0.
+func (v *SampleValues) UnmarshalJSON(b []byte) error {
+	var buf [nContinuous]float64
+	vals, ok := parseNumbers(b, buf[:0])
+	if !ok { // not the plain array MarshalJSON writes: encoding/json's rules
+		vals = nil
+		if err := json.Unmarshal(b, &vals); err != nil {
+			return err
+		}
 	}
-	if err := json.Unmarshal(b, &p); err != nil {
-		return err
-	}
-	*s = Sample(p.plain)
-	for i := range s.Values {
-		s.Values[i] = Missing
-		if i < len(p.Values) {
-			s.Values[i] = p.Values[i]
+	for i := range v {
+		v[i] = Missing
+		if i < len(vals) {
+			v[i] = vals[i]
 		}
 	}
 	return nil
+}
+
+// parseNumbers reads a JSON array of at most cap(dst) numbers without
+// spaces, as SampleValues.MarshalJSON writes it, into dst; false for
+// anything else.
+func parseNumbers(b []byte, dst []float64) ([]float64, bool) {
+	if len(b) < 2 || b[0] != '[' || b[len(b)-1] != ']' {
+		return nil, false
+	}
+	b = b[1 : len(b)-1]
+	for len(b) > 0 {
+		i := bytes.IndexByte(b, ',')
+		if i < 0 {
+			i = len(b)
+		}
+		if !isJSONNumber(b[:i]) { // ParseFloat also takes Inf, NaN, hex, "+1", "1_0"
+			return nil, false
+		}
+		f, err := strconv.ParseFloat(string(b[:i]), 64)
+		if err != nil || len(dst) == cap(dst) {
+			return nil, false
+		}
+		dst = append(dst, f)
+		if i == len(b) {
+			break
+		}
+		if b = b[i+1:]; len(b) == 0 {
+			return nil, false // a trailing comma
+		}
+	}
+	return dst, true
+}
+
+// isJSONNumber reports whether b is one JSON number:
+// -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
+func isJSONNumber(b []byte) bool {
+	digits := func(i int) int { // the index after the digits from i
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		return i
+	}
+	i := 0
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case i < len(b) && b[i] >= '1' && b[i] <= '9':
+		i = digits(i)
+	default:
+		return false
+	}
+	if i < len(b) && b[i] == '.' {
+		if j := digits(i + 1); j > i+1 {
+			i = j
+		} else {
+			return false
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if j := digits(i); j > i {
+			i = j
+		} else {
+			return false
+		}
+	}
+	return i == len(b)
 }
 
 // continuousMetrics are the metrics a Sample's Values hold, in order. The

@@ -92,7 +92,7 @@ func (e *cardEncoder) field(first *bool, key string) {
 func (e *cardEncoder) int(v int64) { e.b = strconv.AppendInt(e.b, v, 10) }
 
 func (e *cardEncoder) float(f float64) {
-	b, err := appendFloat(e.b, f)
+	b, err := AppendFloat(e.b, f)
 	if err != nil {
 		if e.err == nil {
 			e.err = &json.MarshalerError{Err: err}

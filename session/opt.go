@@ -32,15 +32,16 @@ func (o Opt[T]) MarshalJSON() ([]byte, error) {
 		}
 		return strconv.AppendInt(make([]byte, 0, 8), int64(v), 10), nil
 	case float64:
-		return appendFloat(make([]byte, 0, 24), v)
+		return AppendFloat(make([]byte, 0, 24), v)
 	}
 	return json.Marshal(o.V)
 }
 
-// appendFloat is encoding/json's float64 encoding: the shortest
+// AppendFloat appends f as encoding/json writes a float64: the shortest
 // round-trip form, in exponent form below 1e-6 or from 1e21, with "e-07"
-// written "e-7"; NaN and infinities are an error, as there.
-func appendFloat(b []byte, f float64) ([]byte, error) {
+// written "e-7"; NaN and infinities are an error, as there. Scorecards and
+// what is stored of them are bytes others compare (determinism).
+func AppendFloat(b []byte, f float64) ([]byte, error) {
 	if math.IsInf(f, 0) || math.IsNaN(f) {
 		return nil, &json.UnsupportedValueError{Str: strconv.FormatFloat(f, 'g', -1, 64)}
 	}
