@@ -55,6 +55,10 @@ type Worker struct {
 	// (pipeline.agent_results).
 	agentResults bool
 	steps        *prometheus.HistogramVec // lkscore_session_step_seconds; nil in tests
+	// decoders are chat decoders whose memory is reused from one session
+	// to the next (recording.ChatDecoder): a card keeps nothing of its
+	// chat past Handle, which encodes it before it returns the decoder.
+	decoders sync.Pool
 	// rescorers are the scorers of rescore items' scoring versions, from
 	// the scoring bucket, the latest few.
 	rescoreMu sync.Mutex
@@ -129,7 +133,12 @@ func (w *Worker) Handle(ctx context.Context, m jetstream.Msg) error {
 	if scorer != w.scorer { // a rescore: its model's audio settings
 		inputs = inputs.WithAudioThresholds(scorer.Audio())
 	}
-	in, err := inputs.Input(ctx, item)
+	dec, _ := w.decoders.Get().(*recording.ChatDecoder)
+	if dec == nil {
+		dec = new(recording.ChatDecoder)
+	}
+	defer w.decoders.Put(dec) // nothing of the chat is used past Handle
+	in, err := inputs.InputWith(ctx, item, dec)
 	if errors.Is(err, recording.ErrNotFound) {
 		return failure.Permanent(fmt.Errorf("recording gone from the store: %w", err))
 	}
@@ -203,10 +212,16 @@ func (w *Inputs) DisableAudio() { w.audioCfg.Enabled = false }
 // has none), its facts from every signal, and its spans. A recording gone
 // from the store is recording.ErrNotFound.
 func (w Inputs) Input(ctx context.Context, item work.Item) (scoring.Session, error) {
+	return w.InputWith(ctx, item, nil)
+}
+
+// InputWith is Input decoding the chat history into dec's memory (nil: new
+// memory): the input's chat strings are valid until dec's next decode.
+func (w Inputs) InputWith(ctx context.Context, item work.Item, dec *recording.ChatDecoder) (scoring.Session, error) {
 	in := scoring.Session{Identity: session.Identity{Key: item.SessionKey, RoomID: item.RoomID, RoomName: item.RoomName,
 		JobID: item.JobID, AgentName: item.AgentName}, Source: "spans://" + item.SessionKey}
 	if !item.MetadataOnly {
-		s, err := w.load(ctx, item)
+		s, err := w.load(ctx, item, dec)
 		if err != nil {
 			return in, err
 		}
@@ -302,7 +317,10 @@ func (w Inputs) audio(ctx context.Context, item work.Item) (*session.Audio, erro
 }
 
 // load reads the item's recording.
-func (w Inputs) load(ctx context.Context, item work.Item) (*recording.Session, error) {
+func (w Inputs) load(ctx context.Context, item work.Item, dec *recording.ChatDecoder) (*recording.Session, error) {
+	if item.Dir != "" {
+		return dec.Load(ctx, w.store, item.Dir, w.lim)
+	}
 	return Load(ctx, w.store, &item.RecordingRef, w.lim, w.maxUpload)
 }
 
