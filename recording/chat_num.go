@@ -7,6 +7,8 @@ import (
 	"math/bits"
 	"strconv"
 	"unsafe"
+
+	"github.com/lkscore/lkscore/session"
 )
 
 // The scanner's numbers: the SDKs' chat histories are mostly numbers
@@ -220,45 +222,12 @@ func (s *scanner) checkedNum() bool {
 	return ok
 }
 
-// numberToken advances over -?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?.
+// numberToken advances over -?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?
+// (session.ScanNumber, the one grammar).
 func (s *scanner) numberToken() bool {
-	d := s.data
-	i := s.i
-	if i < len(d) && d[i] == '-' {
-		i++
-	}
-	switch {
-	case i < len(d) && d[i] == '0':
-		i++
-	case i < len(d) && d[i] >= '1' && d[i] <= '9':
-		for i < len(d) && d[i] >= '0' && d[i] <= '9' {
-			i++
-		}
-	default:
+	i, ok := session.ScanNumber(s.data, s.i)
+	if !ok {
 		return s.fail()
-	}
-	if i < len(d) && d[i] == '.' {
-		i++
-		j := i
-		for i < len(d) && d[i] >= '0' && d[i] <= '9' {
-			i++
-		}
-		if i == j {
-			return s.fail()
-		}
-	}
-	if i < len(d) && (d[i] == 'e' || d[i] == 'E') {
-		i++
-		if i < len(d) && (d[i] == '+' || d[i] == '-') {
-			i++
-		}
-		j := i
-		for i < len(d) && d[i] >= '0' && d[i] <= '9' {
-			i++
-		}
-		if i == j {
-			return s.fail()
-		}
 	}
 	s.i = i
 	return true

@@ -185,7 +185,7 @@ func parseNumbers(b []byte, dst []float64) ([]float64, bool) {
 		if i < 0 {
 			i = len(b)
 		}
-		if !isJSONNumber(b[:i]) { // ParseFloat also takes Inf, NaN, hex, "+1", "1_0"
+		if n, ok := session.ScanNumber(b[:i], 0); !ok || n != i { // ParseFloat also takes Inf, NaN, hex, "+1", "1_0"
 			return nil, false
 		}
 		f, err := strconv.ParseFloat(string(b[:i]), 64)
@@ -201,48 +201,6 @@ func parseNumbers(b []byte, dst []float64) ([]float64, bool) {
 		}
 	}
 	return dst, true
-}
-
-// isJSONNumber reports whether b is one JSON number:
-// -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
-func isJSONNumber(b []byte) bool {
-	digits := func(i int) int { // the index after the digits from i
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-		return i
-	}
-	i := 0
-	if i < len(b) && b[i] == '-' {
-		i++
-	}
-	switch {
-	case i < len(b) && b[i] == '0':
-		i++
-	case i < len(b) && b[i] >= '1' && b[i] <= '9':
-		i = digits(i)
-	default:
-		return false
-	}
-	if i < len(b) && b[i] == '.' {
-		if j := digits(i + 1); j > i+1 {
-			i = j
-		} else {
-			return false
-		}
-	}
-	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
-		i++
-		if i < len(b) && (b[i] == '+' || b[i] == '-') {
-			i++
-		}
-		if j := digits(i); j > i {
-			i = j
-		} else {
-			return false
-		}
-	}
-	return i == len(b)
 }
 
 // continuousMetrics are the metrics a Sample's Values hold, in order. The

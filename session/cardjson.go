@@ -120,21 +120,26 @@ func (e *cardEncoder) optFloat(o Opt[float64]) {
 	e.float(o.V)
 }
 
-// strs writes a string slice: null when nil, as encoding/json does.
-func (e *cardEncoder) strs(s []string) {
-	if s == nil {
+// array writes xs as a JSON array, each element by each, and null when xs
+// is nil, as encoding/json does (an omitempty list is not written at all:
+// its caller checks its length).
+func array[T any](e *cardEncoder, xs []T, each func(*T)) {
+	if xs == nil {
 		e.raw("null")
 		return
 	}
 	e.b = append(e.b, '[')
-	for i, v := range s {
+	for i := range xs {
 		if i > 0 {
 			e.b = append(e.b, ',')
 		}
-		e.str(v)
+		each(&xs[i])
 	}
 	e.b = append(e.b, ']')
 }
+
+// strs writes a string slice.
+func (e *cardEncoder) strs(s []string) { array(e, s, func(v *string) { e.str(*v) }) }
 
 // str writes a JSON string as encoding/json's Marshal does: HTML
 // characters, control characters, U+2028 and U+2029 escaped, invalid UTF-8
@@ -234,18 +239,14 @@ func (e *cardEncoder) sessionRef(s *SessionRef) {
 	e.optStr(&first, "ended_by", s.EndedBy)
 	e.optStr(&first, "room_end_reason", s.RoomEndReason)
 	if len(s.Departures) > 0 {
-		e.raw(`,"departures":[`)
-		for i, d := range s.Departures {
-			if i > 0 {
-				e.b = append(e.b, ',')
-			}
+		e.raw(`,"departures":`)
+		array(e, s.Departures, func(d *Departure) {
 			e.raw(`{"role":`)
 			e.str(d.Role)
 			e.raw(`,"reason":`)
 			e.str(d.Reason)
 			e.b = append(e.b, '}')
-		}
-		e.b = append(e.b, ']')
+		})
 	}
 	if len(s.Provenance) > 0 {
 		e.raw(`,"provenance":`)
@@ -291,16 +292,7 @@ func (e *cardEncoder) closeFields(c *Close) {
 }
 
 func (e *cardEncoder) components(cs []Component) {
-	if cs == nil {
-		e.raw("null")
-		return
-	}
-	e.b = append(e.b, '[')
-	for i := range cs {
-		c := &cs[i]
-		if i > 0 {
-			e.b = append(e.b, ',')
-		}
+	array(e, cs, func(c *Component) {
 		e.raw(`{"name":`)
 		e.str(c.Name)
 		e.raw(`,"score":`)
@@ -320,21 +312,11 @@ func (e *cardEncoder) components(cs []Component) {
 		first := false
 		e.optStr(&first, "not_measured", c.NotMeasured)
 		e.b = append(e.b, '}')
-	}
-	e.b = append(e.b, ']')
+	})
 }
 
 func (e *cardEncoder) findings(fs []Finding) {
-	if fs == nil {
-		e.raw("null")
-		return
-	}
-	e.b = append(e.b, '[')
-	for i := range fs {
-		f := &fs[i]
-		if i > 0 {
-			e.b = append(e.b, ',')
-		}
+	array(e, fs, func(f *Finding) {
 		e.raw(`{"code":`)
 		e.str(f.Code)
 		e.raw(`,"severity":`)
@@ -358,6 +340,5 @@ func (e *cardEncoder) findings(fs []Finding) {
 		e.raw(`,"message":`)
 		e.str(f.Message)
 		e.b = append(e.b, '}')
-	}
-	e.b = append(e.b, ']')
+	})
 }

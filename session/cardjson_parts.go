@@ -94,11 +94,7 @@ func (e *cardEncoder) audio(a *Audio) {
 	e.segments(&first, "awkward_silences", a.Silences)
 	if len(a.Turns) > 0 {
 		e.field(&first, "turns")
-		e.b = append(e.b, '[')
-		for i, t := range a.Turns {
-			if i > 0 {
-				e.b = append(e.b, ',')
-			}
+		array(e, a.Turns, func(t *AudioTurn) {
 			e.raw(`{"user_start_ms":`)
 			e.int(t.UserStartMs)
 			e.raw(`,"user_end_ms":`)
@@ -115,8 +111,7 @@ func (e *cardEncoder) audio(a *Audio) {
 				e.int(t.YieldMs)
 			}
 			e.b = append(e.b, '}')
-		}
-		e.b = append(e.b, ']')
+		})
 	}
 	e.field(&first, "metrics")
 	m := &a.Metrics
@@ -157,27 +152,17 @@ func (e *cardEncoder) segments(first *bool, key string, segs []AudioSegment) {
 		return
 	}
 	e.field(first, key)
-	e.b = append(e.b, '[')
-	for i, s := range segs {
-		if i > 0 {
-			e.b = append(e.b, ',')
-		}
+	array(e, segs, func(s *AudioSegment) {
 		e.raw(`{"start_ms":`)
 		e.int(s.StartMs)
 		e.raw(`,"end_ms":`)
 		e.int(s.EndMs)
 		e.b = append(e.b, '}')
-	}
-	e.b = append(e.b, ']')
+	})
 }
 
 func (e *cardEncoder) rules(rs []RuleResult) {
-	e.b = append(e.b, '[')
-	for i := range rs {
-		r := &rs[i]
-		if i > 0 {
-			e.b = append(e.b, ',')
-		}
+	array(e, rs, func(r *RuleResult) {
 		e.raw(`{"name":`)
 		e.str(r.Name)
 		e.raw(`,"severity":`)
@@ -189,40 +174,24 @@ func (e *cardEncoder) rules(rs []RuleResult) {
 		e.raw(`,"deduction":`)
 		e.float(r.Deduction)
 		e.raw(`,"values":`)
-		if r.Values == nil {
-			e.raw("null")
-		} else {
-			e.b = append(e.b, '[')
-			for j, v := range r.Values {
-				if j > 0 {
-					e.b = append(e.b, ',')
-				}
-				e.raw(`{"name":`)
-				e.str(v.Name)
-				e.raw(`,"value":`)
-				e.str(v.Value)
-				e.b = append(e.b, '}')
-			}
-			e.b = append(e.b, ']')
-		}
+		array(e, r.Values, func(v *RuleValue) {
+			e.raw(`{"name":`)
+			e.str(v.Name)
+			e.raw(`,"value":`)
+			e.str(v.Value)
+			e.b = append(e.b, '}')
+		})
 		e.optStr(&first, "error", r.Error)
 		e.b = append(e.b, '}')
-	}
-	e.b = append(e.b, ']')
+	})
 }
 
 func (e *cardEncoder) usage(u *Usage) {
 	e.raw(`{"reported":`)
 	e.bool(u.Reported)
 	if len(u.Models) > 0 {
-		e.raw(`,"models":[`)
-		for i := range u.Models {
-			if i > 0 {
-				e.b = append(e.b, ',')
-			}
-			e.modelUsage(&u.Models[i])
-		}
-		e.b = append(e.b, ']')
+		e.raw(`,"models":`)
+		array(e, u.Models, e.modelUsage)
 	}
 	first := false
 	e.optIntField(&first, "input_tokens", u.InputTokens)
@@ -282,25 +251,16 @@ func (e *cardEncoder) cost(c *Cost) {
 	first := false
 	e.optFloatField(&first, "per_minute", c.PerMinute)
 	e.raw(`,"rows":`)
-	if c.Rows == nil {
-		e.raw("null")
-	} else {
-		e.b = append(e.b, '[')
-		for i, r := range c.Rows {
-			if i > 0 {
-				e.b = append(e.b, ',')
-			}
-			e.raw(`{"provider":`)
-			e.str(r.Provider)
-			e.raw(`,"model":`)
-			e.str(r.Model)
-			e.optStr(&first, "effective", r.Effective)
-			e.raw(`,"amount":`)
-			e.float(r.Amount)
-			e.b = append(e.b, '}')
-		}
-		e.b = append(e.b, ']')
-	}
+	array(e, c.Rows, func(r *CostRow) {
+		e.raw(`{"provider":`)
+		e.str(r.Provider)
+		e.raw(`,"model":`)
+		e.str(r.Model)
+		e.optStr(&first, "effective", r.Effective)
+		e.raw(`,"amount":`)
+		e.float(r.Amount)
+		e.b = append(e.b, '}')
+	})
 	if len(c.Unpriced) > 0 {
 		e.raw(`,"unpriced":`)
 		e.strs(c.Unpriced)
