@@ -6,6 +6,10 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/livekit/protocol/auth"
+	"google.golang.org/protobuf/encoding/protojson"
 )
 
 // benchRun runs `lkscore bench` against the in-process daemon with the
@@ -99,5 +103,30 @@ func TestBenchReportsRefusals(t *testing.T) {
 		"--webhooks", "--sessions", "5", "--concurrency", "2"}, func(k string) string { return env[k] }, &out, &errb)
 	if code != 1 || !strings.Contains(out.String(), "refused 5") {
 		t.Fatalf("exit %d\n%s\n%s", code, out.String(), errb.String())
+	}
+}
+
+// TestBenchResignsStaleWebhooks: a webhook signed ahead whose token is
+// older than bench's bound is signed again as it is sent, not sent with a
+// token the daemon refuses as expired.
+func TestBenchResignsStaleWebhooks(t *testing.T) {
+	_, snd := startTestDaemon(t)
+	room := benchRoom("stale", 0)
+	body, err := protojson.Marshal(benchWebhook(room))
+	if err != nil {
+		t.Fatal(err)
+	}
+	expired, err := auth.NewAccessToken("APItail", "tail-secret-0123456789").SetValidFor(-10 * time.Minute).ToJWT()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := benchOptions{webhooksOnly: true, signed: []signedWebhook{{body: body, token: expired}}}
+	o.signedAt = time.Now().Add(-signAheadFor - time.Second)
+	if _, _, err := benchSession(context.Background(), snd, o, 0, room, ""); err != nil {
+		t.Fatalf("a stale pre-signed webhook: %v", err)
+	}
+	o.signedAt = time.Now() // fresh: the stored token is sent as it is, and refused
+	if _, _, err := benchSession(context.Background(), snd, o, 0, room, ""); err == nil {
+		t.Fatal("the expired token was accepted: the test does not show the re-signing")
 	}
 }
