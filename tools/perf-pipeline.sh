@@ -16,20 +16,8 @@
 # PERF_PROFILE_SECONDS (default 5) of the load (go tool pprof -top FILE).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-work=$(mktemp -d "${PERF_TMPDIR:-/tmp}/lkscore-perf.XXXXXX")
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  # PERF_KEEP=1 keeps the run's files: deleting thousands of files makes
-  # ext4 scan its inode tables on every file created in the next 1-5 minutes
-  # (recently_deleted), which a next run would count as the daemon's CPU.
-  [ -n "${PERF_KEEP:-}" ] && echo "kept $work" >&2 || rm -rf "$work"
-}
-trap cleanup EXIT
-
-go build -o "$work/lkscore" ./cmd/lkscore
-go build -o "$work/nats-server" github.com/nats-io/nats-server/v2
+. tools/perfenv.sh # $work, pids, cpu; PERF_TMPDIR, PERF_KEEP
+perfenv perf
 nats_port=${NATS_PORT:-14222}
 mon_port=${NATS_MON_PORT:-18222}
 "$work/nats-server" -a 127.0.0.1 -p "$nats_port" -m "$mon_port" -js -sd "$work/nats" >"$work/nats.log" 2>&1 &
@@ -57,7 +45,6 @@ if [ "${PERF_ROLE:-}" = split ]; then
   for _ in $(seq 100); do curl -fs "http://$wops/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
 fi
 for _ in $(seq 100); do curl -fs "http://$ops/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
-cpu() { awk '{printf "%.2f", ($14+$15)/100}' "/proc/$1/stat"; }
 nats_cpu0=$(cpu "${pids[0]}"); serve_cpu0=$(cpu "${pids[1]}")
 # read and write system calls of the daemon (/proc/PID/io syscr, syscw)
 syscalls() { awk '/^syscr/ {r=$2} /^syscw/ {w=$2} END {print r, w}' "/proc/$1/io"; }

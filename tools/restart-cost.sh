@@ -12,19 +12,10 @@
 # to PREFIX-N.prof (go tool pprof -top FILE).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-work=$(mktemp -d "${PERF_TMPDIR:-/tmp}/lkscore-restart.XXXXXX")
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-go build -o "$work/lkscore" ./cmd/lkscore
-go build -o "$work/nats-server" github.com/nats-io/nats-server/v2
+. tools/perfenv.sh # $work, pids, cpu; PERF_TMPDIR, PERF_KEEP
+perfenv restart
 export LIVEKIT_API_KEY=APIrestart LIVEKIT_API_SECRET=restart-secret-0123456789abcdef LKSCORE_LOG_LEVEL=warn
 [ -n "${RESTART_PROFILE:-}" ] && export LKSCORE_OPS_PPROF=true
-cpu() { awk '{printf "%.2f", ($14+$15)/100}' "/proc/$1/stat"; }
 ready() { for _ in $(seq 3000); do curl -sf http://127.0.0.1:18690/readyz >/dev/null && return 0; sleep 0.01; done; return 1; }
 serve() {
   "${RESTART_SERVE:-$work/lkscore}" serve --role all --listen 127.0.0.1:18680 --ops-listen 127.0.0.1:18690 --data-dir "$work/data-$1" \

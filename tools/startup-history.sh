@@ -11,16 +11,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 n=${1:-100000}
-work=$(mktemp -d "${STARTUP_TMPDIR:-/tmp}/lkscore-startup.XXXXXX")
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-go build -o "$work/lkscore" ./cmd/lkscore
-go build -o "$work/nats-server" github.com/nats-io/nats-server/v2
+PERF_TMPDIR=${STARTUP_TMPDIR:-${PERF_TMPDIR:-/tmp}}
+. tools/perfenv.sh # $work, pids; PERF_TMPDIR, PERF_KEEP
+perfenv startup
 go build -o "$work/fillfacts" ./consumer/tools/fillfacts
 port=${NATS_PORT:-14522}
 "$work/nats-server" -a 127.0.0.1 -p "$port" -js -sd "$work/nats" >"$work/nats.log" 2>&1 &
