@@ -130,4 +130,13 @@ func TestRetentionSweepsWhenDue(t *testing.T) {
 	if got := stored(); got != now.Unix() {
 		t.Errorf("after a sweep the stored time is %d, want %d", got, now.Unix())
 	}
+	// A start while NATS is down: no sweep at once (nor a failing one),
+	// the first one an interval later.
+	r.interval = time.Hour
+	set.NATS.Stop()
+	dctx, dcancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer dcancel()
+	if w := r.firstWait(dctx); w != time.Hour {
+		t.Errorf("with NATS down the first sweep waits %s, want the interval", w)
+	}
 }
